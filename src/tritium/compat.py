@@ -1,0 +1,331 @@
+"""Everything that touches Triton internals lives here, and only here.
+
+Triton 3.6 offers one pipeline hook (``knobs.runtime.add_stages_inspection_hook``) and folds it
+into no cache key.  Triton 3.7+ calls the same hook with no arguments to get ``(key, hash)`` and
+folds those into its keys.  This module gives the rest of tritium the 3.7 contract on both:
+
+* :func:`install_stages_hook` sets the hook (chaining any hook already there); on 3.6 it also
+  wraps the two key functions so the hook's ``(key, hash)`` reaches the on-disk and JIT keys.
+* :func:`intercept_pass_managers` swaps ``ir.pass_manager`` for a subclass and wraps every
+  ``add_*`` pass builder, so a stage's passes are recorded by name instead of run blindly.
+* :func:`replace_module_body` makes a print/parse round trip visible to code that still holds
+  the old module object.
+
+``tests/test_compat.py`` checks each of these assumptions against the installed wheel.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+import triton
+import triton.compiler.compiler as _compiler
+import triton.runtime.jit as _jit
+from triton import knobs
+from triton._C.libtriton import ir, passes
+
+TRITON_VERSION: tuple[int, int] = tuple(int(p) for p in re.findall(r"\d+", triton.__version__)[:2])  # type: ignore
+#: Triton >= 3.7 calls the stages hook with no arguments for ``(key, hash)`` and loads ``.so`` plugins.
+NATIVE_HOOK_PROTOCOL: bool = TRITON_VERSION >= (3, 7)
+
+StagesHook = Callable[..., Any]
+
+
+# --------------------------------------------------------------------------------------------
+# The stages hook and the cache keys
+# --------------------------------------------------------------------------------------------
+class _ChainedHook:
+    """Our hook, with whatever hook was installed before us called first."""
+
+    def __init__(self, apply: Callable[..., None], key: Callable[[], tuple[str, str]],
+                 previous: Optional[StagesHook]):
+        self.apply, self.key, self.previous = apply, key, previous
+
+    def __call__(self, *args: Any) -> Any:
+        if not args:  # the 3.7+ key protocol
+            key, digest = self.key()
+            if self.previous is not None and NATIVE_HOOK_PROTOCOL:
+                prev_key, prev_digest = self.previous()
+                key, digest = f"{prev_key}|{key}", f"{prev_digest}{digest}"
+            return key, digest
+        if self.previous is not None:
+            self.previous(*args)
+        self.apply(*args)
+        return None
+
+
+_installed: Optional[_ChainedHook] = None
+_orig_get_cache_key = _compiler.get_cache_key
+_orig_jit_get_cache_key = _jit.get_cache_key
+_orig_compute_cache_key = _jit.compute_cache_key
+
+
+def _keyed_get_cache_key(src, backend, backend_options, env_vars):
+    base = _orig_get_cache_key(src, backend, backend_options, env_vars)
+    hook = knobs.runtime.add_stages_inspection_hook
+    if isinstance(hook, _ChainedHook):
+        key, _ = hook()
+        if key:
+            return f"{base}-tritium-{key}"
+    return base
+
+
+def _keyed_compute_cache_key(kernel_key_cache, specialization, options):
+    base = _orig_compute_cache_key(kernel_key_cache, specialization, options)
+    hook = knobs.runtime.add_stages_inspection_hook
+    if isinstance(hook, _ChainedHook):
+        _, digest = hook()
+        if digest:
+            return (base, digest)
+    return base
+
+
+def install_stages_hook(apply: Callable[..., None], key: Callable[[], tuple[str, str]]) -> None:
+    """Install ``apply(backend, stages, options, language, capability)`` as the stages hook.
+
+    ``key()`` returns ``(key, hash)``: empty strings when nothing is active, so keys stay exactly
+    those of bare Triton.  Idempotent.
+    """
+    global _installed
+    if _installed is not None:
+        return
+    _installed = _ChainedHook(apply, key, knobs.runtime.add_stages_inspection_hook)
+    knobs.runtime.add_stages_inspection_hook = _installed
+    if not NATIVE_HOOK_PROTOCOL:
+        _compiler.get_cache_key = _keyed_get_cache_key
+        _jit.get_cache_key = _keyed_get_cache_key
+        _jit.compute_cache_key = _keyed_compute_cache_key
+
+
+def uninstall_stages_hook() -> None:
+    """Restore the hook and key functions exactly as they were before :func:`install_stages_hook`."""
+    global _installed
+    if _installed is None:
+        return
+    if knobs.runtime.add_stages_inspection_hook is _installed:
+        knobs.runtime.add_stages_inspection_hook = _installed.previous
+    _installed = None
+    _compiler.get_cache_key = _orig_get_cache_key
+    _jit.get_cache_key = _orig_jit_get_cache_key
+    _jit.compute_cache_key = _orig_compute_cache_key
+
+
+def stages_hook_installed() -> bool:
+    return _installed is not None and knobs.runtime.add_stages_inspection_hook is _installed
+
+
+# --------------------------------------------------------------------------------------------
+# Pass builders and pass managers
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PassBuilder:
+    """One ``add_*`` function of Triton's bindings, under the name users write."""
+    name: str  # e.g. "ttgpuir.coalesce" or "nvidia.ttnvgpuir.plan_cta"
+    fn: Callable[..., None]
+
+
+def _binding_namespaces() -> Iterator[tuple[str, Any]]:
+    yield "", passes
+    for backend in ("nvidia", "amd"):
+        try:
+            module = getattr(__import__("triton._C.libtriton", fromlist=[backend]), backend)
+        except (ImportError, AttributeError):
+            continue
+        if hasattr(module, "passes"):
+            yield f"{backend}.", module.passes
+
+
+def _discover_pass_builders() -> dict[str, tuple[Any, str, PassBuilder]]:
+    found: dict[str, tuple[Any, str, PassBuilder]] = {}
+    for prefix, root in _binding_namespaces():
+        for ns in dir(root):
+            sub = getattr(root, ns)
+            if ns.startswith("_") or not hasattr(sub, "__dict__"):
+                continue
+            for attr in dir(sub):
+                if attr.startswith("add_") and callable(getattr(sub, attr)):
+                    name = f"{prefix}{ns}.{attr[4:]}"
+                    found[name] = (sub, attr, PassBuilder(name, getattr(sub, attr)))
+    return found
+
+
+PASS_BUILDERS: dict[str, tuple[Any, str, PassBuilder]] = _discover_pass_builders()
+_BasePassManager = ir.pass_manager
+
+
+def stock_pass_builder(name: str) -> PassBuilder:
+    """The builder behind a stock pass name (``KeyError`` if Triton has none by that name)."""
+    return PASS_BUILDERS[name][2]
+
+
+@dataclass
+class RecordedPass:
+    """A pass a backend asked for: its builder and the arguments after the pass manager."""
+    builder: PassBuilder
+    args: tuple
+
+    def add_to(self, pm: Any) -> None:
+        self.builder.fn(pm, *self.args)
+
+
+class _Recorder(threading.local):
+    #: callable(pm, mod, name, recorded, debug) set while a tritium stage runs on this thread
+    on_run: Optional[Callable[..., None]] = None
+
+
+_recorder = _Recorder()
+
+
+class RecordingPassManager(_BasePassManager):
+    """A real pass manager that, inside a tritium stage, collects passes instead of adding them.
+
+    Outside a tritium stage (another thread, no pipeline) it is exactly ``ir.pass_manager``.
+    """
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self.context = context
+        self.debug = False
+        self.recorded: Optional[list[RecordedPass]] = [] if _recorder.on_run is not None else None
+        self._on_run = _recorder.on_run
+
+    def enable_debug(self) -> bool:
+        self.debug = True
+        return super().enable_debug()
+
+    def run(self, mod: Any, name: str) -> None:
+        if self.recorded is None:
+            return super().run(mod, name)
+        return self._on_run(self, mod, name, self.recorded)
+
+
+def new_pass_manager(context: Any, debug: bool) -> Any:
+    """A plain pass manager (never recording), with debugging enabled like the one it stands for."""
+    pm = _BasePassManager(context)
+    if debug:
+        pm.enable_debug()
+    return pm
+
+
+def run_plain(pm: Any, mod: Any, name: str) -> None:
+    """Run ``pm`` with the stock ``run``, bypassing recording."""
+    _BasePassManager.run(pm, mod, name)
+
+
+def _wrap_builder(builder: PassBuilder) -> Callable[..., None]:
+    def add(pm: Any, *args: Any) -> None:
+        recorded = getattr(pm, "recorded", None)
+        if recorded is None:
+            return builder.fn(pm, *args)
+        recorded.append(RecordedPass(builder, args))
+    add.__wrapped__ = builder.fn  # type: ignore[attr-defined]
+    add.__name__ = builder.fn.__name__
+    return add
+
+
+_intercept_lock = threading.Lock()
+_intercept_depth = 0
+
+
+class intercept_pass_managers:
+    """Context manager: while any thread is inside, pass builders record into recording managers.
+
+    Reference counted so that concurrent compiles on several threads share one installation; the
+    bindings are restored when the last one leaves, even on error.
+    """
+
+    def __init__(self, on_run: Callable[..., None]) -> None:
+        self.on_run = on_run
+        self.saved: Optional[Callable[..., None]] = None
+
+    def __enter__(self) -> "intercept_pass_managers":
+        global _intercept_depth
+        with _intercept_lock:
+            if _intercept_depth == 0:
+                for sub, attr, builder in PASS_BUILDERS.values():
+                    setattr(sub, attr, _wrap_builder(builder))
+                ir.pass_manager = RecordingPassManager
+            _intercept_depth += 1
+        self.saved, _recorder.on_run = _recorder.on_run, self.on_run
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global _intercept_depth
+        _recorder.on_run = self.saved
+        with _intercept_lock:
+            _intercept_depth -= 1
+            if _intercept_depth == 0:
+                for sub, attr, builder in PASS_BUILDERS.values():
+                    setattr(sub, attr, builder.fn)
+                ir.pass_manager = _BasePassManager
+
+
+def pass_builders_pristine() -> bool:
+    """True when every binding is Triton's own (no interception left behind)."""
+    return ir.pass_manager is _BasePassManager and all(
+        getattr(sub, attr) is builder.fn for sub, attr, builder in PASS_BUILDERS.values())
+
+
+# --------------------------------------------------------------------------------------------
+# MLIR modules
+# --------------------------------------------------------------------------------------------
+def is_mlir_module(obj: Any) -> bool:
+    return isinstance(obj, ir.module)
+
+
+def parse_module(text: str, context: Any) -> Any:
+    """Parse MLIR text in ``context`` (the bindings only parse files)."""
+    import os
+    import tempfile
+    fd, path = tempfile.mkstemp(suffix=".mlir", prefix="tritium-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        return ir.parse_mlir_module(path, context)
+    finally:
+        os.unlink(path)
+
+
+def _body_block(mod: Any) -> Any:
+    region = mod.get_region(0)
+    found: list[Any] = []
+
+    def visit(op: Any) -> None:
+        block = op.get_block()
+        if not found and block is not None and block.get_parent().id() == region.id():
+            found.append(block)
+
+    mod.walk(visit)
+    if not found:
+        raise ValueError("module has an empty body")
+    return found[0]
+
+
+_MODULE_ATTRS = re.compile(r"^module(?: @\S+)? attributes \{(.*)\}", re.MULTILINE)
+_ATTR_NAME = re.compile(r'(?:^|, )("[^"]+"|[\w.$-]+) = ')
+
+
+def replace_module_body(old: Any, new: Any) -> None:
+    """Make ``old`` hold ``new``'s operations and integer/string/bool module attributes.
+
+    Backends keep using the module object they created after ``pm.run`` returns (for metadata and
+    for translation to LLVM), so a pass that returns a fresh module must be folded back into it.
+    """
+    if new is old:
+        return
+    new_block, old_block = _body_block(new), _body_block(old)
+    new_block.move_before(old_block)
+    old_block.erase()
+    match = _MODULE_ATTRS.search(new.str())
+    builder = ir.builder(old.context)
+    op = new.get_operation()
+    for raw in _ATTR_NAME.findall(match.group(1)) if match else ():
+        name = raw.strip('"')
+        if (value := new.get_int_attr(name)) is not None:
+            old.set_attr(name, builder.get_int32_attr(value))
+        elif (text := op.get_str_attr(name)) is not None:
+            old.set_attr(name, builder.get_string_attr(text))
+        elif (flag := op.get_bool_attr(name)) is not None:
+            old.set_attr(name, builder.get_bool_attr(flag))

@@ -1,0 +1,114 @@
+"""Which pipeline applies to the next compilation: set globally, by context, or bound to a kernel.
+
+A pipeline set with :func:`activate` holds for everything compiled from then on, in every thread,
+until :func:`deactivate`.  :func:`use_pipeline` nests per thread and wins over the global one;
+:func:`bind` makes one kernel compile (and look up its cache) under its own pipeline.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+from typing import Any, Iterator, Optional, Union
+
+from .errors import PipelineError
+from .pipeline import Pipeline
+from .registry import auto_pipelines, find_pipeline
+
+PipelineLike = Union[Pipeline, str]
+
+_lock = threading.Lock()
+_global: Optional[Pipeline] = None
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.items: list[Optional[Pipeline]] = []
+
+
+_stack = _Stack()
+
+
+def _resolve(pipeline: Optional[PipelineLike]) -> Optional[Pipeline]:
+    if pipeline is None or isinstance(pipeline, Pipeline):
+        return pipeline
+    if isinstance(pipeline, str):
+        return find_pipeline(pipeline)
+    raise PipelineError(f"expected a Pipeline or a pipeline name, got {type(pipeline).__name__}")
+
+
+def activate(pipeline: PipelineLike) -> Pipeline:
+    """Use ``pipeline`` for every compilation from now until :func:`deactivate`."""
+    global _global
+    resolved = _resolve(pipeline)
+    with _lock:
+        _global = resolved
+    return resolved  # type: ignore[return-value]
+
+
+def deactivate() -> None:
+    global _global
+    with _lock:
+        _global = None
+
+
+@contextlib.contextmanager
+def use_pipeline(pipeline: Optional[PipelineLike]) -> Iterator[Optional[Pipeline]]:
+    """Use ``pipeline`` in this thread inside the block (``None`` means stock Triton)."""
+    resolved = _resolve(pipeline)
+    _stack.items.append(resolved)
+    try:
+        yield resolved
+    finally:
+        _stack.items.pop()
+
+
+def active_pipeline() -> Optional[Pipeline]:
+    if _stack.items:
+        return _stack.items[-1]
+    return _global
+
+
+def effective_pipelines() -> list[Pipeline]:
+    """Plugins' automatic pipelines, then the active one."""
+    active = active_pipeline()
+    return [*auto_pipelines(), *([active] if active is not None else [])]
+
+
+def pipelines_key() -> tuple[str, str]:
+    """``(key, hash)`` of the effective pipelines; empty when none, so keys match bare Triton."""
+    pipelines = effective_pipelines()
+    if not pipelines:
+        return "", ""
+    key = "+".join(f"{p.origin()}#{p.digest()}" for p in pipelines)
+    return key, hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def bind(pipeline: Optional[PipelineLike], kernel: Any = None) -> Any:
+    """Bind a pipeline to one ``@triton.jit`` kernel: as ``@bind(p)`` above ``@triton.jit``, or
+    ``bind(p, kernel)``.  ``bind(None, kernel)`` removes the binding.
+    """
+    resolved = _resolve(pipeline)
+
+    def apply(fn: Any) -> Any:
+        run = getattr(type(fn), "run", None)
+        if run is None:
+            raise PipelineError(f"bind: {fn!r} is not a @triton.jit kernel")
+        if resolved is None:
+            fn.__dict__.pop("run", None)
+            fn.__dict__.pop("tritium_pipeline", None)
+            return fn
+
+        def bound_run(*args: Any, **kwargs: Any) -> Any:
+            with use_pipeline(resolved):
+                return run(fn, *args, **kwargs)
+
+        fn.run = bound_run
+        fn.tritium_pipeline = resolved
+        return fn
+
+    return apply if kernel is None else apply(kernel)
+
+
+def bound_pipeline(kernel: Any) -> Optional[Pipeline]:
+    return getattr(kernel, "tritium_pipeline", None)

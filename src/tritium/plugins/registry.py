@@ -1,0 +1,279 @@
+"""Plugins: what one is, how they are found, and the list of those loaded.
+
+Discovery follows pytest/pluggy: Python entry points in the group ``tritium.plugins``, the
+colon-separated ``TRITIUM_PLUGIN_PATHS`` (``.py`` files, package folders or module names), and
+:func:`load_plugin` for an object, module or path given in code.  A module offers its plugin as a
+module attribute ``tritium_plugin`` (a :class:`Plugin`, or a function returning one).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import threading
+import warnings
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from .. import compat
+from .errors import PluginLoadError
+from .passes import PythonPass, fingerprint
+from .pipeline import Pipeline
+
+ENTRY_POINT_GROUP = "tritium.plugins"
+PATHS_ENV = "TRITIUM_PLUGIN_PATHS"
+NATIVE_PATHS_ENV = "TRITON_PLUGIN_PATHS"
+
+
+@dataclass(eq=False)
+class Plugin:
+    """A named, versioned bundle of pipelines, passes and DSL ops.
+
+    ``auto_pipelines`` apply to every compilation while the plugin is loaded (each gated by its own
+    ``when``).  ``content`` is what the plugin declares for cache keys; by default the code of its
+    Python passes.
+    """
+    name: str
+    version: str
+    pipelines: Mapping[str, Pipeline] = field(default_factory=dict)
+    passes: Mapping[str, PythonPass] = field(default_factory=dict)
+    ops: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    auto_pipelines: Sequence[Pipeline] = ()
+    content: Optional[str] = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise PluginLoadError(f"plugin name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.version, str) or not self.version:
+            raise PluginLoadError(f"plugin {self.name!r}: version must be a non-empty string")
+        for p in [*self.pipelines.values(), *self.auto_pipelines]:
+            if not isinstance(p, Pipeline):
+                raise PluginLoadError(f"plugin {self.name!r}: {p!r} is not a Pipeline")
+            p.plugin = self
+        for pass_ in self.passes.values():
+            object.__setattr__(pass_, "plugin", self.name)
+        for pipeline in self.all_pipelines():
+            for pass_ in pipeline.python_passes():
+                object.__setattr__(pass_, "plugin", self.name)
+
+    def all_pipelines(self) -> list[Pipeline]:
+        seen: dict[int, Pipeline] = {}
+        for p in [*self.pipelines.values(), *self.auto_pipelines]:
+            seen.setdefault(id(p), p)
+        return list(seen.values())
+
+    def content_digest(self) -> str:
+        h = hashlib.sha256(f"{self.name}=={self.version}".encode())
+        if self.content is not None:
+            h.update(self.content.encode())
+        else:
+            codes = [fingerprint(p.fn) for p in self.passes.values()]
+            codes += [fingerprint(p.fn) for pl in self.all_pipelines() for p in pl.python_passes()]
+            h.update("".join(sorted(codes)).encode())
+        return h.hexdigest()[:16]
+
+    def contributes(self) -> dict[str, list[str]]:
+        return {"pipelines": sorted({*self.pipelines, *(p.name for p in self.auto_pipelines)}),
+                "passes": sorted(self.passes), "ops": sorted(self.ops)}
+
+
+@dataclass
+class LoadedPlugin:
+    plugin: Plugin
+    origin: str
+
+
+_lock = threading.RLock()
+_loaded: dict[str, LoadedPlugin] = {}
+_on_change: list[Callable[[], None]] = []
+
+
+def on_change(callback: Callable[[], None]) -> None:
+    """Call ``callback`` whenever the set of loaded plugins changes (the hook installs itself)."""
+    _on_change.append(callback)
+
+
+def _notify() -> None:
+    for cb in _on_change:
+        cb()
+
+
+def register(plugin: Plugin, origin: str = "explicit") -> Plugin:
+    """Add a plugin object; its name must be new (loading the very same object again is a no-op)."""
+    if not isinstance(plugin, Plugin):
+        raise PluginLoadError(f"{origin}: expected a tritium Plugin, got {type(plugin).__name__}")
+    with _lock:
+        existing = _loaded.get(plugin.name)
+        if existing is not None:
+            if existing.plugin is plugin:
+                return plugin
+            raise PluginLoadError(f"duplicate plugin name {plugin.name!r}: already loaded from "
+                                  f"{existing.origin}, again from {origin}")
+        _loaded[plugin.name] = LoadedPlugin(plugin, origin)
+    _notify()
+    return plugin
+
+
+def unload_plugin(name: str) -> None:
+    with _lock:
+        if _loaded.pop(name, None) is None:
+            raise PluginLoadError(f"no plugin named {name!r} is loaded; loaded: {', '.join(_loaded) or 'none'}")
+    _notify()
+
+
+def loaded_plugins() -> list[LoadedPlugin]:
+    with _lock:
+        return list(_loaded.values())
+
+
+def get_plugin(name: str) -> Plugin:
+    with _lock:
+        if name not in _loaded:
+            raise PluginLoadError(f"no plugin named {name!r} is loaded; loaded: {', '.join(_loaded) or 'none'}")
+        return _loaded[name].plugin
+
+
+def auto_pipelines() -> list[Pipeline]:
+    with _lock:
+        return [p for lp in _loaded.values() for p in lp.plugin.auto_pipelines]
+
+
+def find_pipeline(name: str) -> Pipeline:
+    """A pipeline contributed by a loaded plugin, as ``name`` or ``plugin:name``."""
+    with _lock:
+        matches = [p for lp in _loaded.values() for key, p in lp.plugin.pipelines.items()
+                   if name in (key, f"{lp.plugin.name}:{key}")]
+        known = [f"{lp.plugin.name}:{key}" for lp in _loaded.values() for key in lp.plugin.pipelines]
+    if len(matches) != 1:
+        why = "is ambiguous" if matches else "is not contributed by any loaded plugin"
+        raise PluginLoadError(f"pipeline {name!r} {why}; known: {', '.join(known) or 'none'}")
+    return matches[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Loading from modules, files, entry points and environment variables
+# --------------------------------------------------------------------------------------------
+def _plugin_from_module(module: ModuleType, origin: str) -> Plugin:
+    obj = getattr(module, "tritium_plugin", None)
+    if obj is None:
+        raise PluginLoadError(f"{origin}: module {module.__name__!r} defines no `tritium_plugin` "
+                              "(a tritium.plugins.Plugin or a function returning one)")
+    return _plugin_from_object(obj, origin)
+
+
+def _plugin_from_object(obj: Any, origin: str) -> Plugin:
+    if isinstance(obj, ModuleType):
+        return _plugin_from_module(obj, origin)
+    if callable(obj) and not isinstance(obj, Plugin):
+        try:
+            obj = obj()
+        except Exception as e:
+            raise PluginLoadError(f"{origin}: the plugin factory raised {type(e).__name__}: {e}") from e
+    if not isinstance(obj, Plugin):
+        raise PluginLoadError(f"{origin}: expected a tritium Plugin, got {type(obj).__name__}")
+    return obj
+
+
+def _import_file(path: Path, origin: str) -> ModuleType:
+    target = path / "__init__.py" if path.is_dir() else path
+    if not target.is_file():
+        raise PluginLoadError(f"{origin}: {path} is neither a .py file nor a package folder")
+    mod_name = f"tritium_plugin_{path.stem}_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]}"
+    spec = importlib.util.spec_from_file_location(
+        mod_name, target, submodule_search_locations=[str(path)] if path.is_dir() else None)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except Exception as e:
+        del sys.modules[mod_name]
+        raise PluginLoadError(f"{origin}: importing {path} raised {type(e).__name__}: {e}") from e
+    return module
+
+
+def _import_name(name: str, origin: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name and name.startswith(e.name):
+            raise PluginLoadError(f"{origin}: no file, folder or module named {name!r}") from e
+        raise PluginLoadError(f"{origin}: importing {name!r} raised {type(e).__name__}: {e}") from e
+    except Exception as e:
+        raise PluginLoadError(f"{origin}: importing {name!r} raised {type(e).__name__}: {e}") from e
+
+
+def load_plugin(spec: Any, origin: Optional[str] = None) -> Plugin:
+    """Load a plugin from a Plugin object, a module, a ``.py`` path, a package folder or a module name."""
+    if isinstance(spec, (str, os.PathLike)):
+        text = os.fspath(spec)
+        origin = origin or f"path {text}"
+        if text.endswith(".so"):
+            raise PluginLoadError(_native_message(text))
+        if os.sep in text or text.endswith(".py") or Path(text).exists():
+            plugin = _plugin_from_module(_import_file(Path(text), origin), origin)
+        else:
+            plugin = _plugin_from_module(_import_name(text, origin), f"module {text}")
+            origin = f"module {text}"
+    else:
+        origin = origin or "explicit"
+        plugin = _plugin_from_object(spec, origin)
+    return register(plugin, origin)
+
+
+def _native_message(path: str) -> str:
+    if compat.NATIVE_HOOK_PROTOCOL:
+        return f"{path}: native .so plugins are loaded by Triton itself via {NATIVE_PATHS_ENV}, not by tritium"
+    return (f"{path}: native .so plugins need Triton >= 3.7 (this is Triton {compat.triton.__version__}, "
+            "which has no native plugin loader); use a Python plugin (a .py file, package or module)")
+
+
+def native_plugin_paths() -> list[str]:
+    """``.so`` entries of ``TRITON_PLUGIN_PATHS`` (Triton's own loader takes them on 3.7+)."""
+    return [p for p in os.environ.get(NATIVE_PATHS_ENV, "").split(":") if p.endswith(".so")]
+
+
+def discover(*, strict: bool = True) -> list[Plugin]:
+    """Load plugins from entry points and ``TRITIUM_PLUGIN_PATHS``; already loaded ones are skipped.
+
+    With ``strict=False`` failures become warnings, so one broken plugin does not stop the rest.
+    """
+    found: list[Plugin] = []
+    errors: list[PluginLoadError] = []
+
+    def attempt(action: Callable[[], Plugin]) -> None:
+        try:
+            found.append(action())
+        except PluginLoadError as e:
+            errors.append(e)
+
+    for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
+        origin = f"entry point {ep.name} = {ep.value}"
+        if any(lp.origin == origin for lp in loaded_plugins()):
+            continue
+
+        def from_entry_point(ep=ep, origin=origin) -> Plugin:
+            try:
+                obj = ep.load()
+            except Exception as e:
+                raise PluginLoadError(f"{origin}: loading raised {type(e).__name__}: {e}") from e
+            return register(_plugin_from_object(obj, origin), origin)
+        attempt(from_entry_point)
+
+    for entry in filter(None, os.environ.get(PATHS_ENV, "").split(":")):
+        if any(lp.origin in (f"path {entry}", f"module {entry}") for lp in loaded_plugins()):
+            continue
+        attempt(lambda entry=entry: load_plugin(entry))
+    if not compat.NATIVE_HOOK_PROTOCOL:
+        for so in native_plugin_paths():
+            errors.append(PluginLoadError(f"{NATIVE_PATHS_ENV}: {_native_message(so)}"))
+    if errors and strict:
+        raise errors[0] if len(errors) == 1 else PluginLoadError("; ".join(map(str, errors)))
+    for e in errors:
+        warnings.warn(str(e), stacklevel=2)
+    return found

@@ -1,0 +1,353 @@
+"""Applies the effective pipelines to a backend's stages, and records what really runs.
+
+The stages hook wraps each stage in a :class:`StageRunner`.  Inside a stage, pass managers record
+the passes the backend adds; at ``pm.run`` the edits are applied to that list and the result is run
+in order, stock passes in real pass managers and Python passes in between.  With no edits the same
+passes run in the same order in the same pass manager, so the output is byte-identical.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from .. import compat
+from .activation import effective_pipelines
+from .errors import PassError, PipelineError
+from .passes import Pass, PythonPass, StockPass
+from .pipeline import STAGE_INPUT, STAGE_OUTPUT, Anchor, Edit, Pipeline
+
+
+# --------------------------------------------------------------------------------------------
+# What a compilation ran, for `tritium pipeline` and the tests
+# --------------------------------------------------------------------------------------------
+@dataclass
+class PassRecord:
+    name: str  # stable name, e.g. ttgpuir.coalesce or common.canonicalizer@2
+    status: str  # stock | inserted | disabled | replaced | replacement
+    origin: str = ""  # the pipeline (plugin:pipeline) behind an edit
+    args: tuple = ()
+    pass_manager: str = ""
+
+
+@dataclass
+class StageRecord:
+    name: str
+    status: str = "stock"  # stock | overridden | added
+    origin: str = ""
+    passes: list[PassRecord] = field(default_factory=list)
+    pass_manager_runs: list[tuple[str, int]] = field(default_factory=list)  # (pm name, stock passes)
+    snapshots: dict[str, str] = field(default_factory=dict)  # "before NAME"/"after NAME" -> IR
+
+
+@dataclass
+class CompileReport:
+    """Every stage and pass of one compilation, in order, with plugin edits marked."""
+    stages: list[StageRecord] = field(default_factory=list)
+    snapshot: frozenset = frozenset()  # pass names whose IR before/after should be captured
+
+    def stage(self, name: str) -> StageRecord:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        raise KeyError(f"no stage {name!r}; stages: {', '.join(s.name for s in self.stages)}")
+
+
+class _ReportSlot(threading.local):
+    report: Optional[CompileReport] = None
+
+
+_slot = _ReportSlot()
+
+
+def recording(report: Optional[CompileReport]) -> "_Recording":
+    return _Recording(report)
+
+
+class _Recording:
+    def __init__(self, report: Optional[CompileReport]) -> None:
+        self.report, self.saved = report, None
+
+    def __enter__(self) -> Optional[CompileReport]:
+        self.saved, _slot.report = _slot.report, self.report
+        return self.report
+
+    def __exit__(self, *exc: Any) -> None:
+        _slot.report = self.saved
+
+
+# --------------------------------------------------------------------------------------------
+# Contexts handed to passes and stage functions
+# --------------------------------------------------------------------------------------------
+@dataclass
+class StageContext:
+    """What a Python pass or stage override may want to know about the compilation."""
+    stage: str
+    backend: Any
+    options: Any
+    language: Any
+    capability: Any
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def target(self) -> Any:
+        return self.backend.target
+
+
+def _dump_dir() -> str:
+    path = os.environ.get("TRITIUM_DUMP_DIR") or os.path.join(tempfile.gettempdir(), "tritium-dumps")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def _dump(ir_or_text: Any, stage: str, pass_name: str) -> str:
+    text = ir_or_text.str() if compat.is_mlir_module(ir_or_text) else str(ir_or_text)
+    fd, path = tempfile.mkstemp(prefix=f"{stage}-{pass_name.replace('/', '_')}-", suffix=".ir", dir=_dump_dir())
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def run_python_pass(p: PythonPass, value: Any, ctx: StageContext) -> Any:
+    """Run a Python pass, turning any failure into a :class:`PassError` with the IR dumped."""
+    try:
+        out = p(value, ctx)
+    except Exception as e:
+        raise PassError(f"raised {type(e).__name__}: {e}", plugin=p.plugin, pass_name=p.name,
+                        stage=ctx.stage, dump=_dump(value, ctx.stage, p.name)) from e
+    if p.kind != "mlir":
+        if not isinstance(out, str):
+            raise PassError(f"returned {type(out).__name__}, expected the new {p.kind} text",
+                            plugin=p.plugin, pass_name=p.name, stage=ctx.stage, dump=_dump(value, ctx.stage, p.name))
+        return out
+    if out is not None and not compat.is_mlir_module(out):
+        raise PassError(f"returned {type(out).__name__}, expected None or an MLIR module", plugin=p.plugin,
+                        pass_name=p.name, stage=ctx.stage, dump=_dump(value, ctx.stage, p.name))
+    result = value if out is None else out
+    if not result.verify():
+        raise PassError("produced IR that fails verification", plugin=p.plugin, pass_name=p.name,
+                        stage=ctx.stage, dump=_dump(result, ctx.stage, p.name))
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# One stage
+# --------------------------------------------------------------------------------------------
+@dataclass
+class _Step:
+    """One entry of an edited pass list: a stock pass the backend asked for, or an inserted pass."""
+    label: str
+    recorded: Optional[compat.RecordedPass] = None
+    inserted: Optional[Pass] = None
+    status: str = "stock"
+    origin: str = ""
+
+
+def _anchor_matches(anchor: Anchor, base: str, occurrence: int) -> bool:
+    if base != anchor.name and base.split(".", 1)[-1] != anchor.name:
+        return False
+    return occurrence == (anchor.index or 1)
+
+
+class StageRunner:
+    """A stage function with the effective pipelines' edits for that stage applied."""
+
+    def __init__(self, name: str, fn: Callable[[Any, dict], Any], pipelines: list[Pipeline],
+                 ctx: StageContext, added_by: Optional[Pipeline] = None) -> None:
+        self.name, self.fn, self.pipelines, self.ctx, self.added_by = name, fn, pipelines, ctx, added_by
+
+    def __call__(self, src: Any, metadata: dict) -> Any:
+        active = [p for p in self.pipelines if p.applies(src, metadata)]
+        edits = [(p, e) for p in active for e in p.for_stage(self.name)]
+        report = _slot.report
+        if not edits and report is None and self.added_by is None:
+            return self.fn(src, metadata)
+        ctx = StageContext(self.name, self.ctx.backend, self.ctx.options, self.ctx.language,
+                           self.ctx.capability, metadata)
+        record = StageRecord(self.name, "added" if self.added_by else "stock",
+                             self.added_by.origin() if self.added_by else "")
+        if report is not None:
+            report.stages.append(record)
+        return _StageRun(self, edits, ctx, record, report).run(src, metadata)
+
+
+class _StageRun:
+    def __init__(self, runner: StageRunner, edits: list[tuple[Pipeline, Edit]], ctx: StageContext,
+                 record: StageRecord, report: Optional[CompileReport]) -> None:
+        self.runner, self.edits, self.ctx, self.record = runner, edits, ctx, record
+        self.snapshot = report.snapshot if report is not None else frozenset()
+        self.counts: Counter = Counter()
+        self.matched: set[int] = set()
+        self.first_use: dict[int, str] = {}
+
+    # -- stage level ----------------------------------------------------------------------------
+    def run(self, src: Any, metadata: dict) -> Any:
+        stage = self.runner.name
+        src = self._run_at("start", src)
+        overrides = [(p, e) for p, e in self.edits if e.op == "override_stage"]
+        if self.runner.added_by is not None:
+            fn = lambda s, m: self.runner.fn(s, m, self.ctx)  # noqa: E731
+        elif overrides:
+            pipeline, edit = overrides[-1]
+            self.record.status, self.record.origin = "overridden", pipeline.origin()
+            fn = lambda s, m: edit.fn(s, m, self.ctx)  # noqa: E731
+        else:
+            fn = self.runner.fn
+        with compat.intercept_pass_managers(self._run_pass_manager):
+            out = fn(src, metadata)
+        out = self._run_at("end", out)
+        self._check_anchors()
+        return out
+
+    def _run_at(self, where: str, value: Any) -> Any:
+        for pipeline, edit in self.edits:
+            if edit.op != "insert" or edit.where != where:
+                continue
+            for p in edit.passes:
+                self.record.passes.append(PassRecord(_pass_label(p), "inserted", pipeline.origin(),
+                                                     pass_manager=f"<{where}>"))
+                if isinstance(p, PythonPass):
+                    value = run_python_pass(p, value, self.ctx)
+                else:
+                    pm = compat.new_pass_manager(value.context, False)
+                    compat.stock_pass_builder(p.name).fn(pm, *p.args)
+                    compat.run_plain(pm, value, f"tritium.{where}.{self.runner.name}")
+        return value
+
+    def _check_anchors(self) -> None:
+        names = self._stage_names()
+        for i, (pipeline, edit) in enumerate(self.edits):
+            if edit.anchor is None:
+                continue
+            if i not in self.matched:
+                raise PipelineError(f"pipeline {pipeline.origin()!r}: stage {self.runner.name!r} has no pass "
+                                    f"{str(edit.anchor)!r}; its passes are: {', '.join(names) or 'none'}")
+            if edit.anchor.index is None and self.counts[self.first_use[i]] > 1:
+                base = self.first_use[i]
+                raise PipelineError(f"pipeline {pipeline.origin()!r}: pass {edit.anchor.name!r} runs "
+                                    f"{self.counts[base]} times in stage {self.runner.name!r}; name one of "
+                                    + ", ".join(f"{base}@{k}" for k in range(1, self.counts[base] + 1)))
+
+    def _stage_names(self) -> list[str]:
+        """Recorded names with repeat indexes, as users write them; also fixes up the record."""
+        seen: Counter = Counter()
+        names = []
+        for rec in self.record.passes:
+            if rec.status in ("inserted", "replacement"):
+                continue
+            base = rec.name.split("@")[0]
+            seen[base] += 1
+            rec.name = f"{base}@{seen[base]}" if self.counts[base] > 1 else base
+            names.append(rec.name)
+        return names
+
+    # -- inside a pass manager ------------------------------------------------------------------
+    def _run_pass_manager(self, pm: Any, mod: Any, pm_name: str, recorded: list) -> None:
+        steps: list[_Step] = []
+        for rp in recorded:
+            base = rp.builder.name
+            self.counts[base] += 1
+            occurrence = self.counts[base]
+            steps.extend(self._edit_one(rp, base, occurrence, pm_name))
+        self.record.pass_manager_runs.append((pm_name, len(recorded)))
+        self._execute(steps, pm, mod, pm_name)
+
+    def _edit_one(self, rp: compat.RecordedPass, base: str, occurrence: int, pm_name: str) -> list[_Step]:
+        before: list[_Step] = []
+        after: list[_Step] = []
+        keep = True
+        status, origin = "stock", ""
+        replacement: list[_Step] = []
+        for i, (pipeline, edit) in enumerate(self.edits):
+            if edit.anchor is None or not _anchor_matches(edit.anchor, base, occurrence):
+                continue
+            self.matched.add(i)
+            self.first_use.setdefault(i, base)
+            step_status = "replacement" if edit.op == "replace" else "inserted"
+            target = replacement if edit.op == "replace" else (before if edit.where == "before" else after)
+            target.extend(_Step(_pass_label(p), inserted=p, status=step_status, origin=pipeline.origin())
+                          for p in edit.passes)
+            if edit.op in ("disable", "replace"):
+                keep = False
+                status, origin = ("disabled" if edit.op == "disable" else "replaced"), pipeline.origin()
+        self._note_steps(before, pm_name)
+        self.record.passes.append(PassRecord(base, status, origin, rp.args, pm_name))
+        self._note_steps(replacement, pm_name)
+        self._note_steps(after, pm_name)
+        own = [_Step(f"{base}@{occurrence}", recorded=rp)] if keep else []
+        return [*before, *own, *replacement, *after]
+
+    def _note_steps(self, steps: list[_Step], pm_name: str) -> None:
+        for step in steps:
+            self.record.passes.append(PassRecord(step.label, step.status, step.origin, pass_manager=pm_name))
+
+    def _execute(self, steps: list[_Step], pm: Any, mod: Any, pm_name: str) -> None:
+        """Run the steps in order: stock passes batched into pass managers, Python passes between."""
+        current, pending = pm, 0
+
+        def flush() -> None:
+            nonlocal current, pending
+            if pending:
+                compat.run_plain(current, mod, pm_name)
+                current, pending = compat.new_pass_manager(pm.context, pm.debug), 0
+
+        for step in steps:
+            watched = step.label in self.snapshot or step.label.split("@")[0] in self.snapshot
+            if watched:
+                flush()
+                self.record.snapshots[f"before {step.label}"] = mod.str()
+            if isinstance(step.inserted, PythonPass):
+                flush()
+                compat.replace_module_body(mod, run_python_pass(step.inserted, mod, self.ctx))
+            else:
+                if step.recorded is not None:
+                    step.recorded.add_to(current)
+                else:
+                    compat.stock_pass_builder(step.inserted.name).fn(current, *step.inserted.args)
+                pending += 1
+            if watched:
+                flush()
+                self.record.snapshots[f"after {step.label}"] = mod.str()
+        flush()
+
+
+def _pass_label(p: Pass) -> str:
+    return p.name if isinstance(p, StockPass) else f"python:{p.name}"
+
+
+# --------------------------------------------------------------------------------------------
+# The stages hook
+# --------------------------------------------------------------------------------------------
+def apply_pipelines(backend: Any, stages: dict, options: Any, language: Any, capability: Any = None) -> None:
+    """The stages hook body: wrap each stage of this compilation in a :class:`StageRunner`."""
+    pipelines = effective_pipelines()
+    if not pipelines and _slot.report is None:
+        return
+    ctx = StageContext("", backend, options, language, capability)
+    ordered = list(stages.items())
+    added_by: dict[str, Pipeline] = {}
+    for pipeline in pipelines:
+        for edit in pipeline.edits:
+            if edit.op == "add_stage":
+                names = [n for n, _ in ordered]
+                if edit.after in names:
+                    ordered.insert(names.index(edit.after) + 1, (edit.stage, edit.fn))
+                    added_by[edit.stage] = pipeline
+    stages.clear()
+    for name, fn in ordered:
+        stages[name] = StageRunner(name, fn, pipelines, ctx, added_by.get(name))
+    for pipeline in pipelines:
+        for edit in pipeline.edits:
+            if edit.op == "override_pipeline":
+                try:
+                    edit.fn(stages, ctx)
+                except Exception as e:
+                    raise PipelineError(f"pipeline {pipeline.origin()!r}: override_pipeline raised "
+                                        f"{type(e).__name__}: {e}") from e
+
+
+__all__ = ["apply_pipelines", "StageContext", "CompileReport", "StageRecord", "PassRecord", "recording",
+           "STAGE_INPUT", "STAGE_OUTPUT"]
