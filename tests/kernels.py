@@ -37,3 +37,18 @@ MATMUL_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", 
               "stride_cm": "i32", "stride_cn": "i32"}
 MATMUL_CONST = {"BM": 128, "BN": 128, "BK": 64, "stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
 KERNELS = {"add": (add_kernel, ADD_SIG, ADD_CONST), "matmul": (matmul_kernel, MATMUL_SIG, MATMUL_CONST)}
+
+
+from triton.experimental import gluon  # noqa: E402
+from triton.experimental.gluon import language as gl  # noqa: E402
+
+
+@gluon.jit
+def gluon_copy_kernel(x_ptr, out_ptr, n, BLOCK: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+    offs = gl.program_id(0) * BLOCK + gl.arange(0, BLOCK, layout=layout)
+    mask = offs < n
+    gl.store(out_ptr + offs, gl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+GLUON_KERNEL = (gluon_copy_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 128})

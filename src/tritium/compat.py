@@ -283,7 +283,9 @@ def parse_module(text: str, context: Any) -> Any:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        return ir.parse_mlir_module(path, context)
+        module = ir.parse_mlir_module(path, context)
+        module.context = context  # as Triton's own sources do; backends read mod.context
+        return module
     finally:
         os.unlink(path)
 
@@ -315,10 +317,10 @@ def replace_module_body(old: Any, new: Any) -> None:
     """
     if new is old:
         return
+    match = _MODULE_ATTRS.search(new.str())  # read before the move: an empty module prints generically
     new_block, old_block = _body_block(new), _body_block(old)
     new_block.move_before(old_block)
     old_block.erase()
-    match = _MODULE_ATTRS.search(new.str())
     builder = ir.builder(old.context)
     op = new.get_operation()
     for raw in _ATTR_NAME.findall(match.group(1)) if match else ():

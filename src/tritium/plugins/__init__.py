@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import compat
 from .activation import activate, active_pipeline, bind, bound_pipeline, deactivate, effective_pipelines, \
-    pipelines_key, use_pipeline
+    pipelines_key, resolve_pipeline, use_pipeline
 from .errors import PassError, PipelineError, PluginLoadError, TritiumError
 from .passes import PythonPass, StockPass, mlir_pass, text_pass
 from .pipeline import Pipeline
@@ -30,6 +30,6 @@ __all__ = [
     "Plugin", "Pipeline", "StockPass", "PythonPass", "mlir_pass", "text_pass", "StageContext", "CompileReport",
     "load_plugin", "register", "unload_plugin", "discover", "loaded_plugins", "get_plugin",
     "activate", "deactivate", "use_pipeline", "bind", "bound_pipeline", "active_pipeline", "effective_pipelines",
-    "pipelines_key", "enable", "disable",
+    "pipelines_key", "resolve_pipeline", "enable", "disable",
     "TritiumError", "PluginLoadError", "PipelineError", "PassError",
 ]

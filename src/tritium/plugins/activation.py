@@ -29,7 +29,7 @@ class _Stack(threading.local):
 _stack = _Stack()
 
 
-def _resolve(pipeline: Optional[PipelineLike]) -> Optional[Pipeline]:
+def resolve_pipeline(pipeline: Optional[PipelineLike]) -> Optional[Pipeline]:
     if pipeline is None or isinstance(pipeline, Pipeline):
         return pipeline
     if isinstance(pipeline, str):
@@ -40,7 +40,7 @@ def _resolve(pipeline: Optional[PipelineLike]) -> Optional[Pipeline]:
 def activate(pipeline: PipelineLike) -> Pipeline:
     """Use ``pipeline`` for every compilation from now until :func:`deactivate`."""
     global _global
-    resolved = _resolve(pipeline)
+    resolved = resolve_pipeline(pipeline)
     with _lock:
         _global = resolved
     return resolved  # type: ignore[return-value]
@@ -55,7 +55,7 @@ def deactivate() -> None:
 @contextlib.contextmanager
 def use_pipeline(pipeline: Optional[PipelineLike]) -> Iterator[Optional[Pipeline]]:
     """Use ``pipeline`` in this thread inside the block (``None`` means stock Triton)."""
-    resolved = _resolve(pipeline)
+    resolved = resolve_pipeline(pipeline)
     _stack.items.append(resolved)
     try:
         yield resolved
@@ -88,7 +88,7 @@ def bind(pipeline: Optional[PipelineLike], kernel: Any = None) -> Any:
     """Bind a pipeline to one ``@triton.jit`` kernel: as ``@bind(p)`` above ``@triton.jit``, or
     ``bind(p, kernel)``.  ``bind(None, kernel)`` removes the binding.
     """
-    resolved = _resolve(pipeline)
+    resolved = resolve_pipeline(pipeline)
 
     def apply(fn: Any) -> Any:
         run = getattr(type(fn), "run", None)

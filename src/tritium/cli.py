@@ -1,0 +1,124 @@
+"""``tritium``: list plugins, show a kernel's effective pipeline, diff IR around a pass."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from . import plugins
+from .plugins.inspection import TARGETS, diff_around, format_report, pipeline_report
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    plugins.discover(strict=False)
+    loaded = plugins.loaded_plugins()
+    if not loaded:
+        print("no plugins loaded (entry points: group 'tritium.plugins'; paths: TRITIUM_PLUGIN_PATHS)")
+        return 0
+    for lp in loaded:
+        p = lp.plugin
+        print(f"{p.name} {p.version}  ({lp.origin})")
+        for kind, names in p.contributes().items():
+            if names:
+                print(f"  {kind}: {', '.join(names)}")
+    return 0
+
+
+def _load_kernel(spec: str) -> Any:
+    path, _, name = spec.rpartition(":")
+    if not path or not name:
+        raise SystemExit(f"tritium pipeline: expected FILE.py:KERNEL, got {spec!r}")
+    file = Path(path)
+    if not file.is_file():
+        raise SystemExit(f"tritium pipeline: no file {path!r}")
+    sys.path.insert(0, str(file.parent.resolve()))
+    module_spec = importlib.util.spec_from_file_location(file.stem, file)
+    module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
+    module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    if not hasattr(module, name):
+        raise SystemExit(f"tritium pipeline: {path} has no kernel {name!r}")
+    return getattr(module, name)
+
+
+def _parse_value(text: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> dict[str, str]:
+    """``--signature`` is ``name=type,...`` or types in order of the non-constexpr arguments."""
+    params = [n for i, n in enumerate(kernel.arg_names) if i not in kernel.constexprs]
+    if not text:
+        raise SystemExit(f"tritium pipeline: --signature is required; arguments: {', '.join(params)}")
+    items = [s.strip() for s in text.split(",") if s.strip()]
+    if all("=" in s for s in items):
+        sig = dict(s.split("=", 1) for s in items)
+    else:
+        if len(items) != len(params):
+            raise SystemExit(f"tritium pipeline: {len(items)} types for {len(params)} arguments ({', '.join(params)})")
+        sig = dict(zip(params, items))
+    for i, n in enumerate(kernel.arg_names):
+        if i in kernel.constexprs:
+            sig[n] = "constexpr"
+        elif n in constexprs:
+            sig.setdefault(n, "i32")
+    return sig
+
+
+def _cmd_pipeline(args: argparse.Namespace) -> int:
+    plugins.discover(strict=False)
+    kernel = _load_kernel(args.kernel)
+    constexprs = {k: _parse_value(v) for k, v in (d.split("=", 1) for d in args.define)}
+    signature = _signature(kernel, args.signature, constexprs)
+    options = {k: _parse_value(v) for k, v in (o.split("=", 1) for o in args.option)}
+    pipeline: Any = plugins.bound_pipeline(kernel)
+    if args.pipeline:
+        pipeline = plugins.resolve_pipeline(args.pipeline)
+    if pipeline is None:
+        pipeline = plugins.Pipeline("stock")
+    diff = tuple(args.diff_around or ())
+    _, report = pipeline_report(kernel, signature, args.target, constexprs=constexprs, options=options,
+                                pipeline=pipeline, diff_around=diff)
+    print(f"# {args.kernel} on {args.target}, pipeline {pipeline.origin()}  "
+          f"(+ inserted, - disabled, ~ replaced)")
+    print(format_report(report))
+    for name in diff:
+        print(f"\n# IR around {name}")
+        print(diff_around(report, name))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tritium", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("plugins", help="list loaded plugins and what each contributes").set_defaults(run=_cmd_plugins)
+    p = sub.add_parser("pipeline", help="show a kernel's stages and passes, with plugin edits marked")
+    p.add_argument("kernel", help="FILE.py:KERNEL")
+    p.add_argument("--target", default="sm90", choices=sorted(TARGETS))
+    p.add_argument("--signature", help="name=type,... or types of the non-constexpr arguments in order")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", help="constexpr value")
+    p.add_argument("-O", "--option", action="append", default=[], metavar="NAME=VALUE",
+                   help="compile option, e.g. num_warps=8")
+    p.add_argument("--pipeline", help="a plugin pipeline name (default: the kernel's bound pipeline, else stock)")
+    p.add_argument("--diff-around", action="append", metavar="PASS", help="print the IR diff made by PASS")
+    p.set_defaults(run=_cmd_pipeline)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except plugins.TritiumError as e:
+        print(f"tritium: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

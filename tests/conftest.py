@@ -1,0 +1,39 @@
+import os
+import sys
+import tempfile
+
+# Compile into a private cache so tests never reuse binaries from another run or another venv.
+os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="tritium-test-cache-"))
+sys.path.insert(0, os.path.dirname(__file__))
+
+import pytest  # noqa: E402
+
+import tritium.plugins as tp  # noqa: E402
+from tritium import compat  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        import torch
+        has_gpu = torch.cuda.is_available()
+    except ImportError:
+        has_gpu = False
+    if not has_gpu:
+        skip = pytest.mark.skip(reason="needs an NVIDIA GPU")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def clean_plugin_state():
+    """Each test starts and ends with no active pipeline and pristine Triton bindings."""
+    tp.deactivate()
+    before = {lp.plugin.name for lp in tp.loaded_plugins()}
+    yield
+    tp.deactivate()
+    for lp in tp.loaded_plugins():
+        if lp.plugin.name not in before:
+            tp.unload_plugin(lp.plugin.name)
+    assert compat.pass_builders_pristine(), "a test left Triton's pass builders patched"
+    assert compat.stages_hook_installed(), "a test left tritium's stages hook removed"
