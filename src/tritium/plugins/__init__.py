@@ -5,6 +5,7 @@ Nothing here knows about TLX or any other plugin; see ``docs/plugins.md`` for a 
 from __future__ import annotations
 
 from .. import compat
+from ..compat import parse_module
 from .activation import activate, active_pipeline, bind, bound_pipeline, deactivate, effective_pipelines, \
     pipelines_key, resolve_pipeline, use_pipeline
 from .errors import PassError, PipelineError, PluginLoadError, TritiumError
@@ -31,5 +32,5 @@ __all__ = [
     "load_plugin", "register", "unload_plugin", "discover", "loaded_plugins", "get_plugin",
     "activate", "deactivate", "use_pipeline", "bind", "bound_pipeline", "active_pipeline", "effective_pipelines",
     "pipelines_key", "resolve_pipeline", "enable", "disable",
-    "TritiumError", "PluginLoadError", "PipelineError", "PassError",
+    "TritiumError", "PluginLoadError", "PipelineError", "PassError", "parse_module",
 ]

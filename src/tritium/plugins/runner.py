@@ -188,19 +188,28 @@ class _StageRun:
         stage = self.runner.name
         src = self._run_at("start", src)
         overrides = [(p, e) for p, e in self.edits if e.op == "override_stage"]
+        custom: Optional[tuple[str, Pipeline, Callable[..., Any]]] = None
         if self.runner.added_by is not None:
-            fn = lambda s, m: self.runner.fn(s, m, self.ctx)  # noqa: E731
+            custom = ("added", self.runner.added_by, self.runner.fn)
         elif overrides:
             pipeline, edit = overrides[-1]
             self.record.status, self.record.origin = "overridden", pipeline.origin()
-            fn = lambda s, m: edit.fn(s, m, self.ctx)  # noqa: E731
-        else:
-            fn = self.runner.fn
+            custom = ("override of", pipeline, edit.fn)
         with compat.intercept_pass_managers(self._run_pass_manager):
-            out = fn(src, metadata)
+            out = self.runner.fn(src, metadata) if custom is None else self._run_custom(custom, src, metadata)
         out = self._run_at("end", out)
         self._check_anchors()
         return out
+
+    def _run_custom(self, custom: tuple[str, Pipeline, Callable[..., Any]], src: Any, metadata: dict) -> Any:
+        what, pipeline, fn = custom
+        try:
+            return fn(src, metadata, self.ctx)
+        except (PassError, PipelineError):
+            raise
+        except Exception as e:
+            raise PipelineError(f"pipeline {pipeline.origin()!r}: the {what} stage {self.runner.name!r} raised "
+                                f"{type(e).__name__}: {e}") from e
 
     def _run_at(self, where: str, value: Any) -> Any:
         for pipeline, edit in self.edits:

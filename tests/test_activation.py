@@ -1,0 +1,69 @@
+"""Activation: global until unset, nested per thread, thread-safe."""
+import threading
+
+import pytest
+
+import tritium.plugins as tp
+from tritium.plugins import Pipeline, PipelineError
+
+
+def test_global_activation_holds_until_unset():
+    a = Pipeline("a")
+    tp.activate(a)
+    assert tp.active_pipeline() is a
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(tp.active_pipeline()))
+    t.start()
+    t.join()
+    assert seen == [a]  # every thread sees the global pipeline
+    tp.deactivate()
+    assert tp.active_pipeline() is None and tp.pipelines_key() == ("", "")
+
+
+def test_context_manager_nests_and_wins_over_global():
+    a, b, c = Pipeline("a"), Pipeline("b"), Pipeline("c")
+    tp.activate(a)
+    with tp.use_pipeline(b):
+        assert tp.active_pipeline() is b
+        with tp.use_pipeline(c):
+            assert tp.active_pipeline() is c
+        with tp.use_pipeline(None):
+            assert tp.active_pipeline() is None
+        assert tp.active_pipeline() is b
+    assert tp.active_pipeline() is a
+
+
+def test_threads_do_not_see_each_others_context():
+    barrier = threading.Barrier(2)
+    seen = {}
+
+    def worker(name):
+        p = Pipeline(name)
+        with tp.use_pipeline(p):
+            barrier.wait()
+            seen[name] = (tp.active_pipeline() is p, tp.pipelines_key()[0])
+            barrier.wait()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in ("t1", "t2")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen["t1"][0] and seen["t2"][0]
+    assert seen["t1"][1].startswith("t1#") and seen["t2"][1].startswith("t2#")
+
+
+def test_key_reflects_every_effective_pipeline():
+    plugin = tp.Plugin("auto", "1", auto_pipelines=[Pipeline("always")])
+    tp.register(plugin)
+    key, digest = tp.pipelines_key()
+    assert key.startswith("auto:always#") and digest
+    with tp.use_pipeline(Pipeline("mine")):
+        assert tp.pipelines_key()[0].split("+")[1].startswith("mine#")
+
+
+def test_bad_arguments():
+    with pytest.raises(PipelineError, match="expected a Pipeline or a pipeline name"):
+        tp.activate(42)
+    with pytest.raises(PipelineError, match="is not a @triton.jit kernel"):
+        tp.bind(Pipeline("x"), object())

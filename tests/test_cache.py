@@ -1,0 +1,167 @@
+"""Cache keys follow the effective pipeline: A, B, back to A reuses A; editing pass code recompiles."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import triton
+from triton._C.libtriton import ir
+import triton.runtime.jit as jit
+
+import tritium.plugins as tp
+from tritium.plugins import Pipeline, mlir_pass
+from tritium.plugins.inspection import compile_kernel
+from kernels import KERNELS
+
+ADD = KERNELS["add"]
+
+
+def mark(value):
+    @mlir_pass(name=f"mark_{value}")
+    def set_mark(mod, ctx):
+        mod.set_attr("tritium.mark", ir.builder(mod.context).get_int32_attr(value))
+    return Pipeline(f"mark{value}").insert("ttgir", set_mark, at="end")
+
+
+class Listener:
+    def __init__(self):
+        self.events = []
+
+    def __call__(self, *, src, metadata, metadata_group, times, cache_hit):
+        self.events.append(cache_hit)
+
+
+@pytest.fixture
+def listener(monkeypatch, tmp_path):
+    monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))
+    lst = Listener()
+    monkeypatch.setattr(triton.knobs.compilation, "listener", lst)
+    return lst
+
+
+def compile_add():
+    fn, sig, const = ADD
+    return compile_kernel(fn, sig, "sm90", constexprs=const)
+
+
+def test_switching_pipelines_reuses_the_right_binary(listener):
+    a, b = mark(1), mark(2)
+    tp.activate(a)
+    ka = compile_add()
+    tp.activate(b)
+    kb = compile_add()
+    tp.activate(a)
+    ka2 = compile_add()
+    assert listener.events == [False, False, True]
+    assert ka2.hash == ka.hash != kb.hash
+    assert "tritium.mark = 1" in ka2.asm["ttgir"] and "tritium.mark = 2" in kb.asm["ttgir"]
+    tp.deactivate()
+    bare = compile_add()
+    assert bare.hash not in (ka.hash, kb.hash) and listener.events[-1] is False
+
+
+def test_changing_pass_code_recompiles(listener):
+    tp.activate(mark(1))
+    first = compile_add()
+    tp.activate(mark(1))  # same code, new objects: same key
+    assert compile_add().hash == first.hash and listener.events == [False, True]
+    tp.activate(mark(3))  # the pass's closure differs
+    assert compile_add().hash != first.hash
+
+
+def test_plugin_version_is_part_of_the_key(listener):
+    def hashed(version):
+        plugin = tp.Plugin("versioned", version, pipelines={"p": Pipeline("p").disable("ttgir", "ttgpuir.coalesce")})
+        tp.register(plugin)
+        try:
+            with tp.use_pipeline("versioned:p"):
+                return compile_add().hash
+        finally:
+            tp.unload_plugin("versioned")
+    assert hashed("1.0") != hashed("1.1")
+
+
+def test_jit_key_includes_the_pipeline_hash():
+    spec, options = [("i32", "D")], "opts"
+    bare = jit.compute_cache_key({}, spec, options)
+    with tp.use_pipeline(mark(1)):
+        k1 = jit.compute_cache_key({}, spec, options)
+    with tp.use_pipeline(mark(2)):
+        k2 = jit.compute_cache_key({}, spec, options)
+    assert bare == jit.compute_cache_key({}, spec, options)
+    assert len({bare, k1, k2}) == 3 and k1[0] == bare
+
+
+def test_fresh_process_reuses_the_on_disk_binary(tmp_path):
+    script = textwrap.dedent(f"""
+        import sys, triton
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from test_cache import mark, compile_add, Listener
+        import tritium.plugins as tp
+        lst = Listener()
+        triton.knobs.compilation.listener = lst
+        tp.activate(mark(int(sys.argv[1])))
+        k = compile_add()
+        print(lst.events[0], k.hash)
+    """)
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path))
+    run = lambda v: subprocess.run([sys.executable, "-c", script, v], env=env, capture_output=True, text=True,
+                                   check=True).stdout.split()
+    first, second, other = run("1"), run("1"), run("2")
+    assert first == ["False", first[1]] and second == ["True", first[1]]
+    assert other[0] == "False" and other[1] != first[1]
+
+
+class FakeDriver:
+    """Just enough of a driver for JITFunction.warmup to compile for sm_90 without a GPU."""
+
+    def get_current_device(self):
+        return 0
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_current_target(self):
+        from triton.backends.compiler import GPUTarget
+        return GPUTarget("cuda", 90, 32)
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    from triton.runtime.driver import driver
+    monkeypatch.setattr(driver, "_active", FakeDriver())
+    yield
+
+
+def fresh_add_kernel():
+    return triton.jit(ADD[0].fn)
+
+
+def warm(kernel):
+    import torch
+    return kernel.warmup(torch.float32, torch.float32, torch.float32, 1024, BLOCK=256, grid=(1,))
+
+
+def test_jit_in_memory_cache_follows_the_pipeline(fake_driver, listener):
+    kernel = fresh_add_kernel()
+    a, b = mark(1), mark(2)
+    tp.activate(a)
+    ka = warm(kernel)
+    tp.activate(b)
+    kb = warm(kernel)
+    tp.activate(a)
+    ka2 = warm(kernel)
+    assert ka2 is ka and kb is not ka  # the in-memory hit returned A's kernel object
+    assert listener.events == [False, False]  # and nothing was compiled or even looked up on disk
+    tp.deactivate()
+    assert "tritium.mark" not in warm(kernel).asm["ttgir"]
+
+
+def test_bound_pipeline_applies_to_that_kernel_only(fake_driver, listener):
+    bound = tp.bind(mark(5))(fresh_add_kernel())
+    other = fresh_add_kernel()
+    assert "tritium.mark = 5" in warm(bound).asm["ttgir"]
+    assert "tritium.mark" not in warm(other).asm["ttgir"]
+    tp.bind(None, bound)
+    assert "tritium.mark" not in warm(bound).asm["ttgir"]
