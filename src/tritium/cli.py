@@ -94,6 +94,15 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import importlib
+    return importlib.import_module(f"tritium.bench.{BENCHMARKS[args.what]}").main(args.out)
+
+
+#: ``tritium bench NAME`` -> module in tritium.bench
+BENCHMARKS = {"overhead": "overhead"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tritium", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -108,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline", help="a plugin pipeline name (default: the kernel's bound pipeline, else stock)")
     p.add_argument("--diff-around", action="append", metavar="PASS", help="print the IR diff made by PASS")
     p.set_defaults(run=_cmd_pipeline)
+    b = sub.add_parser("bench", help="run a benchmark: print a table of ratios and save a PNG plot")
+    b.add_argument("what", choices=sorted(BENCHMARKS))
+    b.add_argument("--out", default="results", help="folder for the plots")
+    b.set_defaults(run=_cmd_bench)
     return parser
 
 

@@ -12,7 +12,7 @@ import threading
 from typing import Any, Iterator, Optional, Union
 
 from .errors import PipelineError
-from .pipeline import Pipeline
+from .pipeline import Generation, Pipeline
 from .registry import auto_pipelines, find_pipeline
 
 PipelineLike = Union[Pipeline, str]
@@ -69,19 +69,34 @@ def active_pipeline() -> Optional[Pipeline]:
     return _global
 
 
-def effective_pipelines() -> list[Pipeline]:
+def effective_pipelines() -> tuple[Pipeline, ...]:
     """Plugins' automatic pipelines, then the active one."""
     active = active_pipeline()
-    return [*auto_pipelines(), *([active] if active is not None else [])]
+    auto = auto_pipelines()
+    return auto if active is None else (*auto, active)
+
+
+_keys: dict[tuple[Pipeline, ...], tuple[str, str]] = {}
+_keys_generation = -1
 
 
 def pipelines_key() -> tuple[str, str]:
-    """``(key, hash)`` of the effective pipelines; empty when none, so keys match bare Triton."""
+    """``(key, hash)`` of the effective pipelines; empty when none, so keys match bare Triton.
+
+    Runs on every kernel launch, so results are cached until a pipeline or plugin changes.
+    """
+    global _keys_generation
     pipelines = effective_pipelines()
     if not pipelines:
         return "", ""
-    key = "+".join(f"{p.origin()}#{p.digest()}" for p in pipelines)
-    return key, hashlib.sha256(key.encode()).hexdigest()[:16]
+    if _keys_generation != Generation.value:
+        _keys.clear()
+        _keys_generation = Generation.value
+    cached = _keys.get(pipelines)
+    if cached is None:
+        key = "+".join(f"{p.origin()}#{p.digest()}" for p in pipelines)
+        cached = _keys[pipelines] = (key, hashlib.sha256(key.encode()).hexdigest()[:16])
+    return cached
 
 
 def bind(pipeline: Optional[PipelineLike], kernel: Any = None) -> Any:
@@ -100,8 +115,12 @@ def bind(pipeline: Optional[PipelineLike], kernel: Any = None) -> Any:
             return fn
 
         def bound_run(*args: Any, **kwargs: Any) -> Any:
-            with use_pipeline(resolved):
+            stack = _stack.items  # not use_pipeline(): this runs on every launch of the kernel
+            stack.append(resolved)
+            try:
                 return run(fn, *args, **kwargs)
+            finally:
+                stack.pop()
 
         fn.run = bound_run
         fn.tritium_pipeline = resolved

@@ -23,6 +23,15 @@ STAGE_OUTPUT = {"ttir": "mlir", "ttgir": "mlir", "llir": "llir", "ptx": "ptx", "
 #: Stages whose body runs MLIR pass managers, so passes can be addressed by name inside them.
 PASS_STAGES = ("ttir", "ttgir", "llir")
 
+class Generation:
+    """Bumped on every pipeline edit and plugin (un)load, so cached keys know when to recompute."""
+    value = 0
+
+    @classmethod
+    def bump(cls) -> None:
+        cls.value += 1
+
+
 _ANCHOR = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?:@(?P<index>[1-9]\d*))?$")
 
 
@@ -82,6 +91,10 @@ class Pipeline:
     plugin: Any = field(default=None, repr=False)  # the Plugin that contributes it, once registered
 
     # -- edits ----------------------------------------------------------------------------------
+    def _add(self, edit: Edit) -> None:
+        self.edits.append(edit)
+        Generation.bump()
+
     def _added_stages(self) -> tuple[str, ...]:
         return tuple(e.stage for e in self.edits if e.op == "add_stage")
 
@@ -100,13 +113,13 @@ class Pipeline:
         anchor = Anchor.parse(before or after, stage) if at is None else None
         for p in resolved:
             self._check_placement(stage, where, p)
-        self.edits.append(Edit("insert", stage, where, anchor, resolved))
+        self._add(Edit("insert", stage, where, anchor, resolved))
         return self
 
     def disable(self, stage: str, pass_name: str) -> "Pipeline":
         """Skip one pass of a stage."""
         self._check_pass_stage(stage)
-        self.edits.append(Edit("disable", stage, anchor=Anchor.parse(pass_name, stage)))
+        self._add(Edit("disable", stage, anchor=Anchor.parse(pass_name, stage)))
         return self
 
     def replace(self, stage: str, pass_name: str, *passes: Any) -> "Pipeline":
@@ -117,13 +130,13 @@ class Pipeline:
             raise PipelineError(f"{self.name}: replace {pass_name!r} in {stage!r} with nothing; use disable()")
         for p in resolved:
             self._check_placement(stage, "before", p)
-        self.edits.append(Edit("replace", stage, anchor=Anchor.parse(pass_name, stage), passes=resolved))
+        self._add(Edit("replace", stage, anchor=Anchor.parse(pass_name, stage), passes=resolved))
         return self
 
     def override_stage(self, stage: str, fn: Callable[[Any, dict, Any], Any]) -> "Pipeline":
         """Run ``fn(src, metadata, ctx)`` instead of the stage; its result flows downstream."""
         _check_stage(stage, self._added_stages())
-        self.edits.append(Edit("override_stage", stage, fn=fn))
+        self._add(Edit("override_stage", stage, fn=fn))
         return self
 
     def add_stage(self, name: str, fn: Callable[[Any, dict, Any], Any], *, after: str) -> "Pipeline":
@@ -131,12 +144,12 @@ class Pipeline:
         _check_stage(after, self._added_stages())
         if name in STAGE_OUTPUT or name in self._added_stages():
             raise PipelineError(f"{self.name}: stage {name!r} already exists")
-        self.edits.append(Edit("add_stage", name, fn=fn, after=after))
+        self._add(Edit("add_stage", name, fn=fn, after=after))
         return self
 
     def override_pipeline(self, fn: Callable[[dict, Any], None]) -> "Pipeline":
         """Call ``fn(stages, ctx)`` to rewrite the whole ordered stage dict (runs at every compile)."""
-        self.edits.append(Edit("override_pipeline", fn=fn))
+        self._add(Edit("override_pipeline", fn=fn))
         return self
 
     # -- checks ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from .. import compat
 from .errors import PluginLoadError
 from .passes import PythonPass, fingerprint
-from .pipeline import Pipeline
+from .pipeline import Generation, Pipeline
 
 ENTRY_POINT_GROUP = "tritium.plugins"
 PATHS_ENV = "TRITIUM_PLUGIN_PATHS"
@@ -91,17 +91,14 @@ class LoadedPlugin:
 
 _lock = threading.RLock()
 _loaded: dict[str, LoadedPlugin] = {}
-_on_change: list[Callable[[], None]] = []
-
-
-def on_change(callback: Callable[[], None]) -> None:
-    """Call ``callback`` whenever the set of loaded plugins changes (the hook installs itself)."""
-    _on_change.append(callback)
+#: Rebuilt on every change: read on each kernel launch, so it must be a plain attribute read.
+_auto: tuple[Pipeline, ...] = ()
 
 
 def _notify() -> None:
-    for cb in _on_change:
-        cb()
+    global _auto
+    _auto = tuple(p for lp in _loaded.values() for p in lp.plugin.auto_pipelines)
+    Generation.bump()
 
 
 def register(plugin: Plugin, origin: str = "explicit") -> Plugin:
@@ -116,7 +113,7 @@ def register(plugin: Plugin, origin: str = "explicit") -> Plugin:
             raise PluginLoadError(f"duplicate plugin name {plugin.name!r}: already loaded from "
                                   f"{existing.origin}, again from {origin}")
         _loaded[plugin.name] = LoadedPlugin(plugin, origin)
-    _notify()
+        _notify()
     return plugin
 
 
@@ -124,7 +121,7 @@ def unload_plugin(name: str) -> None:
     with _lock:
         if _loaded.pop(name, None) is None:
             raise PluginLoadError(f"no plugin named {name!r} is loaded; loaded: {', '.join(_loaded) or 'none'}")
-    _notify()
+        _notify()
 
 
 def loaded_plugins() -> list[LoadedPlugin]:
@@ -139,9 +136,8 @@ def get_plugin(name: str) -> Plugin:
         return _loaded[name].plugin
 
 
-def auto_pipelines() -> list[Pipeline]:
-    with _lock:
-        return [p for lp in _loaded.values() for p in lp.plugin.auto_pipelines]
+def auto_pipelines() -> tuple[Pipeline, ...]:
+    return _auto
 
 
 def find_pipeline(name: str) -> Pipeline:

@@ -1,0 +1,129 @@
+"""What the plugin machinery costs: compile time with a no-op pipeline, and host time per launch.
+
+Compile time runs anywhere (compile-only, sm_90 and gfx950).  Launch time needs a GPU: an already
+compiled tiny kernel is launched many times, bare and with a pipeline bound and TLX loaded.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from .. import plugins
+from ..plugins.inspection import compile_kernel
+from .report import bar_plot, table
+
+
+@triton.jit
+def _tiny(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+@triton.jit
+def _softmax(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + row * n + offs, mask=offs < n, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, 0))
+    tl.store(y_ptr + row * n + offs, e / tl.sum(e, 0), mask=offs < n)
+
+
+@triton.jit
+def _matmul(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+        b = tl.load(b_ptr + (k + rk)[:, None] * BN + rn[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], acc.to(tl.float16))
+
+
+CORPUS = [
+    (_tiny, {"x_ptr": "*fp32", "n": "i32"}, {"BLOCK": 1024}),
+    (_softmax, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}, {"BLOCK": 1024}),
+    (_matmul, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "K": "i32"}, {"BM": 128, "BN": 128, "BK": 64}),
+]
+
+
+def _compile_once(fn: Any, sig: dict, const: dict, target: str, pipeline: Any) -> float:
+    t0 = time.perf_counter()
+    with triton.knobs.compilation.scope():
+        triton.knobs.compilation.always_compile = True
+        compile_kernel(fn, sig, target, constexprs=const, pipeline=pipeline)
+    return time.perf_counter() - t0
+
+
+def compile_overhead(repeats: int = 9) -> list[tuple[str, str, float, float, float]]:
+    """Median compile seconds, bare Triton (tritium's hook removed) and a no-op pipeline, interleaved."""
+    rows = []
+    noop = plugins.Pipeline("noop")
+    for target in ("sm90", "gfx950"):
+        for fn, sig, const in CORPUS:
+            _compile_once(fn, sig, const, target, None)  # warm imports and caches
+            bare, with_noop = [], []
+            for _ in range(repeats):
+                plugins.disable()
+                try:
+                    bare.append(_compile_once(fn, sig, const, target, None))
+                finally:
+                    plugins.enable()
+                with_noop.append(_compile_once(fn, sig, const, target, noop))
+            b, n = statistics.median(bare), statistics.median(with_noop)
+            rows.append((fn.__name__.strip("_"), target, b * 1e3, n * 1e3, n / b))
+    return rows
+
+
+def launch_overhead(launches: int = 20000, rounds: int = 7) -> list[tuple[str, float, float]]:
+    """Host microseconds per launch: bare Triton, then a bound pipeline with TLX loaded."""
+    import torch
+    from .. import tlx  # noqa: F401  (loading TLX is part of what is measured)
+
+    x = torch.zeros(1024, device="cuda")
+    bare = triton.jit(_tiny.fn)
+    bound = plugins.bind(plugins.Pipeline("noop-bound"), triton.jit(_tiny.fn))
+    kernels = {"bare Triton": bare, "tritium (bound pipeline, TLX loaded)": bound}
+    results: dict[str, list[float]] = {name: [] for name in kernels}
+    for _ in range(rounds):
+        for name, k in kernels.items():
+            if name == "bare Triton":
+                plugins.disable()  # bare Triton: not even tritium's hook is installed
+            try:
+                k[(1,)](x, 1024, BLOCK=1024)  # compiled (first round) and warm before timing
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(launches):
+                    k[(1,)](x, 1024, BLOCK=1024)
+                torch.cuda.synchronize()
+                results[name].append((time.perf_counter() - t0) / launches * 1e6)
+            finally:
+                plugins.enable()
+    base = statistics.median(results["bare Triton"])
+    return [(name, statistics.median(v), statistics.median(v) / base) for name, v in results.items()]
+
+
+def main(out: str) -> int:
+    rows = compile_overhead()
+    print("## Compile time, no-op pipeline vs bare Triton (median ms)")
+    print(table(["kernel", "target", "bare ms", "tritium no-op ms", "ratio"], rows))
+    series = {"compile ratio": [r[4] for r in rows]}
+    labels = [f"{r[0]}/{r[1]}" for r in rows]
+    try:
+        import torch
+        gpu = torch.cuda.is_available()
+    except ImportError:
+        gpu = False
+    if gpu:
+        launch = launch_overhead()
+        print("\n## Host time per launch of a compiled tiny kernel (median us)")
+        print(table(["configuration", "us/launch", "ratio"], launch))
+        labels.append("launch")
+        series["compile ratio"].append(launch[1][2])
+    else:
+        print("\n(no GPU: launch overhead not measured)")
+    print(f"\nplot: {bar_plot(f'{out}/overhead.png', 'tritium overhead (1.0 = bare Triton)', labels, series, 'ratio')}")
+    return 0
