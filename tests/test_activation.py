@@ -17,7 +17,8 @@ def test_global_activation_holds_until_unset():
     t.join()
     assert seen == [a]  # every thread sees the global pipeline
     tp.deactivate()
-    assert tp.active_pipeline() is None and tp.pipelines_key() == ("", "")
+    assert tp.active_pipeline() is None
+    assert tp.effective_pipelines() == tp.registry.auto_pipelines()  # only plugins' automatic ones remain
 
 
 def test_context_manager_nests_and_wins_over_global():
@@ -50,16 +51,16 @@ def test_threads_do_not_see_each_others_context():
     for t in threads:
         t.join()
     assert seen["t1"][0] and seen["t2"][0]
-    assert seen["t1"][1].startswith("t1#") and seen["t2"][1].startswith("t2#")
+    assert seen["t1"][1].split("+")[-1].startswith("t1#") and seen["t2"][1].split("+")[-1].startswith("t2#")
 
 
 def test_key_reflects_every_effective_pipeline():
     plugin = tp.Plugin("auto", "1", auto_pipelines=[Pipeline("always")])
     tp.register(plugin)
     key, digest = tp.pipelines_key()
-    assert key.startswith("auto:always#") and digest
+    assert "auto:always#" in key and digest
     with tp.use_pipeline(Pipeline("mine")):
-        assert tp.pipelines_key()[0].split("+")[1].startswith("mine#")
+        assert tp.pipelines_key()[0].split("+")[-1].startswith("mine#")
 
 
 def test_bad_arguments():
