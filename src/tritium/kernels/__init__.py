@@ -1,0 +1,1 @@
+"""GEMM kernels written with TLX, as a TLX user writes them."""

@@ -1,0 +1,78 @@
+"""Small TLX utilities: dtype queries, thread id, cycle counter and memory fences."""
+from __future__ import annotations
+
+import triton.language as tl
+from triton.language.core import _unwrap_if_constexpr
+
+from . import layouts
+from .emit import gluon_builder, tlx_builtin
+from .types import buffered_tensor
+
+
+@tlx_builtin
+def dtype_of(ptr_or_tensor, _semantic=None) -> tl.dtype:
+    """Element dtype of a pointer, a tensor (of pointers) or a TLX buffer."""
+    x = _unwrap_if_constexpr(ptr_or_tensor)
+    if isinstance(x, buffered_tensor):
+        return x.dtype
+    if not isinstance(x, tl.tensor):
+        raise TypeError(f"tlx.dtype_of expects a pointer, a tensor or a TLX buffer, got {type(x).__name__}")
+    scalar = x.type.scalar
+    return scalar.element_ty if scalar.is_ptr() else scalar
+
+
+@tlx_builtin
+def size_of(dtype, _semantic=None) -> tl.constexpr:
+    """Size of ``dtype`` in bytes."""
+    dtype = _unwrap_if_constexpr(dtype)
+    if not isinstance(dtype, tl.dtype):
+        raise TypeError(f"tlx.size_of expects a dtype, got {dtype!r}")
+    return tl.constexpr(dtype.primitive_bitwidth // 8)
+
+
+def _nvidia_only(_semantic, op: str) -> None:
+    arch = _semantic.builder.options.arch
+    if layouts.cuda_capability(arch) is None:
+        raise NotImplementedError(f"tlx.{op} is implemented for NVIDIA targets only; the target is {arch}")
+
+
+def _read_register(_semantic, asm: str, constraint: str, dtype: tl.dtype) -> tl.tensor:
+    return tl.inline_asm_elementwise(asm, constraint, [], dtype=dtype, is_pure=False, pack=1, _semantic=_semantic)
+
+
+@tlx_builtin
+def thread_id(axis, _semantic=None) -> tl.tensor:
+    """This thread's index along ``axis`` (0, 1 or 2) inside the CTA."""
+    axis = _unwrap_if_constexpr(axis)
+    if axis not in (0, 1, 2):
+        raise ValueError(f"tlx.thread_id: axis must be 0, 1 or 2, got {axis!r}")
+    _nvidia_only(_semantic, "thread_id")
+    return _read_register(_semantic, f"mov.u32 $0, %tid.{'xyz'[axis]};", "=r", tl.int32)
+
+
+@tlx_builtin
+def clock64(_semantic=None) -> tl.tensor:
+    """The SM's 64-bit cycle counter."""
+    _nvidia_only(_semantic, "clock64")
+    return _read_register(_semantic, "mov.u64 $0, %clock64;", "=l", tl.int64)
+
+
+@tlx_builtin
+def fence_async_shared(_semantic=None) -> None:
+    """Order this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma, TMA)."""
+    cap = layouts.cuda_capability(_semantic.builder.options.arch)
+    if cap is None or cap < 90:
+        raise NotImplementedError("tlx.fence_async_shared needs the Hopper async proxy (sm_90 or newer)")
+    gluon_builder(_semantic).create_fence_async_shared(False)
+
+
+@tlx_builtin
+def fence(scope, _semantic=None) -> None:
+    """Memory fence: ``"async_shared"`` (proxy fence), ``"gpu"`` or ``"sys"`` (acq_rel at that scope)."""
+    scope = _unwrap_if_constexpr(scope)
+    if scope == "async_shared":
+        return fence_async_shared(_semantic=_semantic)
+    if scope not in ("gpu", "sys"):
+        raise ValueError(f"tlx.fence: scope must be 'gpu', 'sys' or 'async_shared', got {scope!r}")
+    _nvidia_only(_semantic, "fence")
+    _read_register(_semantic, f"fence.acq_rel.{scope};\n\tmov.u32 $0, 0;", "=r", tl.int32)

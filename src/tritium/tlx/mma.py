@@ -1,0 +1,89 @@
+"""Hopper warpgroup MMA (wgmma): ``async_dot`` and ``async_dot_wait``."""
+from __future__ import annotations
+
+from typing import Any
+
+import triton.language as tl
+from triton.language.core import _unwrap_if_constexpr
+
+from . import layouts
+from .emit import gluon_builder, to_layout, to_plain, tlx_builtin
+from .mem import _buffer
+from .types import buffered_tensor
+
+#: Per-kernel memory of the accumulator layout chosen for each (M, N), so that waits on loop-carried
+#: accumulators use the very layout of the in-flight wgmma.
+_ACC_LAYOUTS = "_tlx_acc_layouts"
+
+
+def check_wgmma_shape(M: int, N: int, K: int, dtype: tl.dtype) -> None:
+    """wgmma limits: M a multiple of 64, N a multiple of 8 in [8, 256], K a multiple of the instruction K."""
+    instr_k = 256 // dtype.primitive_bitwidth
+    if M % 64 or N % 8 or not 8 <= N <= 256 or K % instr_k:
+        raise ValueError(f"tlx.async_dot: shape M={M} N={N} K={K} is outside wgmma limits (M multiple of 64, "
+                         f"N multiple of 8 in [8, 256], K multiple of {instr_k} for {dtype})")
+
+
+def _acc_layout(_semantic: Any, M: int, N: int, a_dtype: tl.dtype) -> layouts.NvidiaMmaLayout:
+    memo = _semantic.builder.__dict__.setdefault(_ACC_LAYOUTS, {})
+    return memo.setdefault((M, N), layouts.wgmma_layout(M, N, _semantic.builder.options.num_warps, a_dtype))
+
+
+@tlx_builtin
+def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=False, force_async=False,
+              input_precision=None, out_dtype=tl.float32, _semantic=None) -> tl.tensor:
+    """Issue ``A @ B (+ acc)`` as an asynchronous wgmma; wait for it with ``async_dot_wait``."""
+    opts = _semantic.builder.options
+    if not layouts.is_hopper(opts.arch):
+        raise NotImplementedError(f"tlx.async_dot is implemented for Hopper (sm_90 wgmma); the target is {opts.arch}")
+    if opts.num_warps % 4:
+        raise ValueError(f"tlx.async_dot: wgmma needs whole warpgroups; num_warps={opts.num_warps}")
+    if _unwrap_if_constexpr(pred) is not None or list(mBarriers) or _unwrap_if_constexpr(two_ctas):
+        raise NotImplementedError("tlx.async_dot: pred, mBarriers and two_ctas are Blackwell (tcgen05) features")
+    B = _buffer(B, "async_dot")
+    if not isinstance(A, (buffered_tensor, tl.tensor)):
+        raise TypeError(f"tlx.async_dot: A must be a TLX buffer or a tensor, got {type(A).__name__}")
+    if len(A.shape) != 2 or len(B.shape) != 2:
+        raise ValueError(f"tlx.async_dot: A and B must be 2D, got {list(A.shape)} and {list(B.shape)}")
+    (M, K), (K2, N) = A.shape, B.shape
+    if K != K2:
+        raise ValueError(f"tlx.async_dot: inner dimensions differ: A is {list(A.shape)}, B is {list(B.shape)}")
+    if A.dtype != B.dtype:
+        raise TypeError(f"tlx.async_dot: A is {A.dtype} but B is {B.dtype}")
+    check_wgmma_shape(M, N, K, A.dtype)
+    out_dtype = _unwrap_if_constexpr(out_dtype)
+    if acc is None:
+        acc = _semantic.full([M, N], 0, out_dtype)
+    elif tuple(acc.shape) != (M, N) or acc.dtype != out_dtype:
+        raise ValueError(f"tlx.async_dot: acc must be [{M}, {N}] {out_dtype}, got {list(acc.shape)} {acc.dtype}")
+    use_acc = _semantic.to_tensor(True if _unwrap_if_constexpr(use_acc) is None else use_acc)
+    precision = _unwrap_if_constexpr(input_precision) or opts.default_dot_input_precision
+    precision = _semantic._str_to_dot_input_precision(precision)
+    imprecise = opts.max_num_imprecise_acc_default if A.dtype.is_fp8() else 0
+    layout = _acc_layout(_semantic, M, N, A.dtype)
+    g = gluon_builder(_semantic)
+    acc_ty = g.get_distributed_ty(out_dtype.to_ir(g), [M, N], layout.to_ir(g))
+    acc_value = to_layout(_semantic, g, acc, acc_ty)
+    if isinstance(A, tl.tensor):
+        a_layout = layouts.wgmma_operand_layout(layout, A.dtype).to_ir(g)
+        a_value = to_layout(_semantic, g, A, g.get_distributed_ty(A.dtype.to_ir(g), [M, K], a_layout))
+    else:
+        a_value = A.handle
+    out = g.create_warpgroup_mma(a_value, B.handle, acc_value, use_acc.handle, precision, imprecise, True)
+    return to_plain(_semantic, g, out, out_dtype, [M, N])
+
+
+@tlx_builtin
+def async_dot_wait(pendings, inp, _semantic=None) -> tl.tensor:
+    """Wait until at most ``pendings`` async dots are in flight; returns ``inp`` safe to read."""
+    pendings = _unwrap_if_constexpr(pendings)
+    if not isinstance(pendings, int) or pendings < 0:
+        raise ValueError(f"tlx.async_dot_wait: pendings must be a non-negative compile-time int, got {pendings!r}")
+    if not isinstance(inp, tl.tensor) or len(inp.shape) != 2:
+        raise TypeError(f"tlx.async_dot_wait: inp must be the 2D result of tlx.async_dot, got {inp!r}")
+    M, N = inp.shape
+    layout = _acc_layout(_semantic, M, N, tl.float16)
+    g = gluon_builder(_semantic)
+    value = to_layout(_semantic, g, inp, g.get_distributed_ty(inp.dtype.to_ir(g), [M, N], layout.to_ir(g)))
+    (waited, ) = g.create_warpgroup_mma_wait([value], pendings)
+    return to_plain(_semantic, g, waited, inp.dtype, [M, N])

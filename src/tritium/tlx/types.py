@@ -1,0 +1,109 @@
+"""Frontend values of TLX: shared-memory buffers and async tokens.
+
+They are ordinary Triton ``base_value``s so they can live in kernel variables, cross ``if``/``for``
+boundaries and be passed to ``@triton.jit`` helpers like any tensor.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+import triton.language as tl
+from triton.language.core import base_type, base_value, builtin
+from triton._C.libtriton import ir
+
+from .layouts import SharedLayout
+
+
+class buffered_tensor_type(base_type):
+    """A view of shared memory: ``shape`` elements of ``dtype`` with a shared ``layout``.
+
+    ``alloc_shape`` is the shape of the whole allocation (``(num, *shape)`` for multi-buffers), as
+    TritonGPU memdescs require. ``num`` is the buffer count for multi-buffers, else 0.
+    """
+
+    def __init__(self, dtype: tl.dtype, shape: Tuple[int, ...], layout: SharedLayout, alloc_shape: Tuple[int, ...],
+                 num: int, ir_type: ir.type) -> None:
+        self.element_ty = dtype
+        self.shape = tuple(shape)
+        self.layout = layout
+        self.alloc_shape = tuple(alloc_shape)
+        self.num = num
+        self.ir_type = ir_type
+
+    def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["buffered_tensor", int]:
+        return buffered_tensor(handles[cursor], self), cursor + 1
+
+    def _flatten_ir_types(self, builder: ir.builder, out: List[ir.type]) -> None:
+        out.append(self.ir_type)
+
+    def __eq__(self, other: Any) -> bool:
+        return (type(self) is type(other) and self.element_ty == other.element_ty and self.shape == other.shape
+                and self.layout == other.layout and self.alloc_shape == other.alloc_shape and self.num == other.num)
+
+    def __str__(self) -> str:
+        buffers = f"{self.num} x " if self.num else ""
+        return f"buffered_tensor<{buffers}{list(self.shape)} {self.element_ty}, {self.layout}>"
+
+    def mangle(self) -> str:
+        shape = "_".join(map(str, self.shape))
+        alloc = "_".join(map(str, self.alloc_shape))
+        return f"TLXB{self.element_ty.mangle()}S{shape}A{alloc}N{self.num}L{abs(hash(self.layout))}B"
+
+
+class buffered_tensor(base_value):
+    """A TLX shared-memory buffer (or multi-buffer); ``buf[i]`` is ``tlx.local_view(buf, i)``."""
+
+    def __init__(self, handle: ir.value, type: buffered_tensor_type) -> None:
+        self.handle = handle
+        self.type = type
+
+    def _flatten_ir(self, handles: List[ir.value]) -> None:
+        handles.append(self.handle)
+
+    @property
+    def dtype(self) -> tl.dtype:
+        return self.type.element_ty
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self.type.shape
+
+    @property
+    def layout(self) -> SharedLayout:
+        return self.type.layout
+
+    @builtin
+    def __getitem__(self, idx: Any, _semantic: Any = None) -> "buffered_tensor":
+        from .mem import local_view
+        return local_view(self, idx, _semantic=_semantic)
+
+    def __str__(self) -> str:
+        return str(self.type)
+
+
+class async_token_type(base_type):
+    """Async-copy and group tokens order nothing in TTGIR here; they carry no IR value."""
+
+    def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["async_token", int]:
+        return async_token(), cursor
+
+    def _flatten_ir_types(self, builder: ir.builder, out: List[ir.type]) -> None:
+        return None
+
+    def __eq__(self, other: Any) -> bool:
+        return type(self) is type(other)
+
+    def __str__(self) -> str:
+        return "async_token"
+
+    def mangle(self) -> str:
+        return "TLXT"
+
+
+class async_token(base_value):
+
+    def __init__(self) -> None:
+        self.type = async_token_type()
+
+    def _flatten_ir(self, handles: List[ir.value]) -> None:
+        return None
