@@ -83,14 +83,20 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     if pipeline is None:
         pipeline = plugins.Pipeline("stock")
     diff = tuple(args.diff_around or ())
-    _, report = pipeline_report(kernel, signature, args.target, constexprs=constexprs, options=options,
-                                pipeline=pipeline, diff_around=diff)
+    compiled, report = pipeline_report(kernel, signature, args.target, constexprs=constexprs, options=options,
+                                       pipeline=pipeline, diff_around=diff)
     print(f"# {args.kernel} on {args.target}, pipeline {pipeline.origin()}  "
           f"(+ inserted, - disabled, ~ replaced)")
     print(format_report(report))
     for name in diff:
         print(f"\n# IR around {name}")
         print(diff_around(report, name))
+    for stage in args.show or ():
+        if stage not in compiled.asm:
+            raise SystemExit(f"tritium pipeline: no stage output {stage!r}; have {', '.join(compiled.asm)}")
+        print(f"\n# output of stage {stage}")
+        output = compiled.asm[stage]
+        print(output if isinstance(output, str) else f"<{len(output)} bytes>")
     return 0
 
 
@@ -116,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compile option, e.g. num_warps=8")
     p.add_argument("--pipeline", help="a plugin pipeline name (default: the kernel's bound pipeline, else stock)")
     p.add_argument("--diff-around", action="append", metavar="PASS", help="print the IR diff made by PASS")
+    p.add_argument("--show", action="append", metavar="STAGE", help="print a stage's output (e.g. ttgir, ptx)")
     p.set_defaults(run=_cmd_pipeline)
     b = sub.add_parser("bench", help="run a benchmark: print a table of ratios and save a PNG plot")
     b.add_argument("what", choices=sorted(BENCHMARKS))

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import triton.language as tl
-from triton._C.libtriton import ir
 from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .emit import gluon_builder, to_layout, tlx_builtin
+from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
 from .types import async_token
 
@@ -41,15 +40,12 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
         other = _semantic.cast(_semantic.broadcast_impl_shape(_semantic.to_tensor(other), shape), result.dtype)
     cache = _semantic._str_to_load_cache_modifier(_unwrap_if_constexpr(cache_modifier))
     evict = _semantic._str_to_eviction_policy(_unwrap_if_constexpr(eviction_policy))
-    g = gluon_builder(_semantic)
-    blocked = layouts.coalesced_layout(shape, result.dtype, opts.num_warps, opts.warp_size).to_ir(g)
-
-    def laid_out(x):
-        return to_layout(_semantic, g, x, g.get_distributed_ty(x.dtype.to_ir(g), shape, blocked))
-
-    g.create_async_copy_global_to_local(result.handle, laid_out(src), laid_out(mask) if mask is not None else ir.value(),
-                                        laid_out(other) if other is not None else ir.value(), cache, evict,
-                                        bool(_unwrap_if_constexpr(is_volatile)))
+    blocked = layouts.coalesced_layout(shape, result.dtype, opts.num_warps, opts.warp_size)
+    operands = [x for x in (src, mask, other) if x is not None]
+    emit(_semantic, "async_copy", operands=operands, dst=result.type.id,
+         want=[tensor_type(_semantic, x.dtype, shape, blocked) for x in operands],
+         has_mask=mask is not None, has_other=other is not None, cache=int(cache), evict=int(evict),
+         volatile=bool(_unwrap_if_constexpr(is_volatile)))
     return async_token()
 
 
@@ -57,7 +53,7 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
 def async_load_commit_group(tokens=[], _semantic=None) -> async_token:
     """Close the current group of async copies."""
     _check_target(_semantic.builder.options.arch, "async_load_commit_group")
-    gluon_builder(_semantic).create_async_commit_group()
+    emit(_semantic, "commit_group")
     return async_token()
 
 
@@ -68,5 +64,5 @@ def async_load_wait_group(pendings, tokens=[], _semantic=None) -> async_token:
     pendings = _unwrap_if_constexpr(pendings)
     if not isinstance(pendings, int) or pendings < 0:
         raise ValueError(f"tlx.async_load_wait_group: pendings must be a non-negative compile-time int, got {pendings!r}")
-    gluon_builder(_semantic).create_async_wait_group(pendings)
+    emit(_semantic, "wait_group", num=pendings)
     return async_token()

@@ -1,7 +1,8 @@
 """The TLX layout planner: which encoding each TLX value gets, decided when the op is built.
 
 TLX ops are the only places with fixed layouts; everything else in the kernel stays layout-free
-until ``convert_to_ttgpuir``, and bridges (see :mod:`tritium.tlx.emit`) connect the two. The
+until ``convert_to_ttgpuir``, and conversions inserted with the placeholders' lowering
+(:mod:`tritium.tlx.placeholders`) connect the two. The
 planner therefore only has to pick encodings that are good *at the TLX op*:
 
 * shared buffers: NVMMA swizzled encodings on Hopper (what wgmma and TMA read, and what cp.async
@@ -146,6 +147,24 @@ def coalesced_layout(shape: Sequence[int], dtype: tl.dtype, num_warps: int, thre
         wpc[d] = min(_pow2_floor(cover), left) if d < rank - 1 else left
         left //= wpc[d]
     return BlockedLayout(tuple(spt), tuple(tpw), tuple(wpc), tuple(reversed(range(rank))))
+
+
+def transposed(layout: SharedLayout, dims: Sequence[int]) -> SharedLayout:
+    """The encoding ``ttg.memdesc_trans`` gives a view of ``layout`` permuted by ``dims``."""
+    if isinstance(layout, NVMMASharedLayout):
+        if list(dims) != [1, 0]:
+            raise NotImplementedError(f"tlx.local_trans: NVMMA-swizzled buffers transpose as (1, 0) only, got {dims}")
+        return NVMMASharedLayout(layout.swizzle_bytes, layout.element_bits, layout.rank, not layout.transposed)
+    return SwizzledSharedLayout(layout.vec, layout.per_phase, layout.max_phase,
+                                tuple(list(dims).index(o) for o in layout.order))
+
+
+def reshaped(layout: SharedLayout, shape: Sequence[int]) -> SharedLayout:
+    """The encoding of a reshaped view; only unswizzled row-major buffers are supported so far."""
+    plain = isinstance(layout, SwizzledSharedLayout) and layout.max_phase == 1 and layout.vec == 1
+    if not plain or list(layout.order) != list(reversed(range(len(layout.order)))):
+        raise NotImplementedError("tlx.local_reshape: the compile path reshapes only unswizzled row-major buffers")
+    return SwizzledSharedLayout(1, 1, 1, tuple(reversed(range(len(shape)))))
 
 
 def wgmma_layout(M: int, N: int, num_warps: int, a_dtype: tl.dtype) -> NvidiaMmaLayout:

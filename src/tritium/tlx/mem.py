@@ -8,7 +8,7 @@ import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .emit import gluon_builder, to_layout, to_plain, tlx_builtin
+from .emit import emit, tensor_type, tlx_builtin, types
 from .types import buffered_tensor, buffered_tensor_type
 
 
@@ -28,15 +28,19 @@ def _buffer(x: Any, op: str) -> buffered_tensor:
     return x
 
 
-def _view(handle: Any, dtype: tl.dtype, shape: Sequence[int], layout: Any, alloc_shape: Sequence[int],
-          num: int = 0) -> buffered_tensor:
-    ty = buffered_tensor_type(dtype, tuple(shape), layout, tuple(alloc_shape), num, handle.get_type())
+def _memdesc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: layouts.SharedLayout,
+                  alloc_shape: Sequence[int]) -> str:
+    g = types(_semantic)
+    return str(g.get_shared_mem_desc_ty(dtype.to_ir(g), list(shape), layout.to_ir(g), list(alloc_shape)))
+
+
+def _view(_semantic: Any, op: str, dtype: tl.dtype, shape: Sequence[int], layout: Any, alloc_shape: Sequence[int],
+          num: int = 0, operands: Sequence[Any] = (), **attrs: Any) -> buffered_tensor:
+    """Emit the placeholder of a view-making op and wrap its handle."""
+    memdesc = _memdesc_type(_semantic, dtype, shape if not num else alloc_shape, layout, alloc_shape)
+    pid, handle = emit(_semantic, op, operands=operands, type=memdesc, **attrs)
+    ty = buffered_tensor_type(dtype, tuple(shape), layout, tuple(alloc_shape), num, pid, memdesc)
     return buffered_tensor(handle, ty)
-
-
-def _memdesc_type(g: Any, dtype: tl.dtype, shape: Sequence[int], layout: layouts.SharedLayout,
-                  alloc_shape: Sequence[int]) -> Any:
-    return g.get_shared_mem_desc_ty(dtype.to_ir(g), list(shape), layout.to_ir(g), list(alloc_shape))
 
 
 @tlx_builtin
@@ -59,10 +63,7 @@ def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _sem
         layout = layouts.shared_layout(shape, dtype, _semantic.builder.options.arch)
     elif not isinstance(layout, (layouts.NVMMASharedLayout, layouts.SwizzledSharedLayout)):
         raise TypeError(f"tlx.local_alloc: layout must be a TLX shared layout, got {layout!r}")
-    g = gluon_builder(_semantic)
-    alloc_shape = (num, *shape)
-    handle = g.create_local_alloc(_memdesc_type(g, dtype, alloc_shape, layout, alloc_shape))
-    return _view(handle, dtype, shape, layout, alloc_shape, num)
+    return _view(_semantic, "local_alloc", dtype, shape, layout, (num, *shape), num)
 
 
 @tlx_builtin
@@ -81,10 +82,8 @@ def local_view(buf, idx, _semantic=None) -> buffered_tensor:
         raise TypeError(f"tlx.local_view: index must be an integer scalar, got {index.type}")
     if index.dtype != tl.int32:
         index = _semantic.cast(index, tl.int32)
-    g = gluon_builder(_semantic)
-    ty = _memdesc_type(g, buf.dtype, buf.shape, buf.layout, buf.shape)
-    handle = g.create_memdesc_index(ty, buf.handle, index.handle)
-    return _view(handle, buf.dtype, buf.shape, buf.layout, buf.shape)
+    return _view(_semantic, "memdesc_index", buf.dtype, buf.shape, buf.layout, buf.shape, operands=[index],
+                 src=buf.type.id)
 
 
 @tlx_builtin
@@ -97,10 +96,8 @@ def local_slice(buf, offset, shape, _semantic=None) -> buffered_tensor:
         raise ValueError(f"tlx.local_slice: offset {offset} and shape {shape} must have rank {len(buf.shape)}")
     if any(o < 0 or o + s > d for o, s, d in zip(offset, shape, buf.shape)):
         raise ValueError(f"tlx.local_slice: slice {offset}+{shape} is outside the buffer {buf.shape}")
-    g = gluon_builder(_semantic)
-    ty = _memdesc_type(g, buf.dtype, shape, buf.layout, buf.type.alloc_shape)
-    handle = g.create_memdesc_subslice(ty, buf.handle, list(offset))
-    return _view(handle, buf.dtype, shape, buf.layout, buf.type.alloc_shape)
+    return _view(_semantic, "memdesc_subslice", buf.dtype, shape, buf.layout, buf.type.alloc_shape,
+                 src=buf.type.id, offsets=list(offset))
 
 
 @tlx_builtin
@@ -110,9 +107,9 @@ def local_trans(buf, dims=(1, 0), _semantic=None) -> buffered_tensor:
     dims = tuple(_unwrap_if_constexpr(d) for d in _unwrap_if_constexpr(dims))
     if sorted(dims) != list(range(len(buf.shape))):
         raise ValueError(f"tlx.local_trans: dims {dims} is not a permutation of the buffer's {len(buf.shape)} dims")
-    handle = gluon_builder(_semantic).create_memdesc_trans(buf.handle, list(dims))
     shape = tuple(buf.shape[d] for d in dims)
-    return _view(handle, buf.dtype, shape, ("trans", buf.layout, dims), shape)
+    return _view(_semantic, "memdesc_trans", buf.dtype, shape, layouts.transposed(buf.layout, dims), shape,
+                 src=buf.type.id, order=list(dims))
 
 
 @tlx_builtin
@@ -122,8 +119,8 @@ def local_reshape(buf, shape, _semantic=None) -> buffered_tensor:
     shape = _int_tuple(shape, "tlx.local_reshape: shape")
     if math.prod(shape) != math.prod(buf.shape):
         raise ValueError(f"tlx.local_reshape: cannot reshape {buf.shape} into {shape}")
-    handle = gluon_builder(_semantic).create_memdesc_reshape(buf.handle, list(shape))
-    return _view(handle, buf.dtype, shape, ("reshape", buf.layout, shape), shape)
+    return _view(_semantic, "memdesc_reshape", buf.dtype, shape, layouts.reshaped(buf.layout, shape), shape,
+                 src=buf.type.id)
 
 
 @tlx_builtin
@@ -139,9 +136,7 @@ def local_reinterpret(buf, dtype, shape=None, layout=None, _semantic=None) -> bu
         layout = layouts.shared_layout(shape, dtype, _semantic.builder.options.arch)
     if math.prod(shape) * dtype.primitive_bitwidth != math.prod(buf.shape) * buf.dtype.primitive_bitwidth:
         raise ValueError(f"tlx.local_reinterpret: {buf.shape} {buf.dtype} and {shape} {dtype} differ in size")
-    g = gluon_builder(_semantic)
-    handle = g.create_memdesc_reinterpret(_memdesc_type(g, dtype, shape, layout, shape), buf.handle)
-    return _view(handle, dtype, shape, layout, shape)
+    return _view(_semantic, "memdesc_reinterpret", dtype, shape, layout, shape, src=buf.type.id)
 
 
 def _register_layout(_semantic: Any, shape: Sequence[int], dtype: tl.dtype) -> layouts.BlockedLayout:
@@ -155,11 +150,9 @@ def local_load(src, token=None, _semantic=None) -> tl.tensor:
     src = _buffer(src, "local_load")
     if src.type.num:
         raise TypeError("tlx.local_load: pick one buffer with tlx.local_view first")
-    g = gluon_builder(_semantic)
-    layout = _register_layout(_semantic, src.shape, src.dtype)
-    handle = g.create_local_load(g.get_distributed_ty(src.dtype.to_ir(g), list(src.shape), layout.to_ir(g)),
-                                 src.handle)
-    return to_plain(_semantic, g, handle, src.dtype, list(src.shape))
+    want = tensor_type(_semantic, src.dtype, src.shape, _register_layout(_semantic, src.shape, src.dtype))
+    _, value = emit(_semantic, "local_load", result=src.dtype, shape=src.shape, src=src.type.id, want=want)
+    return tl.tensor(value, tl.block_type(src.dtype, list(src.shape)))
 
 
 @tlx_builtin
@@ -174,7 +167,5 @@ def local_store(dst, src, _semantic=None) -> None:
                          f"buffer shape {list(dst.shape)}")
     if src.dtype != dst.dtype:
         raise TypeError(f"tlx.local_store: value dtype {src.dtype} does not match buffer dtype {dst.dtype}")
-    g = gluon_builder(_semantic)
-    layout = _register_layout(_semantic, dst.shape, dst.dtype)
-    value = to_layout(_semantic, g, src, g.get_distributed_ty(dst.dtype.to_ir(g), list(dst.shape), layout.to_ir(g)))
-    g.create_local_store(dst.handle, value)
+    want = tensor_type(_semantic, dst.dtype, dst.shape, _register_layout(_semantic, dst.shape, dst.dtype))
+    emit(_semantic, "local_store", operands=[src], dst=dst.type.id, want=want)

@@ -5,7 +5,7 @@ import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .emit import gluon_builder, tlx_builtin
+from .emit import emit, tlx_builtin
 from .types import buffered_tensor
 
 
@@ -63,7 +63,7 @@ def fence_async_shared(_semantic=None) -> None:
     cap = layouts.cuda_capability(_semantic.builder.options.arch)
     if cap is None or cap < 90:
         raise NotImplementedError("tlx.fence_async_shared needs the Hopper async proxy (sm_90 or newer)")
-    gluon_builder(_semantic).create_fence_async_shared(False)
+    emit(_semantic, "fence_async_shared")
 
 
 @tlx_builtin

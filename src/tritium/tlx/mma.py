@@ -7,7 +7,7 @@ import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .emit import gluon_builder, to_layout, to_plain, tlx_builtin
+from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
 from .types import buffered_tensor
 
@@ -56,21 +56,23 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
         acc = _semantic.full([M, N], 0, out_dtype)
     elif tuple(acc.shape) != (M, N) or acc.dtype != out_dtype:
         raise ValueError(f"tlx.async_dot: acc must be [{M}, {N}] {out_dtype}, got {list(acc.shape)} {acc.dtype}")
-    use_acc = _semantic.to_tensor(True if _unwrap_if_constexpr(use_acc) is None else use_acc)
+    use_acc = _unwrap_if_constexpr(use_acc)
+    if use_acc is not None:  # wgmma's scale-d operand, as a select on the accumulator it reads
+        acc = _semantic.where(_semantic.to_tensor(use_acc), acc, _semantic.full([M, N], 0, out_dtype))
     precision = _unwrap_if_constexpr(input_precision) or opts.default_dot_input_precision
     precision = _semantic._str_to_dot_input_precision(precision)
     imprecise = opts.max_num_imprecise_acc_default if A.dtype.is_fp8() else 0
     layout = _acc_layout(_semantic, M, N, A.dtype)
-    g = gluon_builder(_semantic)
-    acc_ty = g.get_distributed_ty(out_dtype.to_ir(g), [M, N], layout.to_ir(g))
-    acc_value = to_layout(_semantic, g, acc, acc_ty)
+    operands, attrs = [acc], {}
     if isinstance(A, tl.tensor):
-        a_layout = layouts.wgmma_operand_layout(layout, A.dtype).to_ir(g)
-        a_value = to_layout(_semantic, g, A, g.get_distributed_ty(A.dtype.to_ir(g), [M, K], a_layout))
+        operands.append(A)
+        attrs["a_reg"] = tensor_type(_semantic, A.dtype, [M, K], layouts.wgmma_operand_layout(layout, A.dtype))
     else:
-        a_value = A.handle
-    out = g.create_warpgroup_mma(a_value, B.handle, acc_value, use_acc.handle, precision, imprecise, True)
-    return to_plain(_semantic, g, out, out_dtype, [M, N])
+        attrs["a"] = A.type.id
+    _, out = emit(_semantic, "wgmma", operands=operands, result=out_dtype, shape=[M, N], b=B.type.id,
+                  acc=tensor_type(_semantic, out_dtype, [M, N], layout), precision=int(precision),
+                  imprecise=imprecise or 0, **attrs)
+    return tl.tensor(out, tl.block_type(out_dtype, [M, N]))
 
 
 @tlx_builtin
@@ -82,8 +84,7 @@ def async_dot_wait(pendings, inp, _semantic=None) -> tl.tensor:
     if not isinstance(inp, tl.tensor) or len(inp.shape) != 2:
         raise TypeError(f"tlx.async_dot_wait: inp must be the 2D result of tlx.async_dot, got {inp!r}")
     M, N = inp.shape
-    layout = _acc_layout(_semantic, M, N, tl.float16)
-    g = gluon_builder(_semantic)
-    value = to_layout(_semantic, g, inp, g.get_distributed_ty(inp.dtype.to_ir(g), [M, N], layout.to_ir(g)))
-    (waited, ) = g.create_warpgroup_mma_wait([value], pendings)
-    return to_plain(_semantic, g, waited, inp.dtype, [M, N])
+    acc = tensor_type(_semantic, inp.dtype, [M, N], _acc_layout(_semantic, M, N, tl.float16))
+    _, out = emit(_semantic, "wgmma_wait", operands=[inp], result=inp.dtype, shape=[M, N], acc=acc,
+                  pendings=pendings)
+    return tl.tensor(out, inp.type)

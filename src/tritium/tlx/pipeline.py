@@ -1,6 +1,6 @@
 """The TLX compilation pipelines: the stock ones, edited for kernels that use TLX ops.
 
-* After ``convert_to_ttgpuir``, bridge calls become ``ttg.convert_layout`` (see :mod:`.emit`).
+* Right after ``convert_to_ttgpuir``, TLX placeholders become TritonGPU ops (see :mod:`.placeholders`).
 * Triton's own software pipeliner and warp specializer are off: TLX kernels pipeline by hand, and
   the stock passes would re-pipeline (or reject) loops full of hand-placed async ops and waits.
 Everything else (coalescing, layout-conversion removal, dot-operand optimization, fence insertion,
@@ -16,8 +16,7 @@ from triton._C.libtriton import ir
 from tritium import compat
 from tritium.plugins import Pipeline, mlir_pass
 
-from .emit import is_tlx_module, materialize_bridges
-from .layouts import cuda_capability
+from .placeholders import is_tlx_module, lower
 
 #: Target family -> (does a compile target belong to it, stock passes that pipeline or warp-specialize loops).
 FAMILIES: dict[str, tuple[Callable[[str, Any], bool], tuple[str, ...]]] = {
@@ -32,10 +31,10 @@ FAMILIES: dict[str, tuple[Callable[[str, Any], bool], tuple[str, ...]]] = {
 }
 
 
-@mlir_pass(name="tlx.materialize_bridges")
-def materialize_bridges_pass(mod: ir.module, ctx: Any) -> ir.module:
-    """Bridge calls -> ``ttg.convert_layout`` (needs the conversion's encodings, so runs right after it)."""
-    return compat.parse_module(materialize_bridges(mod.str()), mod.context)
+@mlir_pass(name="tlx.lower_placeholders")
+def lower_placeholders(mod: ir.module, ctx: Any) -> ir.module:
+    """TLX placeholders -> TritonGPU ops (needs the conversion's layouts, so runs right after it)."""
+    return compat.parse_module(lower(mod.str()), mod.context)
 
 
 def _gate(in_family: Callable[[str, Any], bool]) -> Callable[[Any, dict], bool]:
@@ -54,7 +53,7 @@ def make_pipeline(family: str) -> Pipeline:
     """The TLX pipeline for one target family (a key of :data:`FAMILIES`)."""
     in_family, disabled = FAMILIES[family]
     p = Pipeline(f"tlx-{family}", when=_gate(in_family))
-    p.insert("ttgir", materialize_bridges_pass, after="ttir.convert_to_ttgpuir")
+    p.insert("ttgir", lower_placeholders, after="ttir.convert_to_ttgpuir")
     for name in disabled:
         p.disable("ttgir", name)
     return p

@@ -22,23 +22,25 @@ class buffered_tensor_type(base_type):
     """
 
     def __init__(self, dtype: tl.dtype, shape: Tuple[int, ...], layout: SharedLayout, alloc_shape: Tuple[int, ...],
-                 num: int, ir_type: ir.type) -> None:
+                 num: int, id: int, memdesc: str) -> None:
         self.element_ty = dtype
         self.shape = tuple(shape)
         self.layout = layout
         self.alloc_shape = tuple(alloc_shape)
         self.num = num
-        self.ir_type = ir_type
+        self.id = id  # the placeholder that made this view (see tlx/placeholders.py)
+        self.memdesc = memdesc  # its TritonGPU type, printed
 
     def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["buffered_tensor", int]:
         return buffered_tensor(handles[cursor], self), cursor + 1
 
     def _flatten_ir_types(self, builder: ir.builder, out: List[ir.type]) -> None:
-        out.append(self.ir_type)
+        out.append(builder.get_int32_ty())  # a buffer is a dummy i32 in TTIR
 
     def __eq__(self, other: Any) -> bool:
-        return (type(self) is type(other) and self.element_ty == other.element_ty and self.shape == other.shape
-                and self.layout == other.layout and self.alloc_shape == other.alloc_shape and self.num == other.num)
+        # The id is part of the type: a loop that rebinds a buffer variable to another buffer is a
+        # type change, which Triton reports, instead of silently using the first buffer.
+        return type(self) is type(other) and self.id == other.id and self.memdesc == other.memdesc
 
     def __str__(self) -> str:
         buffers = f"{self.num} x " if self.num else ""
@@ -47,7 +49,7 @@ class buffered_tensor_type(base_type):
     def mangle(self) -> str:
         shape = "_".join(map(str, self.shape))
         alloc = "_".join(map(str, self.alloc_shape))
-        return f"TLXB{self.element_ty.mangle()}S{shape}A{alloc}N{self.num}L{abs(hash(self.layout))}B"
+        return f"TLXB{self.element_ty.mangle()}S{shape}A{alloc}N{self.num}I{self.id}B"
 
 
 class buffered_tensor(base_value):

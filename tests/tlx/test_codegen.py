@@ -1,5 +1,7 @@
-"""Compile-path tests of TLX on the CPU: the TTIR the frontend builds, errors, and byte-identity."""
+"""Compile-path tests of TLX on the CPU: placeholders, lowered TTGIR, PTX/AMDGCN, errors, byte-identity."""
 from __future__ import annotations
+
+import re
 
 import pytest
 import triton
@@ -12,61 +14,91 @@ from triton._C.libtriton import ir
 
 import tritium.plugins as tp
 import tritium.tlx as tlx
+from tritium.kernels import gemm_pipelined_amd as amd
 from tritium.kernels import gemm_pipelined_hopper as hopper
+from tritium.tlx import placeholders
 
 SM90 = GPUTarget("cuda", 90, 32)
 GFX950 = GPUTarget("hip", "gfx950", 64)
 SM75 = GPUTarget("cuda", 75, 32)
 
 
-def gemm_source(cfg: hopper.Config) -> ASTSource:
+def gemm_source(cfg, kernel=hopper.matmul_kernel_pipelined_hopper) -> ASTSource:
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
            "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr",
            "stride_cm": "i32", "stride_cn": "constexpr"}
     meta = {f: getattr(cfg, f) for f in cfg._fields if f != "num_warps"}
     sig.update({f: "constexpr" for f in meta})
     attrs = {(i, ): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 8, 10)}
-    return ASTSource(hopper.matmul_kernel_pipelined_hopper, sig,
+    return ASTSource(kernel, sig,
                      {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, **meta}, attrs)
 
 
-def build_ttir(src: ASTSource, target: GPUTarget, **options) -> str:
-    """The kernel as the frontend builds it (before any pass)."""
+def placeholder_ops(src: ASTSource, target: GPUTarget, **options) -> list[str]:
+    """The TLX placeholders the frontend emits, in program order (before any pass)."""
     backend = make_backend(target)
     opts = backend.parse_options(options)
     ctx = ir.context()
     ir.load_dialects(ctx)
     backend.load_dialects(ctx)
     mod = src.make_ir(target, opts, backend.get_codegen_implementation(opts), backend.get_module_map(), ctx)
-    assert mod.verify()
-    return mod.str()
+    assert mod.verify() and placeholders.is_tlx_module(mod)
+    return [p.op for p in placeholders.placeholders(mod.str())]
+
+
+def test_frontend_emits_placeholders_in_program_order():
+    ops = placeholder_ops(gemm_source(hopper.SMALL), SM90, num_warps=4)
+    # 2 allocs; the prologue loop body (views, 2 copies, commit); the main loop body; the final wait.
+    assert ops[:2] == ["local_alloc", "local_alloc"]
+    assert ops[2:7] == ["memdesc_index", "memdesc_index", "async_copy", "async_copy", "commit_group"]
+    assert ops[7:] == ["wait_group", "memdesc_index", "memdesc_index", "wgmma", "wgmma_wait", "memdesc_index",
+                       "async_copy", "memdesc_index", "async_copy", "commit_group", "wgmma_wait"]
 
 
 @pytest.mark.parametrize("cfg", [hopper.LARGE, hopper.SMALL], ids=["128x256x64", "64x128x64"])
-def test_hopper_gemm_frontend_builds_tlx_ops(cfg):
-    ttir = build_ttir(gemm_source(cfg), SM90, num_warps=cfg.num_warps)
+def test_hopper_gemm_compiles_to_cp_async_and_wgmma(cfg):
+    k = triton.compile(gemm_source(cfg), target=SM90, options={"num_warps": cfg.num_warps})
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
     BM, BN, BK, S = cfg.BLOCK_SIZE_M, cfg.BLOCK_SIZE_N, cfg.BLOCK_SIZE_K, cfg.NUM_STAGES
-    # Multi-buffers in NVMMA 128B-swizzled shared memory (what cp.async writes and wgmma reads).
-    assert f"!ttg.memdesc<{S}x{BM}x{BK}xf16, #shared" in ttir and f"!ttg.memdesc<{S}x{BK}x{BN}xf16, #shared" in ttir
-    assert "#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>" in ttir
-    # cp.async sources in a 16-byte-vector blocked layout; commit groups and waits as written.
-    assert ttir.count("ttg.async_copy_global_to_local") == 4  # 2 in the prologue loop, 2 in the main loop
-    assert "sizePerThread = [1, 8]" in ttir
-    assert f"ttg.async_wait {{num = {S - 2} : i32}}" in ttir
-    # Async wgmma with the MMA v3 accumulator layout; retire one, then all.
-    assert "ttng.warp_group_dot" in ttir and "isAsync = true" in ttir
-    assert "pendings = 1 : i32" in ttir and "pendings = 0 : i32" in ttir
+    # Ring buffers in NVMMA 128B-swizzled shared memory, as stock Triton picks for wgmma operands.
+    assert f"!ttg.memdesc<{S}x{BM}x{BK}xf16, #shared" in ttgir and f"!ttg.memdesc<{S}x{BK}x{BN}xf16, #shared" in ttgir
+    assert "#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>" in ttgir
     instr_n = BN if cfg.num_warps // 4 * 64 <= BM else BN // 2
-    assert f"instrShape = [16, {instr_n}, 16]" in ttir
-    # The hand-pipelined loop keeps Triton's pipeliner off.
-    assert "tt.num_stages = 0 : i32" in ttir
+    assert f"instrShape = [16, {instr_n}, 16]" in ttgir
+    # The main loop: accumulator carried in the MMA layout, no layout conversion inside the loop,
+    # the waits as written, and no Triton software pipelining of it.
+    loop = ttgir[ttgir.index("scf.for", ttgir.index("ttg.async_commit_group")):]
+    loop = loop[:loop.index("scf.yield")]
+    assert "ttg.convert_layout" not in loop
+    assert f"ttg.async_wait {{num = {S - 2} : i32}}" in loop and "pendings = 1 : i32" in loop
+    assert loop.count("ttg.async_copy_global_to_local") == 2 and "isAsync = true" in loop
+    assert "tt.elementwise_inline_asm" not in ttgir  # every placeholder was lowered
+    # PTX: 16-byte cp.async and asynchronous wgmma.
+    assert "cp.async.cg.shared.global" in ptx and ", 0x10," in ptx
+    assert "wgmma.mma_async.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 1" in ptx
 
 
-@pytest.mark.xfail(strict=True, reason="stock convert_to_ttgpuir rejects the tt.call bridges (docs/tlx-design.md)")
-def test_hopper_gemm_compiles_to_cp_async_and_wgmma():
-    cfg = hopper.LARGE
-    ptx = triton.compile(gemm_source(cfg), target=SM90, options={"num_warps": cfg.num_warps}).asm["ptx"]
-    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_amd_gemm_compiles_to_lds_and_mfma(arch):
+    cfg = amd.DEFAULT
+    k = triton.compile(gemm_source(cfg, amd.matmul_kernel_pipelined_amd), target=GPUTarget("hip", arch, 64),
+                       options={"num_warps": cfg.num_warps})
+    ttgir, gcn = k.asm["ttgir"], k.asm["amdgcn"]
+    loop = ttgir[ttgir.index("scf.for", ttgir.index("ttg.local_store")):]
+    loop = loop[:loop.index("scf.yield")]
+    # LDS reads go straight into MFMA operand layouts; no conversion is left in the loop.
+    assert loop.count("ttg.local_load") == 2 and "#ttg.dot_op<{opIdx = 0" in loop and "ttg.convert_layout" not in loop
+    assert loop.count("ttg.local_store") == 2 and "tt.dot" in loop
+    assert re.search(r"\bds_(write|store)", gcn) and re.search(r"\bds_(read|load)", gcn) and "v_mfma" in gcn
+
+
+@pytest.mark.parametrize("target", [SM90, GFX950], ids=["sm90", "gfx950"])
+def test_every_view_op_lowers(target):
+    from views_kernel import views_kernel
+    src = ASTSource(views_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp16", "z_ptr": "*fp16", "w_ptr": "*i16"}, {})
+    ttgir = triton.compile(src, target=target).asm["ttgir"]
+    for op in ("memdesc_trans", "memdesc_subslice", "memdesc_reinterpret", "ttg.local_load", "ttg.local_store"):
+        assert op in ttgir
 
 
 @triton.jit
