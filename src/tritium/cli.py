@@ -102,11 +102,11 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     import importlib
-    return importlib.import_module(f"tritium.bench.{BENCHMARKS[args.what]}").main(args.out)
+    return importlib.import_module(f"tritium.bench.{BENCHMARKS[args.what]}").main(args.out, args.only)
 
 
 #: ``tritium bench NAME`` -> module in tritium.bench
-BENCHMARKS = {"overhead": "overhead"}
+BENCHMARKS = {"overhead": "overhead", "gemm": "gemm"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="run a benchmark: print a table of ratios and save a PNG plot")
     b.add_argument("what", choices=sorted(BENCHMARKS))
     b.add_argument("--out", default="results", help="folder for the plots")
+    b.add_argument("--only", default="", help="run one part of a benchmark (overhead: compile or launch)")
     b.set_defaults(run=_cmd_bench)
     return parser
 

@@ -64,19 +64,18 @@ _orig_compute_cache_key = _jit.compute_cache_key
 
 def _keyed_get_cache_key(src, backend, backend_options, env_vars):
     base = _orig_get_cache_key(src, backend, backend_options, env_vars)
-    hook = knobs.runtime.add_stages_inspection_hook
-    if isinstance(hook, _ChainedHook):
-        key, _ = hook()
+    if _installed is not None:
+        key, _ = _installed.key()
         if key:
             return f"{base}-tritium-{key}"
     return base
 
 
 def _keyed_compute_cache_key(kernel_key_cache, specialization, options):
+    """Runs on every launch: read our hook directly, not through the knob's descriptor."""
     base = _orig_compute_cache_key(kernel_key_cache, specialization, options)
-    hook = knobs.runtime.add_stages_inspection_hook
-    if isinstance(hook, _ChainedHook):
-        _, digest = hook()
+    if _installed is not None:
+        digest = _installed.key()[1]
         if digest:
             return (base, digest)
     return base

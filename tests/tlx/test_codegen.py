@@ -78,6 +78,17 @@ def test_hopper_gemm_compiles_to_cp_async_and_wgmma(cfg):
     assert "wgmma.mma_async.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned 1" in ptx
 
 
+@pytest.mark.parametrize("align,width", [(8, "0x10"), (4, "0x8"), (2, "0x4")])
+def test_cp_async_width_follows_the_alignment_the_host_proves(align, width):
+    # N, K and the row strides carry no divisibility: only STRIDE_ALIGN tells the compiler.
+    src = gemm_source(hopper.SMALL)
+    src.constants[(src.fn.arg_names.index("STRIDE_ALIGN"), )] = align
+    src.signature["STRIDE_ALIGN"] = "constexpr"
+    src.attrs = {k: v for k, v in src.attrs.items() if k not in ((4, ), (5, ), (6, ), (8, ))}
+    ptx = triton.compile(src, target=SM90, options={"num_warps": 4}).asm["ptx"]
+    assert set(re.findall(r"cp\.async\.\w+\.shared\.global \[[^]]+\], \[[^]]+\], (0x\w+)", ptx)) == {width}
+
+
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
 def test_amd_gemm_compiles_to_lds_and_mfma(arch):
     cfg = amd.DEFAULT

@@ -106,23 +106,26 @@ def launch_overhead(launches: int = 20000, rounds: int = 7) -> list[tuple[str, f
     return [(name, statistics.median(v), statistics.median(v) / base) for name, v in results.items()]
 
 
-def main(out: str) -> int:
-    rows = compile_overhead()
-    print("## Compile time, no-op pipeline vs bare Triton (median ms)")
-    print(table(["kernel", "target", "bare ms", "tritium no-op ms", "ratio"], rows))
-    series = {"compile ratio": [r[4] for r in rows]}
-    labels = [f"{r[0]}/{r[1]}" for r in rows]
+def main(out: str, only: str = "") -> int:
+    labels: list[str] = []
+    series: dict[str, list[float]] = {"ratio to bare Triton": []}
+    if only != "launch":
+        rows = compile_overhead()
+        print("## Compile time, no-op pipeline vs bare Triton (median ms)")
+        print(table(["kernel", "target", "bare ms", "tritium no-op ms", "ratio"], rows))
+        series["ratio to bare Triton"] += [r[4] for r in rows]
+        labels += [f"compile {r[0]}/{r[1]}" for r in rows]
     try:
         import torch
         gpu = torch.cuda.is_available()
     except ImportError:
         gpu = False
-    if gpu:
+    if gpu and only != "compile":
         launch = launch_overhead()
         print("\n## Host time per launch of a compiled tiny kernel (median us)")
         print(table(["configuration", "us/launch", "ratio"], launch))
         labels.append("launch")
-        series["compile ratio"].append(launch[1][2])
+        series["ratio to bare Triton"].append(launch[1][2])
     else:
         print("\n(no GPU: launch overhead not measured)")
     print(f"\nplot: {bar_plot(f'{out}/overhead.png', 'tritium overhead (1.0 = bare Triton)', labels, series, 'ratio')}")

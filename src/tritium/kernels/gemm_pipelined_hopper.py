@@ -33,7 +33,7 @@ SMALL = Config(64, 128, 64, 8, 4, 4)
 def matmul_kernel_pipelined_hopper(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                                    stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
                                    BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-                                   NUM_STAGES: tl.constexpr):
+                                   NUM_STAGES: tl.constexpr, STRIDE_ALIGN: tl.constexpr = 8):
     pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
@@ -48,8 +48,13 @@ def matmul_kernel_pipelined_hopper(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stri
     offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
     offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
     offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    # Row starts, N and K are multiples of STRIDE_ALIGN elements (the host checks), so cp.async
+    # can copy min(16, 2 * STRIDE_ALIGN) bytes at a time; the hints below tell the compiler so.
+    offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, STRIDE_ALIGN), STRIDE_ALIGN)
+    a_rows = tl.multiple_of(offs_am[:, None] * stride_am, [STRIDE_ALIGN, STRIDE_ALIGN])
+    b_rows = tl.multiple_of(offs_k[:, None] * stride_bk, [STRIDE_ALIGN, STRIDE_ALIGN])
+    a_ptrs = a_ptr + (a_rows + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (b_rows + offs_bn[None, :] * stride_bn)
 
     buffers_A = tlx.local_alloc((BLOCK_SIZE_M, BLOCK_SIZE_K), tlx.dtype_of(a_ptr), NUM_STAGES)
     buffers_B = tlx.local_alloc((BLOCK_SIZE_K, BLOCK_SIZE_N), tlx.dtype_of(b_ptr), NUM_STAGES)
@@ -58,7 +63,8 @@ def matmul_kernel_pipelined_hopper(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stri
     for i in tl.range(0, NUM_STAGES - 1, loop_unroll_factor=NUM_STAGES - 1):
         a = tlx.local_view(buffers_A, i)
         b = tlx.local_view(buffers_B, i)
-        token_a = tlx.async_load(a_ptrs, a, mask=offs_k[None, :] < K - i * BLOCK_SIZE_K)
+        token_a = tlx.async_load(a_ptrs, a, mask=tl.max_constancy(offs_k[None, :] < K - i * BLOCK_SIZE_K,
+                                                                    [1, STRIDE_ALIGN]))
         token_b = tlx.async_load(b_ptrs, b, mask=offs_k[:, None] < K - i * BLOCK_SIZE_K)
         tlx.async_load_commit_group([token_a, token_b])
         a_ptrs += BLOCK_SIZE_K * stride_ak
@@ -74,7 +80,8 @@ def matmul_kernel_pipelined_hopper(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stri
         acc = tlx.async_dot_wait(1, acc)
         i = k + NUM_STAGES - 1
         nbuf = i % NUM_STAGES
-        token_a = tlx.async_load(a_ptrs, tlx.local_view(buffers_A, nbuf), mask=offs_k[None, :] < K - i * BLOCK_SIZE_K)
+        a_mask = tl.max_constancy(offs_k[None, :] < K - i * BLOCK_SIZE_K, [1, STRIDE_ALIGN])
+        token_a = tlx.async_load(a_ptrs, tlx.local_view(buffers_A, nbuf), mask=a_mask)
         token_b = tlx.async_load(b_ptrs, tlx.local_view(buffers_B, nbuf), mask=offs_k[:, None] < K - i * BLOCK_SIZE_K)
         tlx.async_load_commit_group([token_a, token_b])
         a_ptrs += BLOCK_SIZE_K * stride_ak
@@ -93,14 +100,35 @@ def pick_config(M: int, N: int) -> Config:
     return LARGE if triton.cdiv(M, LARGE.BLOCK_SIZE_M) * triton.cdiv(N, LARGE.BLOCK_SIZE_N) >= 128 else SMALL
 
 
+def _stride_align(*strides: int) -> int:
+    """The largest of 8, 4, 2, 1 elements dividing every stride."""
+    return next(n for n in (8, 4, 2, 1) if all(s % n == 0 for s in strides))
+
+
+def _cp_async_ready(x):
+    """``x`` with unit inner stride and a 16-byte aligned base, copying only if needed."""
+    return x if x.stride(1) == 1 and x.data_ptr() % 16 == 0 else x.contiguous()
+
+
 def matmul(a, b, config: Config | None = None):
-    """``a @ b`` for fp16 CUDA tensors ``a`` [M, K] and ``b`` [K, N] (row-major K/N contiguous)."""
+    """``a @ b`` for fp16 CUDA tensors ``a`` [M, K] and ``b`` [K, N].
+
+    cp.async moves at least 4 bytes, so fp16 rows and tile edges must fall on even elements: an
+    odd K, N or row stride is padded with zeros (a copy); everything else runs in place.
+    """
     import torch
 
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul: incompatible shapes {tuple(a.shape)} and {tuple(b.shape)}")
     M, K = a.shape
     N = b.shape[1]
+    a, b = _cp_async_ready(a), _cp_async_ready(b)
+    align = _stride_align(a.stride(0), b.stride(0), K, N)
+    if align == 1:
+        Kp, Np = K + K % 2, N + N % 2
+        a = torch.nn.functional.pad(a, (0, Kp - K))
+        b = torch.nn.functional.pad(b, (0, Np - N, 0, Kp - K))
+        return matmul(a, b, config)[:, :N]
     cfg = config or pick_config(M, N)
     c = torch.empty((M, N), device=a.device, dtype=torch.float16)
     grid = (triton.cdiv(M, cfg.BLOCK_SIZE_M) * triton.cdiv(N, cfg.BLOCK_SIZE_N), )
@@ -108,5 +136,6 @@ def matmul(a, b, config: Config | None = None):
                                          c.stride(0), c.stride(1), BLOCK_SIZE_M=cfg.BLOCK_SIZE_M,
                                          BLOCK_SIZE_N=cfg.BLOCK_SIZE_N, BLOCK_SIZE_K=cfg.BLOCK_SIZE_K,
                                          GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
+                                         STRIDE_ALIGN=align,
                                          num_warps=cfg.num_warps)
     return c

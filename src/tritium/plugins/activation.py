@@ -76,27 +76,30 @@ def effective_pipelines() -> tuple[Pipeline, ...]:
     return auto if active is None else (*auto, active)
 
 
-_keys: dict[tuple[Pipeline, ...], tuple[str, str]] = {}
-_keys_generation = -1
+_keys: dict[Optional[Pipeline], tuple[int, tuple[str, str]]] = {}
+_EMPTY = ("", "")
 
 
 def pipelines_key() -> tuple[str, str]:
     """``(key, hash)`` of the effective pipelines; empty when none, so keys match bare Triton.
 
-    Runs on every kernel launch, so results are cached until a pipeline or plugin changes.
+    Runs on every kernel launch, so results are cached per active pipeline until any pipeline or
+    plugin changes (both bump :class:`Generation`).
     """
-    global _keys_generation
+    items = _stack.items
+    active = items[-1] if items else _global
+    hit = _keys.get(active)
+    if hit is not None and hit[0] == Generation.value:
+        return hit[1]
     pipelines = effective_pipelines()
-    if not pipelines:
-        return "", ""
-    if _keys_generation != Generation.value:
-        _keys.clear()
-        _keys_generation = Generation.value
-    cached = _keys.get(pipelines)
-    if cached is None:
+    result = _EMPTY
+    if pipelines:
         key = "+".join(f"{p.origin()}#{p.digest()}" for p in pipelines)
-        cached = _keys[pipelines] = (key, hashlib.sha256(key.encode()).hexdigest()[:16])
-    return cached
+        result = (key, hashlib.sha256(key.encode()).hexdigest()[:16])
+    if len(_keys) > 256:  # pipelines made on the fly must not pile up
+        _keys.clear()
+    _keys[active] = (Generation.value, result)
+    return result
 
 
 def bind(pipeline: Optional[PipelineLike], kernel: Any = None) -> Any:
