@@ -28,6 +28,8 @@ def gemm_source(cfg, kernel=hopper.matmul_kernel_pipelined_hopper) -> ASTSource:
            "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr",
            "stride_cm": "i32", "stride_cn": "constexpr"}
     meta = {f: getattr(cfg, f) for f in cfg._fields if f != "num_warps"}
+    if "STRIDE_ALIGN" in kernel.arg_names:
+        meta["STRIDE_ALIGN"] = 8
     sig.update({f: "constexpr" for f in meta})
     attrs = {(i, ): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 8, 10)}
     return ASTSource(kernel, sig,
@@ -83,7 +85,6 @@ def test_cp_async_width_follows_the_alignment_the_host_proves(align, width):
     # N, K and the row strides carry no divisibility: only STRIDE_ALIGN tells the compiler.
     src = gemm_source(hopper.SMALL)
     src.constants[(src.fn.arg_names.index("STRIDE_ALIGN"), )] = align
-    src.signature["STRIDE_ALIGN"] = "constexpr"
     src.attrs = {k: v for k, v in src.attrs.items() if k not in ((4, ), (5, ), (6, ), (8, ))}
     ptx = triton.compile(src, target=SM90, options={"num_warps": 4}).asm["ptx"]
     assert set(re.findall(r"cp\.async\.\w+\.shared\.global \[[^]]+\], \[[^]]+\], (0x\w+)", ptx)) == {width}
