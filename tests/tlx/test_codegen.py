@@ -50,11 +50,11 @@ def placeholder_ops(src: ASTSource, target: GPUTarget, **options) -> list[str]:
 
 def test_frontend_emits_placeholders_in_program_order():
     ops = placeholder_ops(gemm_source(hopper.SMALL), SM90, num_warps=4)
-    # 2 allocs; the prologue loop body (views, 2 copies, commit); the main loop body; the final wait.
+    # 2 allocs; the prologue loop body (views, 2 copies, commit); the main loop body; the final waits.
     assert ops[:2] == ["local_alloc", "local_alloc"]
     assert ops[2:7] == ["memdesc_index", "memdesc_index", "async_copy", "async_copy", "commit_group"]
     assert ops[7:] == ["wait_group", "memdesc_index", "memdesc_index", "wgmma", "wgmma_wait", "memdesc_index",
-                       "async_copy", "memdesc_index", "async_copy", "commit_group", "wgmma_wait"]
+                       "async_copy", "memdesc_index", "async_copy", "commit_group", "wgmma_wait", "wait_group"]
 
 
 @pytest.mark.parametrize("cfg", [hopper.LARGE, hopper.SMALL], ids=["128x256x64", "64x128x64"])
