@@ -2,7 +2,6 @@
 import inspect
 
 import pytest
-import triton
 import triton.compiler.compiler as compiler
 import triton.runtime.jit as jit
 from triton import knobs

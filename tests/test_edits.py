@@ -4,7 +4,6 @@ import re
 import pytest
 from triton._C.libtriton import ir
 
-import tritium.plugins as tp
 from tritium import compat
 from tritium.plugins import Pipeline, PipelineError, StockPass, mlir_pass, text_pass
 from tritium.plugins.inspection import compile_kernel, pipeline_report

@@ -1,5 +1,4 @@
 """Finding and loading plugins: entry points, TRITIUM_PLUGIN_PATHS, explicit calls, and the errors."""
-import sys
 import textwrap
 
 import pytest

@@ -185,7 +185,6 @@ class _StageRun:
 
     # -- stage level ----------------------------------------------------------------------------
     def run(self, src: Any, metadata: dict) -> Any:
-        stage = self.runner.name
         src = self._run_at("start", src)
         overrides = [(p, e) for p, e in self.edits if e.op == "override_stage"]
         custom: Optional[tuple[str, Pipeline, Callable[..., Any]]] = None
