@@ -7,7 +7,7 @@ from tritium import compat
 from tritium.plugins.inspection import compile_kernel, format_report, pipeline_report
 from kernels import GLUON_KERNEL, KERNELS
 
-CASES = [(k, t) for k in ("add", "matmul") for t in ("sm90", "gfx950")]
+CASES = [(k, t) for k in ("add", "matmul") for t in ("sm90", "gfx950")] + [("matmul", "gfx942")]
 
 
 def _count_bare(monkeypatch, fn, sig, const, target):
