@@ -7,9 +7,12 @@ OUT=${OUT:-results}
 mkdir -p "$OUT"
 nvidia-smi -L; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 python3 -m pytest tests/gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.txt" | tail -5
-for tool in memcheck racecheck; do
-  compute-sanitizer --tool $tool --print-limit 20 python3 scripts/sanitize_gemm.py > "$OUT/sanitizer_$tool.txt" 2>&1
-  echo "compute-sanitizer $tool: exit $?"; tail -3 "$OUT/sanitizer_$tool.txt"
+for kernel in pipelined ws; do
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --print-limit 20 python3 scripts/sanitize_gemm.py $kernel \
+      > "$OUT/sanitizer_${kernel}_$tool.txt" 2>&1
+    echo "compute-sanitizer $tool ($kernel): exit $?"; tail -3 "$OUT/sanitizer_${kernel}_$tool.txt"
+  done
 done
 python3 -m tritium.cli bench gemm --out "$OUT" 2>&1 | tee "$OUT/bench_gemm.txt"
 python3 -m tritium.cli bench overhead --only launch --out "$OUT" 2>&1 | tee "$OUT/bench_overhead.txt"

@@ -1,15 +1,22 @@
-"""One small TLX GEMM launch, for compute-sanitizer (memcheck, racecheck) on the GPU machine."""
+"""One small TLX GEMM launch, for compute-sanitizer (memcheck, racecheck) on the GPU machine.
+
+Usage: python scripts/sanitize_gemm.py [pipelined|ws]   (default: pipelined)
+"""
 import sys
 
 import torch
 
 from tritium.kernels import gemm_pipelined_hopper as hopper
+from tritium.kernels import gemm_ws_hopper as ws
 
-M, N, K = 192, 136, 200  # ragged: every mask and the wrap-around indexing are exercised
-cfg = hopper.SMALL
+M, N, K = 192, 136, 200  # ragged: every mask (pipelined) and every TMA edge (ws) is exercised
 a = torch.randn(M, K, device="cuda", dtype=torch.float16)
 b = torch.randn(K, N, device="cuda", dtype=torch.float16)
-c = hopper.matmul(a, b, cfg)
+if (sys.argv[1:] or ["pipelined"])[0] == "ws":
+    # 4 tiles on 2 programs: the persistent loop, stage wrap-around and phase flips all run.
+    c = ws.matmul(a, b, ws.Config(128, 128, 64, 8, 2, True, 232), num_sms=2)
+else:
+    c = hopper.matmul(a, b, hopper.SMALL)
 torch.cuda.synchronize()
 ref = a.float() @ b.float()
 err = ((c.float() - ref).norm() / ref.norm()).item()

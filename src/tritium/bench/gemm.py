@@ -1,9 +1,10 @@
-"""GEMM throughput: TLX pipelined Hopper GEMM against cuBLAS and a plain ``tl.dot`` Triton kernel.
+"""GEMM throughput: the TLX Hopper GEMMs against cuBLAS and a plain ``tl.dot`` Triton kernel.
 
-The plain kernel uses the same tiles, warps and stage count, with Triton's own software pipeliner
-doing what the TLX kernel does by hand, so the ratio isolates the hand pipelining.  All three run
-in the same process on the same fresh random fp16 data; TFLOPS from the median of ``do_bench``,
-best of two interleaved rounds.
+The plain kernel uses the pipelined TLX kernel's tiles, warps and stage count, with Triton's own
+software pipeliner doing what the TLX kernel does by hand, so that ratio isolates the hand
+pipelining. The warp-specialized TLX kernel (TMA + mbarriers, persistent) runs its own configs.
+All run in the same process on the same fresh random fp16 data; TFLOPS from the median of
+``do_bench``, best of two interleaved rounds.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import triton
 import triton.language as tl
 
 from ..kernels import gemm_pipelined_hopper as hopper
+from ..kernels import gemm_ws_hopper as ws
 from ..kernels.tiles import grouped_tile
 from .report import bar_plot, table
 
@@ -62,7 +64,7 @@ def run(shapes=SHAPES, cfg: hopper.Config = hopper.LARGE, rounds: int = 2, rep_m
         b = torch.randn(K, N, device="cuda", dtype=torch.float16)
         ref = a.float() @ b.float()
         impls = {"cuBLAS": lambda: torch.matmul(a, b), "Triton tl.dot": lambda: plain_matmul(a, b, cfg),
-                 "TLX pipelined": lambda: hopper.matmul(a, b, cfg)}
+                 "TLX pipelined": lambda: hopper.matmul(a, b, cfg), "TLX WS": lambda: ws.matmul(a, b)}
         tflops = {}
         for name, fn in impls.items():
             out = fn()
@@ -75,8 +77,9 @@ def run(shapes=SHAPES, cfg: hopper.Config = hopper.LARGE, rounds: int = 2, rep_m
                 ms = do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
                 tflops[name] = max(tflops[name], 2 * M * N * K / ms * 1e-9)
         t = tflops
-        rows.append((f"{M}x{N}x{K}", t["cuBLAS"], t["Triton tl.dot"], t["TLX pipelined"],
-                     t["TLX pipelined"] / t["cuBLAS"], t["TLX pipelined"] / t["Triton tl.dot"]))
+        rows.append((f"{M}x{N}x{K}", t["cuBLAS"], t["Triton tl.dot"], t["TLX pipelined"], t["TLX WS"],
+                     t["TLX pipelined"] / t["cuBLAS"], t["TLX pipelined"] / t["Triton tl.dot"],
+                     t["TLX WS"] / t["cuBLAS"]))
         del a, b, ref
     return rows
 
@@ -86,7 +89,11 @@ def main(out: str, only: str = "") -> int:
     rows = run(cfg=cfg)
     print(f"## fp16 GEMM TFLOPS (tiles {cfg.BLOCK_SIZE_M}x{cfg.BLOCK_SIZE_N}x{cfg.BLOCK_SIZE_K}, "
           f"{cfg.NUM_STAGES} stages, {cfg.num_warps} warps for both Triton kernels)")
-    print(table(["shape", "cuBLAS", "Triton tl.dot", "TLX pipelined", "TLX/cuBLAS", "TLX/tl.dot"], rows))
-    series = {"cuBLAS": [r[1] for r in rows], "Triton tl.dot": [r[2] for r in rows], "TLX pipelined": [r[3] for r in rows]}
+    print(f"TLX WS: warp-specialized persistent kernel, config {ws.LARGE} (or {ws.SMALL} when it has "
+          "fewer tiles than SMs)")
+    print(table(["shape", "cuBLAS", "Triton tl.dot", "TLX pipelined", "TLX WS", "TLX/cuBLAS", "TLX/tl.dot",
+                 "WS/cuBLAS"], rows))
+    series = {"cuBLAS": [r[1] for r in rows], "Triton tl.dot": [r[2] for r in rows],
+              "TLX pipelined": [r[3] for r in rows], "TLX WS": [r[4] for r in rows]}
     print(f"\nplot: {bar_plot(f'{out}/gemm.png', 'fp16 GEMM on one GPU', [r[0] for r in rows], series, 'TFLOPS')}")
     return 0

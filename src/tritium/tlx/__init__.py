@@ -9,12 +9,15 @@ import hashlib
 from pathlib import Path
 
 from .async_copy import async_load, async_load_commit_group, async_load_wait_group
+from .barriers import alloc_barriers, barrier_arrive, barrier_expect_bytes, barrier_wait
 from .layouts import NVMMASharedLayout, SwizzledSharedLayout
 from .mem import (local_alloc, local_load, local_reinterpret, local_reshape, local_slice, local_store, local_trans,
                   local_view)
 from .misc import clock64, dtype_of, fence, fence_async_shared, size_of, thread_id
 from .mma import async_dot, async_dot_wait
-from .types import async_token, buffered_tensor
+from .tasks import async_task, async_task_replica_id, async_tasks
+from .tma import async_descriptor_load, async_descriptor_store, async_descriptor_store_wait, make_tensor_descriptor
+from .types import async_token, buffered_tensor, tensor_descriptor
 
 __version__ = "0.1.0"
 
@@ -25,7 +28,9 @@ OPS = {
     fn.__name__: fn
     for fn in (local_alloc, local_view, local_slice, local_trans, local_reshape, local_reinterpret, local_load,
                local_store, async_load, async_load_commit_group, async_load_wait_group, async_dot, async_dot_wait,
-               fence, fence_async_shared, dtype_of, size_of, thread_id, clock64)
+               alloc_barriers, barrier_expect_bytes, barrier_wait, barrier_arrive, async_descriptor_load,
+               async_descriptor_store, async_descriptor_store_wait, make_tensor_descriptor, async_tasks, async_task,
+               async_task_replica_id, fence, fence_async_shared, dtype_of, size_of, thread_id, clock64)
 }
 
 
@@ -51,4 +56,4 @@ def _register() -> None:
 
 _register()
 
-__all__ = [*OPS, "buffered_tensor", "async_token", "NVMMASharedLayout", "SwizzledSharedLayout", "smem"]
+__all__ = [*OPS, "buffered_tensor", "async_token", "tensor_descriptor", "NVMMASharedLayout", "SwizzledSharedLayout", "smem"]

@@ -81,14 +81,19 @@ def tensor_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: A
 
 
 def emit(_semantic: Any, op: str, *, operands: Sequence[tl.tensor] = (), result: Optional[tl.dtype] = None,
-         shape: Sequence[int] = (), **attrs: Any) -> tuple[int, Any]:
-    """Emit the placeholder of ``op``; ``result`` (with ``shape``) is its layout-free result tensor."""
+         shape: Sequence[int] = (), scalar: Optional[tl.dtype] = None, **attrs: Any) -> tuple[int, Any]:
+    """Emit the placeholder of ``op``; ``result`` (with ``shape``) is its layout-free result tensor,
+    ``scalar`` the type of a scalar result (a placeholder has one or the other, or a dummy ``i32``)."""
     b = _semantic.builder
     kinds = {x.type.is_block() for x in operands}
     if len(kinds) > 1:
         raise AssertionError(f"tlx.{op}: a placeholder takes tensors or scalars, not both")
     if result is None and kinds == {True}:  # the verifier wants a tensor result too: a dummy one
         result, shape = tl.int8, operands[0].shape
-    res_ty = tl.block_type(result, list(shape)).to_ir(b) if result is not None else None
+    if scalar is not None:
+        res_ty, res_shape = scalar.to_ir(b), None
+    else:
+        res_ty = tl.block_type(result, list(shape)).to_ir(b) if result is not None else None
+        res_shape = shape
     return placeholders.emit(b, _code_generator(b).module, op, operands=[x.handle for x in operands],
-                             tensor_operands=kinds == {True}, result=res_ty, result_shape=shape, **attrs)
+                             tensor_operands=kinds == {True}, result=res_ty, result_shape=res_shape, **attrs)

@@ -28,8 +28,8 @@ __all__ = [
     "local_alloc", "local_view", "local_slice", "local_trans", "local_reshape", "local_reinterpret", "local_load",
     "local_store", "async_load", "async_load_commit_group", "async_load_wait_group", "async_dot", "async_dot_wait",
     "alloc_barriers", "barrier_expect_bytes", "barrier_wait", "barrier_arrive", "fence", "fence_async_shared",
-    "async_descriptor_load", "async_descriptor_store", "async_descriptor_store_wait", "async_tasks", "async_task",
-    "async_task_replica_id", "thread_id", "clock64", "dtype_of", "size_of"
+    "async_descriptor_load", "async_descriptor_store", "async_descriptor_store_wait", "make_tensor_descriptor",
+    "async_tasks", "async_task", "async_task_replica_id", "thread_id", "clock64", "dtype_of", "size_of"
 ]
 
 _STORAGE_KINDS = ("smem", "tmem", "smemCluster")
@@ -455,6 +455,13 @@ def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], evict
 def async_descriptor_store_wait(pendings: Any) -> None:
     if _as_int(pendings) < 0:
         raise ValueError(f"async_descriptor_store_wait: pendings must be >= 0, got {_as_int(pendings)}")
+
+
+def make_tensor_descriptor(base: Any, shape: Sequence[Any], strides: Sequence[Any], block_shape: Sequence[Any],
+                           padding_option: str = "zero") -> Any:
+    """A device-side descriptor is Triton's own in the interpreter."""
+    return _semantic().make_tensor_descriptor(base, list(shape), list(strides), list(block_shape),
+                                              _value(padding_option))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -23,8 +23,8 @@ def _int_tuple(value: Any, what: str) -> tuple[int, ...]:
 
 
 def _buffer(x: Any, op: str) -> buffered_tensor:
-    if not isinstance(x, buffered_tensor):
-        raise TypeError(f"tlx.{op} expects a TLX buffer (from tlx.local_alloc), got {type(x).__name__}")
+    if not isinstance(x, buffered_tensor) or x.type.barrier:
+        raise TypeError(f"tlx.{op} expects a TLX buffer (from tlx.local_alloc), got {x}")
     return x
 
 
@@ -35,11 +35,11 @@ def _memdesc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout:
 
 
 def _view(_semantic: Any, op: str, dtype: tl.dtype, shape: Sequence[int], layout: Any, alloc_shape: Sequence[int],
-          num: int = 0, operands: Sequence[Any] = (), **attrs: Any) -> buffered_tensor:
+          num: int = 0, operands: Sequence[Any] = (), barrier: bool = False, **attrs: Any) -> buffered_tensor:
     """Emit the placeholder of a view-making op and wrap its handle."""
     memdesc = _memdesc_type(_semantic, dtype, shape if not num else alloc_shape, layout, alloc_shape)
     pid, handle = emit(_semantic, op, operands=operands, type=memdesc, **attrs)
-    ty = buffered_tensor_type(dtype, tuple(shape), layout, tuple(alloc_shape), num, pid, memdesc)
+    ty = buffered_tensor_type(dtype, tuple(shape), layout, tuple(alloc_shape), num, pid, memdesc, barrier)
     return buffered_tensor(handle, ty)
 
 
@@ -68,8 +68,9 @@ def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _sem
 
 @tlx_builtin
 def local_view(buf, idx, _semantic=None) -> buffered_tensor:
-    """Buffer ``idx`` of a multi-buffer allocation."""
-    buf = _buffer(buf, "local_view")
+    """Buffer ``idx`` of a multi-buffer allocation (or barrier ``idx`` of ``alloc_barriers``)."""
+    if not isinstance(buf, buffered_tensor):
+        raise TypeError(f"tlx.local_view expects a TLX buffer or barrier array, got {type(buf).__name__}")
     if not buf.type.num:
         raise TypeError("tlx.local_view: the buffer is a single view already; index the local_alloc result")
     idx = _unwrap_if_constexpr(idx)
@@ -83,7 +84,7 @@ def local_view(buf, idx, _semantic=None) -> buffered_tensor:
     if index.dtype != tl.int32:
         index = _semantic.cast(index, tl.int32)
     return _view(_semantic, "memdesc_index", buf.dtype, buf.shape, buf.layout, buf.shape, operands=[index],
-                 src=buf.type.id)
+                 barrier=buf.type.barrier, src=buf.type.id)
 
 
 @tlx_builtin

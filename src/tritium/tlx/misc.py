@@ -6,17 +6,17 @@ from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
 from .emit import emit, tlx_builtin
-from .types import buffered_tensor
+from .types import buffered_tensor, tensor_descriptor
 
 
 @tlx_builtin
 def dtype_of(ptr_or_tensor, _semantic=None) -> tl.dtype:
-    """Element dtype of a pointer, a tensor (of pointers) or a TLX buffer."""
+    """Element dtype of a pointer, a tensor (of pointers), a tensor descriptor or a TLX buffer."""
     x = _unwrap_if_constexpr(ptr_or_tensor)
-    if isinstance(x, buffered_tensor):
+    if isinstance(x, (buffered_tensor, tensor_descriptor, tl.core.tensor_descriptor_base)):
         return x.dtype
     if not isinstance(x, tl.tensor):
-        raise TypeError(f"tlx.dtype_of expects a pointer, a tensor or a TLX buffer, got {type(x).__name__}")
+        raise TypeError(f"tlx.dtype_of expects a pointer, a tensor, a descriptor or a TLX buffer, got {type(x).__name__}")
     scalar = x.type.scalar
     return scalar.element_ty if scalar.is_ptr() else scalar
 

@@ -18,11 +18,12 @@ class buffered_tensor_type(base_type):
     """A view of shared memory: ``shape`` elements of ``dtype`` with a shared ``layout``.
 
     ``alloc_shape`` is the shape of the whole allocation (``(num, *shape)`` for multi-buffers), as
-    TritonGPU memdescs require. ``num`` is the buffer count for multi-buffers, else 0.
+    TritonGPU memdescs require. ``num`` is the buffer count for multi-buffers, else 0. ``barrier``
+    marks mbarriers (``alloc_barriers``), so barrier ops can reject plain buffers.
     """
 
     def __init__(self, dtype: tl.dtype, shape: Tuple[int, ...], layout: SharedLayout, alloc_shape: Tuple[int, ...],
-                 num: int, id: int, memdesc: str) -> None:
+                 num: int, id: int, memdesc: str, barrier: bool = False) -> None:
         self.element_ty = dtype
         self.shape = tuple(shape)
         self.layout = layout
@@ -30,6 +31,7 @@ class buffered_tensor_type(base_type):
         self.num = num
         self.id = id  # the placeholder that made this view (see tlx/placeholders.py)
         self.memdesc = memdesc  # its TritonGPU type, printed
+        self.barrier = barrier
 
     def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["buffered_tensor", int]:
         return buffered_tensor(handles[cursor], self), cursor + 1
@@ -44,12 +46,14 @@ class buffered_tensor_type(base_type):
 
     def __str__(self) -> str:
         buffers = f"{self.num} x " if self.num else ""
+        if self.barrier:
+            return f"mbarrier<{buffers}>" if self.num else "mbarrier"
         return f"buffered_tensor<{buffers}{list(self.shape)} {self.element_ty}, {self.layout}>"
 
     def mangle(self) -> str:
         shape = "_".join(map(str, self.shape))
         alloc = "_".join(map(str, self.alloc_shape))
-        return f"TLXB{self.element_ty.mangle()}S{shape}A{alloc}N{self.num}I{self.id}B"
+        return f"TLXB{self.element_ty.mangle()}S{shape}A{alloc}N{self.num}I{self.id}{'M' if self.barrier else ''}B"
 
 
 class buffered_tensor(base_value):
@@ -109,3 +113,46 @@ class async_token(base_value):
 
     def _flatten_ir(self, handles: List[ir.value]) -> None:
         return None
+
+
+class tensor_descriptor_type(base_type):
+    """A TMA descriptor made in the kernel (``make_tensor_descriptor``): a dummy ``i32`` in TTIR, like a buffer."""
+
+    def __init__(self, block_type: tl.block_type, id: int, desc: str) -> None:
+        self.block_type = block_type
+        self.id = id  # the placeholder that made it
+        self.desc = desc  # its ``!tt.tensordesc`` type, printed
+
+    def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["tensor_descriptor", int]:
+        return tensor_descriptor(handles[cursor], self), cursor + 1
+
+    def _flatten_ir_types(self, builder: ir.builder, out: List[ir.type]) -> None:
+        out.append(builder.get_int32_ty())
+
+    def __eq__(self, other: Any) -> bool:
+        return type(self) is type(other) and self.id == other.id and self.desc == other.desc
+
+    def __str__(self) -> str:
+        return f"tensor_descriptor<{self.block_type}>"
+
+    def mangle(self) -> str:
+        return f"TLXD{self.block_type.mangle()}I{self.id}D"
+
+
+class tensor_descriptor(base_value):
+    """A device-side TMA descriptor; host-side ones arrive as Triton's own ``tl.tensor_descriptor``."""
+
+    def __init__(self, handle: ir.value, type: tensor_descriptor_type) -> None:
+        self.handle = handle
+        self.type = type
+
+    def _flatten_ir(self, handles: List[ir.value]) -> None:
+        handles.append(self.handle)
+
+    @property
+    def block_shape(self) -> List[int]:
+        return self.type.block_type.shape
+
+    @property
+    def dtype(self) -> tl.dtype:
+        return self.type.block_type.element_ty

@@ -1,0 +1,148 @@
+"""Warp-specialized persistent Hopper GEMM with TLX (the "hopper_gemm_ws" design).
+
+grid = min(#SMs, #tiles); each program walks tiles in GROUP_SIZE_M-grouped order. The default task
+(the kernel's 4 warps) produces: for every K step it waits until both consumers released the stage
+(``empty``, phase ^ 1 so the first pass does not block), arms the stage's ``full`` barrier with the
+bytes of one A and one B tile and issues their TMA loads. Two replicated 4-warp consumer tasks each
+own BM/2 rows of the tile: wait on ``full``, wgmma, retire it, release the stage, and after the K
+loop write their half of C through shared memory with a TMA store (optionally in two N/2 halves, so
+the staging buffer is half as large). TMA zero-fills out-of-bounds loads and clips stores, so
+ragged M, N, K need no masks. fp16 in, fp32 accumulate, fp16 out.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import triton
+import triton.language as tl
+
+import tritium.tlx as tlx
+
+
+class Config(NamedTuple):
+    BM: int
+    BN: int
+    BK: int
+    GROUP_SIZE_M: int
+    NUM_STAGES: int
+    EPILOGUE_SPLIT: bool
+    NUM_REGS: int | None  # registers per consumer thread (setmaxnreg), or None to leave them to the compiler
+
+
+#: The published tile, and one for problems with few tiles.
+LARGE = Config(128, 256, 64, 8, 3, True, 232)
+SMALL = Config(128, 128, 64, 8, 4, False, 232)
+
+
+@triton.jit
+def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                            BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
+                            EPILOGUE_SPLIT: tl.constexpr, NUM_REGS: tl.constexpr):
+    HALF_M: tl.constexpr = BM // 2
+    EPI_N: tl.constexpr = BN // 2 if EPILOGUE_SPLIT else BN
+    dtype = tlx.dtype_of(a_desc)
+    a_bufs = tlx.local_alloc((HALF_M, BK), dtype, 2 * NUM_STAGES)  # stage s: rows of consumer r at 2 * s + r
+    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
+    c_bufs = tlx.local_alloc((HALF_M, EPI_N), tlx.dtype_of(c_desc), 2)
+    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_tiles = num_pid_m * num_pid_n
+    k_tiles = tl.cdiv(K, BK)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            it = 0
+            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+                pid_m, pid_n = _tile_coords(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+                for k in range(0, k_tiles):
+                    s = it % NUM_STAGES
+                    phase = (it // NUM_STAGES) & 1
+                    tlx.barrier_wait(empty[s], phase ^ 1)
+                    tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(dtype))
+                    tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+                    tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
+                    tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + HALF_M, k * BK], full[s])
+                    it += 1
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r = tlx.async_task_replica_id()
+            it = 0
+            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+                pid_m, pid_n = _tile_coords(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+                acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
+                for k in range(0, k_tiles):
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
+                    acc = tlx.async_dot(a_bufs[2 * s + r], b_bufs[s], acc)
+                    acc = tlx.async_dot_wait(0, acc)
+                    tlx.barrier_arrive(empty[s])
+                    it += 1
+                c_buf = c_bufs[r]
+                off_m = pid_m * BM + r * HALF_M
+                if EPILOGUE_SPLIT:
+                    c0, c1 = acc.reshape(HALF_M, 2, EPI_N).permute(0, 2, 1).split()
+                    tlx.local_store(c_buf, c0.to(tlx.dtype_of(c_desc)))
+                    tlx.fence_async_shared()
+                    tlx.async_descriptor_store(c_desc, c_buf, [off_m, pid_n * BN])
+                    tlx.async_descriptor_store_wait(0)
+                    tlx.local_store(c_buf, c1.to(tlx.dtype_of(c_desc)))
+                    tlx.fence_async_shared()
+                    tlx.async_descriptor_store(c_desc, c_buf, [off_m, pid_n * BN + EPI_N])
+                    tlx.async_descriptor_store_wait(0)
+                else:
+                    tlx.local_store(c_buf, acc.to(tlx.dtype_of(c_desc)))
+                    tlx.fence_async_shared()
+                    tlx.async_descriptor_store(c_desc, c_buf, [off_m, pid_n * BN])
+                    tlx.async_descriptor_store_wait(0)
+
+
+@triton.jit
+def _tile_coords(tile, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
+    """Grouped order: GROUP_SIZE_M tile rows share each B column block while it is in L2."""
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    first_pid_m = (tile // num_pid_in_group) * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + (tile % num_pid_in_group) % group_size_m
+    pid_n = (tile % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+def pick_config(M: int, N: int, num_sms: int) -> Config:
+    """The published tile unless it leaves most SMs idle."""
+    return LARGE if triton.cdiv(M, LARGE.BM) * triton.cdiv(N, LARGE.BN) >= num_sms else SMALL
+
+
+def _tma_ready(x, cols: int):
+    """``x`` padded with zero columns to ``cols`` (TMA needs 16-byte aligned row strides), copying only if needed."""
+    import torch
+    if x.shape[1] == cols and x.stride(1) == 1 and x.stride(0) % 8 == 0 and x.data_ptr() % 16 == 0:
+        return x
+    return torch.nn.functional.pad(x, (0, cols - x.shape[1])).contiguous()
+
+
+def matmul(a, b, config: Config | None = None, num_sms: int | None = None):
+    """``a @ b`` for fp16 tensors ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul: incompatible shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    M, K = a.shape
+    N = b.shape[1]
+    Kp, Np = triton.cdiv(K, 8) * 8, triton.cdiv(N, 8) * 8
+    a, b = _tma_ready(a, Kp), _tma_ready(b, Np)
+    if num_sms is None:
+        num_sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 4
+    cfg = config or pick_config(M, N, num_sms)
+    c = torch.empty((M, Np), device=a.device, dtype=torch.float16)
+    epi_n = cfg.BN // 2 if cfg.EPILOGUE_SPLIT else cfg.BN
+    a_desc = TensorDescriptor.from_tensor(a, [cfg.BM // 2, cfg.BK])
+    b_desc = TensorDescriptor.from_tensor(b, [cfg.BK, cfg.BN])
+    c_desc = TensorDescriptor.from_tensor(c, [cfg.BM // 2, epi_n])
+    tiles = triton.cdiv(M, cfg.BM) * triton.cdiv(N, cfg.BN)
+    matmul_kernel_ws_hopper[(min(num_sms, tiles), )](a_desc, b_desc, c_desc, M, N, K, BM=cfg.BM, BN=cfg.BN,
+                                                     BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
+                                                     NUM_STAGES=cfg.NUM_STAGES, EPILOGUE_SPLIT=cfg.EPILOGUE_SPLIT,
+                                                     NUM_REGS=cfg.NUM_REGS, num_warps=4)
+    return c[:, :N]
