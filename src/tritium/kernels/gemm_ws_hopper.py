@@ -18,6 +18,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
+from .tiles import grouped_tile
+
 
 class Config(NamedTuple):
     BM: int
@@ -55,7 +57,7 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
         with tlx.async_task("default"):  # producer
             it = 0
             for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
-                pid_m, pid_n = _tile_coords(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
                 for k in range(0, k_tiles):
                     s = it % NUM_STAGES
                     phase = (it // NUM_STAGES) & 1
@@ -69,7 +71,7 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
             r = tlx.async_task_replica_id()
             it = 0
             for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
-                pid_m, pid_n = _tile_coords(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
                 acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
                 for k in range(0, k_tiles):
                     s = it % NUM_STAGES
@@ -95,17 +97,6 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
                     tlx.fence_async_shared()
                     tlx.async_descriptor_store(c_desc, c_buf, [off_m, pid_n * BN])
                     tlx.async_descriptor_store_wait(0)
-
-
-@triton.jit
-def _tile_coords(tile, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
-    """Grouped order: GROUP_SIZE_M tile rows share each B column block while it is in L2."""
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    first_pid_m = (tile // num_pid_in_group) * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + (tile % num_pid_in_group) % group_size_m
-    pid_n = (tile % num_pid_in_group) // group_size_m
-    return pid_m, pid_n
 
 
 def pick_config(M: int, N: int, num_sms: int) -> Config:

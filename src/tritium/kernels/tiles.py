@@ -4,10 +4,8 @@ import triton.language as tl
 
 
 @triton.jit
-def grouped_tile(tile_id, M, N, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
+def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
     """(pid_m, pid_n) of ``tile_id`` in grouped order: GROUP_SIZE_M row tiles share B tiles in L2."""
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     num_pid_in_group = GROUP_SIZE_M * num_pid_n
     group_id = tile_id // num_pid_in_group
     first_pid_m = group_id * GROUP_SIZE_M
