@@ -37,3 +37,14 @@ def clean_plugin_state():
             tp.unload_plugin(lp.plugin.name)
     assert compat.pass_builders_pristine(), "a test left Triton's pass builders patched"
     assert compat.stages_hook_installed(), "a test left tritium's stages hook removed"
+
+
+@pytest.fixture
+def no_auto_pipelines():
+    """Unload plugins with automatic pipelines (TLX, once imported) for the test, so nothing is in effect."""
+    unloaded = [lp for lp in tp.loaded_plugins() if lp.plugin.auto_pipelines]
+    for lp in unloaded:
+        tp.unload_plugin(lp.plugin.name)
+    yield
+    for lp in unloaded:
+        tp.register(lp.plugin, lp.origin)

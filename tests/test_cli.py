@@ -13,7 +13,8 @@ ADD = f"{HERE}/kernels.py:add_kernel"
 def test_pipeline_lists_stages_and_passes(capsys):
     assert main(["pipeline", ADD, "--target", "sm90", "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK=256"]) == 0
     out = capsys.readouterr().out
-    for line in ("[ttir]", "[ttgir]", "[llir]", "[ptx]", "[cubin]", "    ttgpuir.coalesce", "    nvidia.ttnvgpuir.plan_cta"):
+    for line in ("[ttir]", "[ttgir]", "[llir]", "[ptx]", "[cubin]", "    ttgpuir.coalesce",
+                 "    nvidia.ttnvgpuir.fence_insertion"):
         assert line in out
 
 

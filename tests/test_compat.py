@@ -15,36 +15,80 @@ from tritium.plugins.inspection import compile_kernel
 def test_version_and_protocol():
     assert compat.TRITON_VERSION >= (3, 6)
     assert compat.NATIVE_HOOK_PROTOCOL == (compat.TRITON_VERSION >= (3, 7))
+    expected = {(3, 6): "none", (3, 7): "import", (3, 8): "import"}.get(compat.TRITON_VERSION[:2], "api")
+    assert compat.NATIVE_PLUGIN_LOADER == expected
 
 
 def test_key_functions_have_the_shape_we_wrap():
+    """3.6: we wrap the two key functions; 3.7+: Triton asks the hook itself, in both places."""
+    if compat.NATIVE_HOOK_PROTOCOL:
+        for fn in (compiler.compile, jit.JITFunction.run):
+            assert "knobs.runtime.add_stages_inspection_hook()" in inspect.getsource(fn), fn
+        assert "specialization.append(" in inspect.getsource(jit.JITFunction.run)
+        return
     assert list(inspect.signature(compat._orig_get_cache_key).parameters) == [
         "src", "backend", "backend_options", "env_vars"]
     assert list(inspect.signature(compat._orig_compute_cache_key).parameters) == [
         "kernel_key_cache", "specialization", "options"]
     assert "compute_cache_key(" in inspect.getsource(jit.JITFunction.run)
     assert "get_cache_key(" in inspect.getsource(compiler.compile)
+    assert "add_stages_inspection_hook()" not in inspect.getsource(compiler.compile)
 
 
 @pytest.mark.parametrize("target", ["sm90", "gfx950"])
-def test_backends_call_the_stages_hook_with_five_arguments(target):
+def test_backends_call_the_stages_hook_with_the_shapes_we_expect(target):
+    """Every version: ``hook(backend, stages, options, language, capability)`` from add_stages.
+    3.7+ also: ``hook()`` for ``(key, hash)`` before that; 3.6 never calls it bare."""
     seen = []
+
+    def hook(*args):
+        seen.append(args)
+        return ("", "") if not args else None
+
     tritium_hook = knobs.runtime.add_stages_inspection_hook
-    knobs.runtime.add_stages_inspection_hook = lambda *args: seen.append(args)
+    knobs.runtime.add_stages_inspection_hook = hook
     try:
         fn, sig, const = KERNELS["add"]
         compile_kernel(fn, sig, target, constexprs=const, options={"num_warps": 2})
     finally:
         knobs.runtime.add_stages_inspection_hook = tritium_hook
-    backend, stages, options, language, capability = seen[0]
+    bare_calls = [args for args in seen if not args]
+    assert len(bare_calls) == (1 if compat.NATIVE_HOOK_PROTOCOL else 0)
+    (full,) = [args for args in seen if args]
+    backend, stages, options, language, capability = full
     expected = ["ttir", "ttgir", "llir", "ptx", "cubin"] if target == "sm90" else ["ttir", "ttgir", "llir", "amdgcn", "hsaco"]
     assert list(stages) == expected
+    assert (capability is None) == (target == "gfx950")
+
+
+def test_pass_builders_take_a_pass_manager_first():
+    """intercept_pass_managers relies on ``builder(pm, *args)``: the pm is always the first argument."""
+    for name, (_, _, builder) in compat.PASS_BUILDERS.items():
+        params = builder.fn.__doc__.split("(", 1)[1]
+        assert "ir.pass_manager" in params.split(",")[0].split(")")[0], name
+
+
+def test_pass_manager_subclass_runs_like_the_base():
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    pm = compat.RecordingPassManager(ctx)
+    assert isinstance(pm, ir.pass_manager) and pm.recorded is None  # not inside a tritium stage
+    fn, sig, const = KERNELS["add"]
+    mod = compat.parse_module(compile_kernel(fn, sig, "sm90", constexprs=const).asm["ttir"], ctx)
+    compat.stock_pass_builder("common.canonicalizer").fn(pm)
+    pm.run(mod, "tritium.test")
+    assert mod.verify()
 
 
 def test_known_pass_builders_are_discovered():
-    for name in ["ttgpuir.coalesce", "common.canonicalizer", "ttir.convert_to_ttgpuir",
-                 "nvidia.ttnvgpuir.plan_cta", "amd.ttgpuir.accelerate_matmul", "ttgpuir.pipeline"]:
+    for name in ["ttgpuir.coalesce", "common.canonicalizer", "ttir.convert_to_ttgpuir", "ttgpuir.assign_latencies",
+                 "ttgpuir.schedule_loops", "nvidia.ttnvgpuir.fence_insertion", "amd.ttgpuir.accelerate_matmul",
+                 "ttgpuir.pipeline"]:
         assert name in compat.PASS_BUILDERS, name
+    # passes that come and go between versions: if these fail, Triton moved under us
+    assert ("nvidia.ttnvgpuir.plan_cta" in compat.PASS_BUILDERS) == (compat.TRITON_VERSION < (3, 9))
+    assert ("ttir.rewrite_tensor_pointer" in compat.PASS_BUILDERS) == (compat.TRITON_VERSION < (3, 9))
+    assert ("nvidia.ttnvgpuir.assign_cga_layouts" in compat.PASS_BUILDERS) == (compat.TRITON_VERSION >= (3, 9))
 
 
 def test_hook_install_uninstall_restores_everything():
@@ -61,20 +105,45 @@ def test_hook_install_uninstall_restores_everything():
         assert compiler.get_cache_key is compat._keyed_get_cache_key
 
 
-def test_existing_hook_is_chained_not_clobbered():
+def test_existing_hook_is_chained_not_clobbered(no_auto_pipelines):
+    """The earlier hook still sees every stage dict; on 3.7+ its ``(key, hash)`` is folded in with ours."""
     import tritium.plugins as tp
     calls = []
+
+    def earlier(*args):
+        if not args:
+            return "earlier-key", "earlier-hash"
+        calls.append(list(args[1]))
+
     tp.disable()
-    knobs.runtime.add_stages_inspection_hook = lambda *args: calls.append(list(args[1]))
+    knobs.runtime.add_stages_inspection_hook = earlier
     tp.enable()
     try:
         fn, sig, const = KERNELS["add"]
         compile_kernel(fn, sig, "sm90", constexprs=const, options={"num_warps": 1})
         assert calls and calls[0][0] == "ttir"
+        if compat.NATIVE_HOOK_PROTOCOL:
+            assert knobs.runtime.add_stages_inspection_hook() == ("earlier-key", "earlier-hash")
+            with tp.use_pipeline(tp.Pipeline("chained")):
+                key, digest = knobs.runtime.add_stages_inspection_hook()
+            assert key.startswith("earlier-key|chained#") and digest.startswith("earlier-hash") and len(digest) > 12
     finally:
         tp.disable()
         knobs.runtime.add_stages_inspection_hook = None
         tp.enable()
+
+
+def test_no_pipeline_keeps_bare_tritons_on_disk_key(no_auto_pipelines):
+    import tritium.plugins as tp
+    fn, sig, const = KERNELS["add"]
+    tp.disable()
+    try:
+        bare = compile_kernel(fn, sig, "sm90", constexprs=const).hash
+    finally:
+        tp.enable()
+    assert compile_kernel(fn, sig, "sm90", constexprs=const).hash == bare
+    with tp.use_pipeline(tp.Pipeline("keyed")):
+        assert compile_kernel(fn, sig, "sm90", constexprs=const).hash != bare
 
 
 def test_interception_is_restored_after_an_exception():
@@ -93,8 +162,11 @@ def test_replace_module_body_round_trip():
     ir.load_dialects(ctx)
     nvidia.load_dialects(ctx)
     mod = compat.parse_module(text, ctx)
-    marked = text.replace('"ttg.num-warps" = 4 : i32', '"ttg.num-warps" = 4 : i32, tritium.mark = 7 : i32')
+    marked = text.replace('"ttg.num-warps" = 4 : i32', '"ttg.num-warps" = 4 : i32, tritium.mark = 7 : i32, '
+                          'tritium.name = "seven", tritium.flag = true')
     compat.replace_module_body(mod, compat.parse_module(marked.replace("arith.addf", "arith.mulf"), ctx))
     assert "arith.mulf" in mod.str() and "arith.addf" not in mod.str()
     assert mod.get_int_attr("tritium.mark") == 7
+    assert mod.get_operation().get_str_attr("tritium.name") == "seven"
+    assert mod.get_operation().get_bool_attr("tritium.flag") is True
     assert mod.verify()

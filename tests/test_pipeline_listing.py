@@ -1,10 +1,11 @@
 """`pipeline_report` lists exactly the passes stock Triton runs, and a no-op pipeline changes nothing."""
 import pytest
 from triton._C.libtriton import ir
+from triton.compiler.compiler import make_backend
 
 import tritium.plugins as tp
 from tritium import compat
-from tritium.plugins.inspection import compile_kernel, format_report, pipeline_report
+from tritium.plugins.inspection import compile_kernel, format_report, make_source, parse_target, pipeline_report
 from kernels import GLUON_KERNEL, KERNELS
 
 CASES = [(k, t) for k in ("add", "matmul") for t in ("sm90", "gfx950")] + [("matmul", "gfx942")]
@@ -74,15 +75,20 @@ def test_repeated_passes_are_indexed():
     _, report = pipeline_report(fn, sig, "sm90", constexprs=const, pipeline=tp.Pipeline("noop"))
     names = [p.name for p in report.stage("ttgir").passes]
     assert "ttgpuir.coalesce" in names
-    assert [n for n in names if n.startswith("ttgpuir.remove_layout_conversions")] == [
-        "ttgpuir.remove_layout_conversions@1", "ttgpuir.remove_layout_conversions@2",
-        "ttgpuir.remove_layout_conversions@3"]
+    repeated = [n for n in names if n.startswith("ttgpuir.remove_layout_conversions")]
+    assert len(repeated) >= 3  # 3 on Triton 3.6, 4 on 3.9
+    assert repeated == [f"ttgpuir.remove_layout_conversions@{i}" for i in range(1, len(repeated) + 1)]
 
 
 def test_gluon_kernel_pipeline_is_listed():
     fn, sig, const = GLUON_KERNEL
     kernel, report = pipeline_report(fn, sig, "sm90", constexprs=const, pipeline=tp.Pipeline("noop"))
-    assert [s.name for s in report.stages] == ["ttgir", "llir", "ptx", "cubin"]
+    # the stages Triton itself makes for Gluon (3.9 adds an identity "glir" stage before ttgir)
+    stock = {}
+    backend = make_backend(parse_target("sm90"))
+    backend.add_stages(stock, backend.parse_options({}), make_source(fn, sig, const).language)
+    assert [s.name for s in report.stages] == list(stock)
+    assert list(stock)[-4:] == ["ttgir", "llir", "ptx", "cubin"]
     assert "gluon.resolve_auto_encodings" in [p.name for p in report.stage("ttgir").passes]
     bare = compile_kernel(fn, sig, "sm90", constexprs=const, pipeline=None)
     assert kernel.asm["cubin"] == bare.asm["cubin"]

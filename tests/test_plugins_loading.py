@@ -1,12 +1,16 @@
 """Finding and loading plugins: entry points, TRITIUM_PLUGIN_PATHS, explicit calls, and the errors."""
+import ctypes
+import shutil
+import subprocess
 import textwrap
+from pathlib import Path
 
 import pytest
 
 import tritium.plugins as tp
 from tritium import compat
 from tritium.plugins import PluginLoadError, registry
-from tritium.plugins.inspection import compile_kernel
+from tritium.plugins.inspection import compile_kernel, pipeline_report
 from kernels import KERNELS
 
 PLUGIN_SOURCE = textwrap.dedent('''
@@ -39,7 +43,8 @@ def test_load_from_file_and_list(tmp_path):
     (lp,) = [lp for lp in tp.loaded_plugins() if lp.plugin is plugin]
     assert (plugin.name, plugin.version) == ("filed", "1.2.3")
     assert lp.origin == f"path {tmp_path / 'filed.py'}"
-    assert plugin.contributes() == {"pipelines": ["nocoalesce"], "passes": ["touch"], "ops": ["my_op"]}
+    assert plugin.contributes() == {"pipelines": ["nocoalesce"], "passes": ["touch"], "ops": ["my_op"],
+                                    "native passes": []}
     assert plugin.passes["touch"].plugin == "filed"
 
 
@@ -90,7 +95,9 @@ def test_pipeline_of_a_plugin_by_name(tmp_path):
     (lambda d: write_plugin(d, "wrongtype", "tritium_plugin = 42\n"), "expected a tritium Plugin, got int"),
     (lambda d: write_plugin(d, "factory", "def tritium_plugin():\n    raise RuntimeError('no')\n"),
      "plugin factory raised RuntimeError: no"),
-    (lambda d: d / "native.so", "native .so plugins need Triton >= 3.7"),
+    (lambda d: d / "native.so", {"none": "native .so plugins need Triton >= 3.7",
+                                 "import": "loads native .so plugins itself, from TRITON_PLUGIN_PATHS",
+                                 "api": "loading the native plugin failed: .*No such file"}[compat.NATIVE_PLUGIN_LOADER]),
 ])
 def test_bad_plugins_give_clear_errors_and_triton_keeps_working(tmp_path, make, match):
     before = list(tp.loaded_plugins())
@@ -118,11 +125,62 @@ def test_discover_collects_errors_without_stopping(tmp_path, monkeypatch):
     assert [p.name for p in loaded] == ["good"]
 
 
-def test_native_plugin_paths_get_a_message_on_36(monkeypatch):
+def test_native_plugin_paths_get_a_message_where_tritium_cannot_load_them(monkeypatch):
     monkeypatch.setenv("TRITON_PLUGIN_PATHS", "/opt/x/libutlx.so")
-    if compat.NATIVE_HOOK_PROTOCOL:
-        assert tp.discover() == []
-    else:
-        with pytest.raises(PluginLoadError, match="TRITON_PLUGIN_PATHS: /opt/x/libutlx.so: native .so plugins need"):
-            tp.discover()
     assert registry.native_plugin_paths() == ["/opt/x/libutlx.so"]
+    if compat.NATIVE_PLUGIN_LOADER == "import":
+        assert tp.discover() == []  # Triton loaded (or refused) it when it was imported
+        return
+    why = "native .so plugins need" if compat.NATIVE_PLUGIN_LOADER == "none" else "No such file"
+    with pytest.raises(PluginLoadError, match=f"TRITON_PLUGIN_PATHS /opt/x/libutlx.so: .*{why}"):
+        tp.discover()
+
+
+def build_library(tmp_path, name, source, *flags):
+    """Build a shared library with the system C compiler, skipping where Triton or the machine cannot."""
+    if compat.NATIVE_PLUGIN_LOADER != "api":
+        pytest.skip(f"Triton {compat.triton.__version__} does not let tritium load native plugins")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("needs a C compiler to build the test plugin")
+    lib = tmp_path / f"{name}.so"
+    subprocess.run([cc, "-shared", "-fPIC", *flags, "-o", str(lib), str(source)], check=True)
+    return lib
+
+
+@pytest.fixture
+def native_probe(tmp_path):
+    """A real Triton plugin built from tests/data/native_plugin.c (its one pass counts its calls)."""
+    return build_library(tmp_path, "libtritium_probe", Path(__file__).parent / "data" / "native_plugin.c",
+                         "-DAPI_VERSION=2", f'-DTRITON_VERSION="{compat.triton.__version__}"')
+
+
+def test_native_plugin_loads_through_tritons_api_and_its_pass_runs(native_probe):
+    plugin = tp.load_plugin(str(native_probe))
+    assert plugin.name == "libtritium_probe" and plugin.native_passes == ["plugin.tritium_probe"]
+    assert plugin.contributes()["native passes"] == ["plugin.tritium_probe"]
+    assert compat.pass_builders_pristine()
+    counter = ctypes.CDLL(str(native_probe)).tritium_probe_added
+    before = counter()
+    pipeline = tp.Pipeline("probe").insert("ttgir", tp.StockPass("plugin.tritium_probe"), after="ttgpuir.coalesce")
+    fn, sig, const = KERNELS["add"]
+    _, report = pipeline_report(fn, sig, "sm90", constexprs=const, pipeline=pipeline)
+    assert counter() == before + 1  # Triton called the plugin's add-pass callback for our pipeline
+    assert "plugin.tritium_probe" in [p.name for p in report.stage("ttgir").passes]
+    compiles_normally()
+
+
+def test_native_plugin_paths_are_loaded_by_discover(native_probe, monkeypatch):
+    monkeypatch.setenv("TRITON_PLUGIN_PATHS", str(native_probe))
+    (plugin,) = tp.discover()
+    assert plugin.native_passes == ["plugin.tritium_probe"]
+    assert [lp.origin for lp in tp.loaded_plugins() if lp.plugin is plugin] == [f"native TRITON_PLUGIN_PATHS {native_probe}"]
+    assert tp.discover() == []  # already loaded
+
+
+def test_a_library_that_is_not_a_plugin_is_refused(tmp_path):
+    source = tmp_path / "plain.c"
+    source.write_text("int not_a_plugin;\n")
+    with pytest.raises(PluginLoadError, match="loading the native plugin failed: Plugin entry point not found"):
+        tp.load_plugin(str(build_library(tmp_path, "plain", source)))
+    compiles_normally()

@@ -1,14 +1,16 @@
 """Example plugin: a per-kernel resource and instruction-mix report, from passes only.
 
 Three passes feed one report, kept in the kernel's metadata (``kernel.metadata.tritium_analysis``)
-and printed as its own ``analysis`` stage (``tritium pipeline ... --pipeline analysis:report
---show analysis``):
+and returned as the output of an extra ``analysis`` stage, so the CLI prints it
+(``tritium pipeline ... --pipeline analysis:report --show analysis``):
 
-* end of ``ttgir``: a static arithmetic-intensity estimate of the IR: dot FLOPs over bytes loaded
-  from global memory, counting each op once (loop bodies are not multiplied by trip counts);
+* start of ``ttgir`` (the TTIR, before software pipelining copies loads into a prologue): a static
+  arithmetic-intensity estimate, dot FLOPs over bytes loaded from global memory, counting each op
+  once, so for a loop it is per iteration (bodies are not multiplied by trip counts);
 * end of ``ptx`` / ``amdgcn``: the matrix and copy instruction mix;
-* an ``analysis`` stage after the binary: registers, spills and shared memory (ptxas' view via
-  ``cuobjdump --dump-resource-usage`` on NVIDIA; the AMDGCN metadata on AMD).
+* the ``analysis`` stage, appended after the binary whatever the backend calls that stage:
+  registers, spills and shared memory (ptxas' view via ``cuobjdump --dump-resource-usage`` on
+  NVIDIA; the AMDGCN metadata on AMD; Triton's own ``shared`` bytes on both).
 """
 import json
 import os
@@ -19,10 +21,11 @@ import tempfile
 from tritium.plugins import Pipeline, Plugin, mlir_pass, text_pass
 
 _BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f8E4M3FN": 1, "f8E5M2": 1}
-_TENSOR = r"tensor<((?:\d+x)+)([A-Za-z0-9]+)"
-_DOT = re.compile(r"= (?:tt\.dot|ttng\.warp_group_dot) .*?: " + _TENSOR + r".*?\* " + _TENSOR + r".*?-> " + _TENSOR)
-_GLOBAL_LOADS = re.compile(r"(?:tt\.load|ttg\.async_copy_global_to_local) .*?: " + r"tensor<((?:\d+x)+)!tt\.ptr<([A-Za-z0-9]+)>")
-_DESC_LOADS = re.compile(r"(?:tt\.descriptor_load|ttng\.async_tma_copy_global_to_local).*?-> " + _TENSOR)
+_SHAPED = r"(?:tensor|!ttg\.memdesc)<((?:\d+x)+)(\w+)"
+_DOT = re.compile(r"= (?:tt\.dot|ttng\.warp_group_dot) .*?: " + _SHAPED + r".*?\* " + _SHAPED + r".*?-> " + _SHAPED)
+_GLOBAL_LOADS = re.compile(r"(?:tt\.load|ttg\.async_copy_global_to_local) [^:]*: tensor<((?:\d+x)+)!tt\.ptr<(\w+)>")
+_BLOCK_PTR_LOADS = re.compile(r"tt\.load [^:]*: !tt\.ptr<tensor<((?:\d+x)+)(\w+)")
+_DESC_LOADS = re.compile(r"(?:tt\.descriptor_load|ttng\.async_tma_copy_global_to_local).*?-> " + _SHAPED)
 
 MIX = {
     "ptx": {"wgmma": r"wgmma\.mma_async", "mma.sync": r"\bmma\.sync", "cp.async": r"cp\.async\.(?:ca|cg)",
@@ -41,12 +44,13 @@ def _elems(dims: str) -> int:
 
 
 def intensity(ttgir: str) -> dict:
+    """Dot FLOPs, global bytes loaded and their ratio, each op of the IR counted once."""
     flops = 0
     for m in _DOT.finditer(ttgir):
         a_dims, c_dims = m.group(1), m.group(5)
         flops += 2 * _elems(c_dims) * int(a_dims.rstrip("x").split("x")[-1])
-    loaded = sum(_elems(d) * _BYTES.get(t, 4) for d, t in _GLOBAL_LOADS.findall(ttgir))
-    loaded += sum(_elems(d) * _BYTES.get(t, 4) for d, t in _DESC_LOADS.findall(ttgir))
+    loaded = sum(_elems(d) * _BYTES.get(t, 4)
+                 for pattern in (_GLOBAL_LOADS, _BLOCK_PTR_LOADS, _DESC_LOADS) for d, t in pattern.findall(ttgir))
     return {"dot_flops": flops, "global_bytes_loaded": loaded,
             "flops_per_byte": round(flops / loaded, 2) if loaded else None}
 
@@ -88,12 +92,15 @@ def report_stage(binary, metadata, ctx):
     return json.dumps(analysis, indent=2, sort_keys=True)
 
 
+def _append_report(stages, ctx):
+    stages["analysis"] = lambda binary, metadata: report_stage(binary, metadata, ctx)
+
+
 REPORT = (Pipeline("report")
-          .insert("ttgir", estimate_intensity, at="end")
+          .insert("ttgir", estimate_intensity, at="start")
           .insert("ptx", _mix("ptx"), at="end")
           .insert("amdgcn", _mix("amdgcn"), at="end")
-          .add_stage("analysis", report_stage, after="cubin")
-          .add_stage("analysis_amd", report_stage, after="hsaco"))
+          .override_pipeline(_append_report))
 
 tritium_plugin = Plugin("analysis", "0.1.0", pipelines={"report": REPORT},
                         description="registers, shared memory, instruction mix, intensity estimate")

@@ -2,10 +2,14 @@
 
 Triton 3.6 offers one pipeline hook (``knobs.runtime.add_stages_inspection_hook``) and folds it
 into no cache key.  Triton 3.7+ calls the same hook with no arguments to get ``(key, hash)`` and
-folds those into its keys.  This module gives the rest of tritium the 3.7 contract on both:
+folds those into its keys (``key`` appended to the on-disk key, ``hash`` to the JIT
+specialization).  This module gives the rest of tritium the 3.7 contract on both:
 
 * :func:`install_stages_hook` sets the hook (chaining any hook already there); on 3.6 it also
   wraps the two key functions so the hook's ``(key, hash)`` reaches the on-disk and JIT keys.
+* :func:`load_native_plugin` loads a Triton ``.so`` plugin where Triton leaves that to the caller
+  (3.9: ``passes.plugin.extend_with`` and friends); 3.7/3.8 load ``TRITON_PLUGIN_PATHS`` themselves
+  when libtriton is imported, and 3.6 has no native plugins.
 * :func:`intercept_pass_managers` swaps ``ir.pass_manager`` for a subclass and wraps every
   ``add_*`` pass builder, so a stage's passes are recorded by name instead of run blindly.
 * :func:`replace_module_body` makes a print/parse round trip visible to code that still holds
@@ -15,6 +19,7 @@ folds those into its keys.  This module gives the rest of tritium the 3.7 contra
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -27,8 +32,12 @@ from triton import knobs
 from triton._C.libtriton import ir, passes
 
 TRITON_VERSION: tuple[int, int] = tuple(int(p) for p in re.findall(r"\d+", triton.__version__)[:2])  # type: ignore
-#: Triton >= 3.7 calls the stages hook with no arguments for ``(key, hash)`` and loads ``.so`` plugins.
+#: Triton >= 3.7 calls the stages hook with no arguments for ``(key, hash)`` and folds them into its keys.
 NATIVE_HOOK_PROTOCOL: bool = TRITON_VERSION >= (3, 7)
+#: Who loads ``.so`` plugins: nobody (3.6, no native plugins), Triton at import of libtriton
+#: (3.7/3.8 read ``TRITON_PLUGIN_PATHS``), or the caller through Triton's API (3.9+).
+NATIVE_PLUGIN_LOADER: str = ("none" if not NATIVE_HOOK_PROTOCOL
+                             else "api" if hasattr(getattr(passes, "plugin", None), "extend_with") else "import")
 
 StagesHook = Callable[..., Any]
 
@@ -48,7 +57,7 @@ class _ChainedHook:
             key, digest = self.key()
             if self.previous is not None and NATIVE_HOOK_PROTOCOL:
                 prev_key, prev_digest = self.previous()
-                key, digest = f"{prev_key}|{key}", f"{prev_digest}{digest}"
+                key, digest = "|".join(filter(None, (prev_key, key))), f"{prev_digest}{digest}"
             return key, digest
         if self.previous is not None:
             self.previous(*args)
@@ -267,6 +276,34 @@ def pass_builders_pristine() -> bool:
         getattr(sub, attr) is builder.fn for sub, attr, builder in PASS_BUILDERS.values())
 
 
+_native_loaded: dict[str, list[str]] = {}
+
+
+def load_native_plugin(path: str) -> list[str]:
+    """Load a ``.so`` plugin through Triton's API (``NATIVE_PLUGIN_LOADER == "api"``).
+
+    Returns the stock pass names it added (``plugin.<pass>``).  Triton keeps the library loaded for
+    good, so a second call for the same file returns the first call's answer.  Raises ``RuntimeError``
+    (Triton's message) when the file is not a plugin for this Triton.
+    """
+    if NATIVE_PLUGIN_LOADER != "api":
+        raise RuntimeError(f"Triton {triton.__version__} has no API to load native plugins")
+    real = os.path.realpath(path)
+    with _intercept_lock:
+        if real not in _native_loaded:
+            if _intercept_depth:
+                raise RuntimeError("cannot load a native plugin while a compilation is running")
+            before = {name: builder.fn for name, (_, _, builder) in PASS_BUILDERS.items()}
+            passes.plugin.extend_with(real)
+            ir.extend_dialects_with(real)
+            ir.builder.extend_with(real)
+            PASS_BUILDERS.update(_discover_pass_builders())
+            # extend_with (re)creates passes.plugin.add_<pass> for this library's passes only
+            _native_loaded[real] = sorted(name for name, (_, _, builder) in PASS_BUILDERS.items()
+                                          if builder.fn is not before.get(name))
+        return _native_loaded[real]
+
+
 # --------------------------------------------------------------------------------------------
 # MLIR modules
 # --------------------------------------------------------------------------------------------
@@ -324,9 +361,9 @@ def replace_module_body(old: Any, new: Any) -> None:
     op = new.get_operation()
     for raw in _ATTR_NAME.findall(match.group(1)) if match else ():
         name = raw.strip('"')
-        if (value := new.get_int_attr(name)) is not None:
+        if (flag := op.get_bool_attr(name)) is not None:  # before ints: a bool is an i1 integer attribute
+            old.set_attr(name, builder.get_bool_attr(flag))
+        elif (value := new.get_int_attr(name)) is not None:
             old.set_attr(name, builder.get_int32_attr(value))
         elif (text := op.get_str_attr(name)) is not None:
             old.set_attr(name, builder.get_string_attr(text))
-        elif (flag := op.get_bool_attr(name)) is not None:
-            old.set_attr(name, builder.get_bool_attr(flag))

@@ -36,7 +36,7 @@ class Plugin:
 
     ``auto_pipelines`` apply to every compilation while the plugin is loaded (each gated by its own
     ``when``).  ``content`` is what the plugin declares for cache keys; by default the code of its
-    Python passes.
+    Python passes.  ``native_passes`` are the stock pass names a native ``.so`` plugin added.
     """
     name: str
     version: str
@@ -46,6 +46,7 @@ class Plugin:
     auto_pipelines: Sequence[Pipeline] = ()
     content: Optional[str] = None
     description: str = ""
+    native_passes: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -80,7 +81,7 @@ class Plugin:
 
     def contributes(self) -> dict[str, list[str]]:
         return {"pipelines": sorted({*self.pipelines, *(p.name for p in self.auto_pipelines)}),
-                "passes": sorted(self.passes), "ops": sorted(self.ops)}
+                "passes": sorted(self.passes), "ops": sorted(self.ops), "native passes": sorted(self.native_passes)}
 
 
 @dataclass
@@ -205,12 +206,13 @@ def _import_name(name: str, origin: str) -> ModuleType:
 
 
 def load_plugin(spec: Any, origin: Optional[str] = None) -> Plugin:
-    """Load a plugin from a Plugin object, a module, a ``.py`` path, a package folder or a module name."""
+    """Load a plugin from a Plugin object, a module, a ``.py`` path, a package folder, a module name or a
+    native ``.so`` (Triton 3.9+)."""
     if isinstance(spec, (str, os.PathLike)):
         text = os.fspath(spec)
         origin = origin or f"path {text}"
         if text.endswith(".so"):
-            raise PluginLoadError(_native_message(text))
+            return register(_native_plugin(text, origin), f"native {origin}")
         if os.sep in text or text.endswith(".py") or Path(text).exists():
             plugin = _plugin_from_module(_import_file(Path(text), origin), origin)
         else:
@@ -222,20 +224,33 @@ def load_plugin(spec: Any, origin: Optional[str] = None) -> Plugin:
     return register(plugin, origin)
 
 
-def _native_message(path: str) -> str:
-    if compat.NATIVE_HOOK_PROTOCOL:
-        return f"{path}: native .so plugins are loaded by Triton itself via {NATIVE_PATHS_ENV}, not by tritium"
-    return (f"{path}: native .so plugins need Triton >= 3.7 (this is Triton {compat.triton.__version__}, "
-            "which has no native plugin loader); use a Python plugin (a .py file, package or module)")
+def _native_plugin(path: str, origin: str) -> Plugin:
+    """A Triton ``.so`` plugin, loaded where this Triton lets a caller load one."""
+    if compat.NATIVE_PLUGIN_LOADER == "none":
+        raise PluginLoadError(f"{origin}: native .so plugins need Triton >= 3.7 (this is Triton "
+                              f"{compat.triton.__version__}, which has no native plugin loader); use a Python "
+                              "plugin (a .py file, package or module)")
+    if compat.NATIVE_PLUGIN_LOADER == "import":
+        raise PluginLoadError(f"{origin}: Triton {compat.triton.__version__} loads native .so plugins itself, "
+                              f"from {NATIVE_PATHS_ENV} when triton is first imported, not through tritium")
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        added = compat.load_native_plugin(path)
+    except (OSError, RuntimeError) as e:
+        raise PluginLoadError(f"{origin}: loading the native plugin failed: {e}") from e
+    return Plugin(Path(path).stem, digest, content=digest, native_passes=added,
+                  description=f"native Triton plugin {path}")
 
 
 def native_plugin_paths() -> list[str]:
-    """``.so`` entries of ``TRITON_PLUGIN_PATHS`` (Triton's own loader takes them on 3.7+)."""
+    """``.so`` entries of ``TRITON_PLUGIN_PATHS`` (Triton 3.7/3.8 load them themselves, 3.9 through us)."""
     return [p for p in os.environ.get(NATIVE_PATHS_ENV, "").split(":") if p.endswith(".so")]
 
 
 def discover(*, strict: bool = True) -> list[Plugin]:
-    """Load plugins from entry points and ``TRITIUM_PLUGIN_PATHS``; already loaded ones are skipped.
+    """Load plugins from entry points, ``TRITIUM_PLUGIN_PATHS`` and, where Triton leaves it to the caller,
+    the ``.so`` files in ``TRITON_PLUGIN_PATHS``; already loaded ones are skipped.
 
     With ``strict=False`` failures become warnings, so one broken plugin does not stop the rest.
     """
@@ -265,9 +280,10 @@ def discover(*, strict: bool = True) -> list[Plugin]:
         if any(lp.origin in (f"path {entry}", f"module {entry}") for lp in loaded_plugins()):
             continue
         attempt(lambda entry=entry: load_plugin(entry))
-    if not compat.NATIVE_HOOK_PROTOCOL:
+    if compat.NATIVE_PLUGIN_LOADER != "import":  # Triton 3.7/3.8 load these themselves
         for so in native_plugin_paths():
-            errors.append(PluginLoadError(f"{NATIVE_PATHS_ENV}: {_native_message(so)}"))
+            if not any(lp.origin in (f"native path {so}", f"native {NATIVE_PATHS_ENV} {so}") for lp in loaded_plugins()):
+                attempt(lambda so=so: load_plugin(so, f"{NATIVE_PATHS_ENV} {so}"))
     if errors and strict:
         raise errors[0] if len(errors) == 1 else PluginLoadError("; ".join(map(str, errors)))
     for e in errors:
