@@ -166,3 +166,15 @@ def test_bound_pipeline_applies_to_that_kernel_only(fake_driver, listener):
     assert "tritium.mark" not in warm(other).asm["ttgir"]
     tp.bind(None, bound)
     assert "tritium.mark" not in warm(bound).asm["ttgir"]
+
+
+def test_binding_wins_over_contexts_and_conflicts_are_errors(fake_driver, listener):
+    from tritium.plugins import PipelineError
+    bound = tp.bind(mark(5))(fresh_add_kernel())
+    with tp.use_pipeline(mark(7)):
+        assert "tritium.mark = 5" in warm(bound).asm["ttgir"]
+        assert "tritium.mark = 7" in warm(fresh_add_kernel()).asm["ttgir"]
+    fn, sig, const = ADD
+    with pytest.raises(PipelineError, match="is bound to pipeline 'mark5'"):
+        compile_kernel(bound, sig, "sm90", constexprs=const, pipeline=mark(6))
+    assert "tritium.mark = 5" in compile_kernel(bound, sig, "sm90", constexprs=const).asm["ttgir"]

@@ -46,35 +46,52 @@ StagesHook = Callable[..., Any]
 # The stages hook and the cache keys
 # --------------------------------------------------------------------------------------------
 class _ChainedHook:
-    """Our hook, with whatever hook was installed before us called first."""
+    """Our hook, with whatever hook was installed before us called first.
 
-    def __init__(self, apply: Callable[..., None], key: Callable[[], tuple[str, str]],
+    ``key(kernel)`` gives ``(key, hash)`` for compiling ``kernel`` (a JITFunction, or None when
+    Triton does not say which kernel: the 3.7+ protocol); ``apply(..., kernel)`` edits the stages.
+    """
+
+    def __init__(self, apply: Callable[..., None], key: Callable[[Any], tuple[str, str]],
                  previous: Optional[StagesHook]):
         self.apply, self.key, self.previous = apply, key, previous
 
     def __call__(self, *args: Any) -> Any:
         if not args:  # the 3.7+ key protocol
-            key, digest = self.key()
+            key, digest = self.key(None)
             if self.previous is not None and NATIVE_HOOK_PROTOCOL:
                 prev_key, prev_digest = self.previous()
                 key, digest = "|".join(filter(None, (prev_key, key))), f"{prev_digest}{digest}"
             return key, digest
         if self.previous is not None:
             self.previous(*args)
-        self.apply(*args)
+        self.apply(*args, kernel=_compiling.kernel)
         return None
 
 
+class _Compiling(threading.local):
+    #: the kernel whose compilation is under way on this thread (3.6: seen by the wrapped key function)
+    kernel: Any = None
+
+
+_compiling = _Compiling()
 _installed: Optional[_ChainedHook] = None
+_key_fn: Optional[Callable[[Any], tuple[str, str]]] = None  # _installed.key, read once per launch
 _orig_get_cache_key = _compiler.get_cache_key
 _orig_jit_get_cache_key = _jit.get_cache_key
 _orig_compute_cache_key = _jit.compute_cache_key
+#: Key under which a kernel's ``kernel_key_cache`` (a plain dict Triton only indexes with tuples)
+#: remembers its kernel, for kernels whose JIT key depends on the kernel.
+_KERNEL = object()
 
 
 def _keyed_get_cache_key(src, backend, backend_options, env_vars):
     base = _orig_get_cache_key(src, backend, backend_options, env_vars)
+    # compile() computes this key right before it builds the stages, so it tells the stages hook
+    # which kernel it is compiling.
+    kernel = _compiling.kernel = getattr(src, "fn", None)
     if _installed is not None:
-        key, _ = _installed.key()
+        key, _ = _installed.key(kernel)
         if key:
             return f"{base}-tritium-{key}"
     return base
@@ -83,23 +100,52 @@ def _keyed_get_cache_key(src, backend, backend_options, env_vars):
 def _keyed_compute_cache_key(kernel_key_cache, specialization, options):
     """Runs on every launch: read our hook directly, not through the knob's descriptor."""
     base = _orig_compute_cache_key(kernel_key_cache, specialization, options)
-    if _installed is not None:
-        digest = _installed.key()[1]
+    key_fn = _key_fn
+    if key_fn is not None:
+        digest = key_fn(kernel_key_cache.get(_KERNEL))[1]
         if digest:
             return (base, digest)
     return base
 
 
-def install_stages_hook(apply: Callable[..., None], key: Callable[[], tuple[str, str]]) -> None:
-    """Install ``apply(backend, stages, options, language, capability)`` as the stages hook.
+def track_kernel_keys(kernel: Any) -> bool:
+    """Let the in-memory JIT key of ``kernel`` depend on the kernel itself (its own pipeline).
 
-    ``key()`` returns ``(key, hash)``: empty strings when nothing is active, so keys stay exactly
-    those of bare Triton.  Idempotent.
+    On 3.6 the key function sees the kernel's ``kernel_key_cache``, one per kernel and device, so
+    marking those caches is enough and launches need no wrapper. Returns False on 3.7+, where
+    Triton asks for the key without saying which kernel, so the caller must make the kernel's
+    pipeline the active one around each launch instead.
     """
-    global _installed
+    if NATIVE_HOOK_PROTOCOL:
+        return False
+    caches = kernel.device_caches
+
+    def register(entry: tuple) -> tuple:
+        entry[1][_KERNEL] = kernel
+        return entry
+
+    for entry in caches.values():
+        register(entry)
+    factory = caches.default_factory
+    if not getattr(factory, "tritium_tracked", False):
+        def tracked() -> tuple:
+            return register(factory())
+        tracked.tritium_tracked = True  # type: ignore[attr-defined]
+        caches.default_factory = tracked
+    return True
+
+
+def install_stages_hook(apply: Callable[..., None], key: Callable[[Any], tuple[str, str]]) -> None:
+    """Install ``apply(backend, stages, options, language, capability, kernel=...)`` as the stages hook.
+
+    ``key(kernel)`` returns ``(key, hash)``: empty strings when nothing is active, so keys stay
+    exactly those of bare Triton.  Idempotent.
+    """
+    global _installed, _key_fn
     if _installed is not None:
         return
     _installed = _ChainedHook(apply, key, knobs.runtime.add_stages_inspection_hook)
+    _key_fn = key
     knobs.runtime.add_stages_inspection_hook = _installed
     if not NATIVE_HOOK_PROTOCOL:
         _compiler.get_cache_key = _keyed_get_cache_key
@@ -109,12 +155,12 @@ def install_stages_hook(apply: Callable[..., None], key: Callable[[], tuple[str,
 
 def uninstall_stages_hook() -> None:
     """Restore the hook and key functions exactly as they were before :func:`install_stages_hook`."""
-    global _installed
+    global _installed, _key_fn
     if _installed is None:
         return
     if knobs.runtime.add_stages_inspection_hook is _installed:
         knobs.runtime.add_stages_inspection_hook = _installed.previous
-    _installed = None
+    _installed = _key_fn = None
     _compiler.get_cache_key = _orig_get_cache_key
     _jit.get_cache_key = _orig_jit_get_cache_key
     _jit.compute_cache_key = _orig_compute_cache_key

@@ -11,6 +11,7 @@ import hashlib
 import threading
 from typing import Any, Iterator, Optional, Union
 
+from .. import compat
 from .errors import PipelineError
 from .pipeline import Generation, Pipeline
 from .registry import auto_pipelines, find_pipeline
@@ -63,15 +64,20 @@ def use_pipeline(pipeline: Optional[PipelineLike]) -> Iterator[Optional[Pipeline
         _stack.items.pop()
 
 
-def active_pipeline() -> Optional[Pipeline]:
+def active_pipeline(kernel: Any = None) -> Optional[Pipeline]:
+    """The pipeline bound to ``kernel``, else this thread's innermost ``use_pipeline``, else the global one."""
+    if kernel is not None:
+        bound = getattr(kernel, "tritium_pipeline", None)
+        if bound is not None:
+            return bound
     if _stack.items:
         return _stack.items[-1]
     return _global
 
 
-def effective_pipelines() -> tuple[Pipeline, ...]:
+def effective_pipelines(kernel: Any = None) -> tuple[Pipeline, ...]:
     """Plugins' automatic pipelines, then the active one."""
-    active = active_pipeline()
+    active = active_pipeline(kernel)
     auto = auto_pipelines()
     return auto if active is None else (*auto, active)
 
@@ -80,18 +86,20 @@ _keys: dict[Optional[Pipeline], tuple[int, tuple[str, str]]] = {}
 _EMPTY = ("", "")
 
 
-def pipelines_key() -> tuple[str, str]:
-    """``(key, hash)`` of the effective pipelines; empty when none, so keys match bare Triton.
+def pipelines_key(kernel: Any = None) -> tuple[str, str]:
+    """``(key, hash)`` of the pipelines in effect for ``kernel``; empty when none, so keys match bare Triton.
 
     Runs on every kernel launch, so results are cached per active pipeline until any pipeline or
     plugin changes (both bump :class:`Generation`).
     """
-    items = _stack.items
-    active = items[-1] if items else _global
+    active = getattr(kernel, "tritium_pipeline", None)  # active_pipeline(), inlined: once per launch
+    if active is None:
+        items = _stack.items
+        active = items[-1] if items else _global
     hit = _keys.get(active)
     if hit is not None and hit[0] == Generation.value:
         return hit[1]
-    pipelines = effective_pipelines()
+    pipelines = effective_pipelines(kernel)
     result = _EMPTY
     if pipelines:
         key = "+".join(f"{p.origin()}#{p.digest()}" for p in pipelines)
@@ -104,29 +112,30 @@ def pipelines_key() -> tuple[str, str]:
 
 def bind(pipeline: Optional[PipelineLike], kernel: Any = None) -> Any:
     """Bind a pipeline to one ``@triton.jit`` kernel: as ``@bind(p)`` above ``@triton.jit``, or
-    ``bind(p, kernel)``.  ``bind(None, kernel)`` removes the binding.
+    ``bind(p, kernel)``.  ``bind(None, kernel)`` removes the binding.  A binding wins over
+    :func:`use_pipeline` and :func:`activate` for that kernel.
     """
     resolved = resolve_pipeline(pipeline)
 
     def apply(fn: Any) -> Any:
         run = getattr(type(fn), "run", None)
-        if run is None:
+        if run is None or not hasattr(fn, "device_caches"):
             raise PipelineError(f"bind: {fn!r} is not a @triton.jit kernel")
+        fn.__dict__.pop("run", None)
         if resolved is None:
-            fn.__dict__.pop("run", None)
             fn.__dict__.pop("tritium_pipeline", None)
             return fn
-
-        def bound_run(*args: Any, **kwargs: Any) -> Any:
-            stack = _stack.items  # not use_pipeline(): this runs on every launch of the kernel
-            stack.append(resolved)
-            try:
-                return run(fn, *args, **kwargs)
-            finally:
-                stack.pop()
-
-        fn.run = bound_run
         fn.tritium_pipeline = resolved
+        if not compat.track_kernel_keys(fn):
+            def bound_run(*args: Any, **kwargs: Any) -> Any:
+                stack = _stack.items  # Triton asks for keys without naming the kernel: make it active
+                stack.append(resolved)
+                try:
+                    return run(fn, *args, **kwargs)
+                finally:
+                    stack.pop()
+
+            fn.run = bound_run
         return fn
 
     return apply if kernel is None else apply(kernel)

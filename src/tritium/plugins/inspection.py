@@ -9,7 +9,8 @@ import triton
 from triton import knobs
 from triton.backends.compiler import GPUTarget
 
-from .activation import PipelineLike, bound_pipeline, use_pipeline
+from .activation import PipelineLike, bound_pipeline, resolve_pipeline, use_pipeline
+from .errors import PipelineError
 from .runner import CompileReport, recording
 
 #: Short target names accepted by the CLI and :func:`parse_target`.
@@ -52,14 +53,18 @@ def _always_compile() -> Iterator[None]:
 def compile_kernel(fn: Any, signature: Mapping[str, str], target: GPUTarget | str, *,
                    constexprs: Optional[Mapping[str, Any]] = None, options: Optional[dict] = None,
                    pipeline: Optional[PipelineLike] = _UNSET, report: Optional[CompileReport] = None) -> Any:
-    """``triton.compile`` for a kernel, honouring a pipeline bound to it (or the one given).
+    """``triton.compile`` for a kernel under its bound pipeline, else the one given, else what is active.
 
     With ``report`` the compilation bypasses the cache, so that every stage really runs and is recorded.
     """
     if isinstance(target, str):
         target = parse_target(target)
-    chosen = bound_pipeline(fn) if pipeline is _UNSET else pipeline
-    scope = use_pipeline(chosen) if (pipeline is not _UNSET or chosen is not None) else contextlib.nullcontext()
+    bound = bound_pipeline(fn)
+    if bound is not None and pipeline is not _UNSET and resolve_pipeline(pipeline) is not bound:
+        raise PipelineError(f"kernel {fn.__name__!r} is bound to pipeline {bound.origin()!r}; unbind it with "
+                            "tritium.plugins.bind(None, kernel) to compile it under another pipeline")
+    chosen = bound if bound is not None else pipeline
+    scope = use_pipeline(chosen) if chosen is not _UNSET else contextlib.nullcontext()
     fresh = _always_compile() if report is not None else contextlib.nullcontext()
     with scope, recording(report), fresh:
         return triton.compile(make_source(fn, signature, constexprs), target=target, options=options)

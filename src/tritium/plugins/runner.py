@@ -329,9 +329,10 @@ def _pass_label(p: Pass) -> str:
 # --------------------------------------------------------------------------------------------
 # The stages hook
 # --------------------------------------------------------------------------------------------
-def apply_pipelines(backend: Any, stages: dict, options: Any, language: Any, capability: Any = None) -> None:
-    """The stages hook body: wrap each stage of this compilation in a :class:`StageRunner`."""
-    pipelines = effective_pipelines()
+def apply_pipelines(backend: Any, stages: dict, options: Any, language: Any, capability: Any = None, *,
+                    kernel: Any = None) -> None:
+    """The stages hook body: wrap each stage of this compilation of ``kernel`` in a :class:`StageRunner`."""
+    pipelines = effective_pipelines(kernel)
     if not pipelines and _slot.report is None:
         return
     ctx = StageContext("", backend, options, language, capability)
