@@ -2,8 +2,11 @@
 # CI, second Triton: the compile-only suite on triton 3.9.0 in its own venv (.venv-triton-new), next
 # to the 3.6.0 that pyproject pins.  The project goes in with --no-deps: its triton==3.6.0 pin would
 # otherwise replace 3.9.0.  torch is pinned like scripts/setup.sh does (CPU build, no CUDA wheels).
-# Not run here: tests/gpu (needs a GPU), and TLX codegen (tests/tlx, tests/test_demo.py), which is not
-# ported to Triton 3.9 yet.  Extra arguments go to pytest.
+# Everything but tests/gpu (needs a GPU) runs, TLX included (tests/tlx, tests/test_demo.py): the
+# Triton-version differences TLX meets live in src/tritium/compat.py.  Not run yet: the TLX-vs-Gluon
+# equivalence test (tests/tlx/test_gluon_equivalence.py), written against 3.6's Gluon API and 3.6's
+# TTGIR, not ported to 3.9.  About 1.5 minutes on 2 cores once the venv exists.  Extra arguments go
+# to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -15,4 +18,4 @@ fi
 "$VENV/bin/python" -m pip install -q "torch==2.13.0" "triton==3.9.0" "numpy<2.4" pytest
 "$VENV/bin/python" -m pip install -q -e . --no-deps
 "$VENV/bin/python" -c 'import triton, sys; sys.exit(triton.__version__ != "3.9.0" and f"triton {triton.__version__}, expected 3.9.0")'
-"$VENV/bin/python" -m pytest -q tests --ignore=tests/tlx --ignore=tests/gpu --ignore=tests/test_demo.py "$@"
+"$VENV/bin/python" -m pytest -q tests --ignore=tests/gpu --ignore=tests/tlx/test_gluon_equivalence.py "$@"

@@ -14,11 +14,15 @@ specialization).  This module gives the rest of tritium the 3.7 contract on both
   ``add_*`` pass builder, so a stage's passes are recorded by name instead of run blindly.
 * :func:`replace_module_body` makes a print/parse round trip visible to code that still holds
   the old module object.
+* For TLX: how binding enums, load cache hints, the TMA store wait and TMA loads in PTX are
+  spelled on this Triton (:func:`enum_value`, :func:`async_copy_cache_attrs`, :func:`semantic_load`,
+  :func:`tma_store_wait_attrs`, :func:`ptx_tma_load`, ...).
 
 ``tests/test_compat.py`` checks each of these assumptions against the installed wheel.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import threading
@@ -27,6 +31,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import triton
 import triton.compiler.compiler as _compiler
+import triton.language.core as _tl_core
 import triton.runtime.jit as _jit
 from triton import knobs
 from triton._C.libtriton import ir, passes
@@ -348,6 +353,89 @@ def load_native_plugin(path: str) -> list[str]:
             _native_loaded[real] = sorted(name for name, (_, _, builder) in PASS_BUILDERS.items()
                                           if builder.fn is not before.get(name))
         return _native_loaded[real]
+
+
+# --------------------------------------------------------------------------------------------
+# Binding values
+# --------------------------------------------------------------------------------------------
+def enum_value(x: Any) -> int:
+    """The integer of a binding enum (``ir.CACHE_MODIFIER``, ``ir.INPUT_PRECISION``, ...).
+
+    3.6 binds them with pybind11 (``int(x)`` works), 3.9 with nanobind as Python ``Enum``s (it does not);
+    both have ``.value``.
+    """
+    return int(getattr(x, "value", x))
+
+
+#: Triton >= 3.9 carries load cache hints as one cache policy (``tl.core._CachePolicy``, printed
+#: ``#tt.cache_policy<...>`` in a ``cachePolicy`` attribute) instead of two enums (3.6: ``cache``,
+#: ``evict``); ``TritonSemantic.load``/``descriptor_load`` take the policy instead of the two strings.
+CACHE_POLICY: bool = hasattr(_tl_core, "_CachePolicy")
+
+
+def _cache_policy(cache_modifier: str, eviction_policy: str) -> Any:
+    return _tl_core._normalize_cache_policy(None, cache_modifier or None, eviction_policy or None)
+
+
+def async_copy_cache_attrs(semantic: Any, cache_modifier: str, eviction_policy: str) -> list[str]:
+    """Printed attribute entries of a ``ttg.async_copy_global_to_local`` with these load hints (none for
+    the defaults ``""``).  Raises ``ValueError`` for hints Triton rejects."""
+    cache = enum_value(semantic._str_to_load_cache_modifier(cache_modifier))  # validates, on every version
+    evict = enum_value(semantic._str_to_eviction_policy(eviction_policy))
+    if not CACHE_POLICY:
+        return [f"{name} = {value} : i32" for name, value in (("cache", cache), ("evict", evict)) if value]
+    if not cache_modifier and not eviction_policy:
+        return []
+    policy = _cache_policy(cache_modifier, eviction_policy)
+    attr = f"#tt.cache_policy<cache_modifier = {policy.cache_modifier}, eviction_policy = {policy.eviction_policy}>"
+    return [f"cachePolicy = {attr}"]
+
+
+def semantic_load(semantic: Any, ptr: Any, mask: Any, other: Any, cache_modifier: str, eviction_policy: str,
+                  is_volatile: bool) -> Any:
+    """``TritonSemantic.load`` of a tensor of pointers (no boundary check, no padding)."""
+    if CACHE_POLICY:
+        return semantic.load(ptr, mask, other, _cache_policy(cache_modifier, eviction_policy), is_volatile)
+    return semantic.load(ptr, mask, other, (), "", cache_modifier, eviction_policy, is_volatile)
+
+
+def semantic_descriptor_load(semantic: Any, desc: Any, offsets: list, cache_modifier: str,
+                             eviction_policy: str) -> Any:
+    """``TritonSemantic.descriptor_load``."""
+    if CACHE_POLICY:
+        return semantic.descriptor_load(desc, offsets, _cache_policy(cache_modifier, eviction_policy))
+    return semantic.descriptor_load(desc, offsets, cache_modifier, eviction_policy)
+
+
+def _gluon_tma_store_wait_has_read_only() -> bool:
+    try:
+        from triton.experimental.gluon.language.nvidia.hopper import tma
+    except ImportError:
+        return False
+    return "read_only" in inspect.signature(tma.store_wait).parameters
+
+
+#: Triton 3.9 gave ``ttng.async_tma_store_wait`` a ``read_only`` unit attribute (Gluon's
+#: ``tma.store_wait(read_only=True)``): without it the op waits until the stores' writes are done
+#: (PTX ``cp.async.bulk.wait_group``), with it only until they read their shared memory
+#: (``cp.async.bulk.wait_group.read``), which is all 3.6's op does.
+TMA_STORE_WAIT_READ_ONLY: bool = _gluon_tma_store_wait_has_read_only()
+
+
+def tma_store_wait_attrs(pendings: int) -> str:
+    """Printed attributes of a ``ttng.async_tma_store_wait`` that waits until at most ``pendings`` TMA
+    stores still read their shared-memory source."""
+    return f"{{pendings = {pendings} : i32{', read_only' if TMA_STORE_WAIT_READ_ONLY else ''}}}"
+
+
+# --------------------------------------------------------------------------------------------
+# Generated code
+# --------------------------------------------------------------------------------------------
+def ptx_tma_load(rank: int) -> str:
+    """How Triton's PTX spells a TMA tensor load into the CTA's shared memory completing on an mbarrier:
+    3.6 names the destination ``shared::cluster``, 3.9 ``shared::cta`` (checked on 3.6 and 3.9 only)."""
+    space = "shared::cta" if TRITON_VERSION >= (3, 9) else "shared::cluster"
+    return f"cp.async.bulk.tensor.{rank}d.{space}.global.mbarrier::complete_tx::bytes"
 
 
 # --------------------------------------------------------------------------------------------

@@ -90,6 +90,32 @@ def test_cp_async_width_follows_the_alignment_the_host_proves(align, width):
     assert set(re.findall(r"cp\.async\.\w+\.shared\.global \[[^]]+\], \[[^]]+\], (0x\w+)", ptx)) == {width}
 
 
+@triton.jit
+def _async_load_hints(x_ptr, y_ptr, CACHE: tl.constexpr, EVICT: tl.constexpr):
+    buf = tlx.local_alloc((32, 64), tl.float16, 1)
+    offs = tl.arange(0, 32)[:, None] * 64 + tl.arange(0, 64)[None, :]
+    tlx.async_load(x_ptr + offs, buf[0], cache_modifier=CACHE, eviction_policy=EVICT)
+    tlx.async_load_commit_group()
+    tlx.async_load_wait_group(0)
+    tl.store(y_ptr + offs, tlx.local_load(buf[0]))
+
+
+@pytest.mark.parametrize("cache, evict", [(".ca", ""), ("", "evict_last"), (".cg", "evict_first")])
+def test_async_load_cache_hints_reach_the_copy(cache, evict):
+    src = ASTSource(_async_load_hints, {"x_ptr": "*fp16", "y_ptr": "*fp16", "CACHE": "constexpr",
+                                        "EVICT": "constexpr"}, {"CACHE": cache, "EVICT": evict},
+                    {(0, ): [["tt.divisibility", 16]], (1, ): [["tt.divisibility", 16]]})
+    ttgir = triton.compile(src, target=SM90).asm["ttgir"]
+    copy = next(line for line in ttgir.splitlines() if "ttg.async_copy_global_to_local" in line)
+    # Triton 3.6 prints the hints as `cacheModifier = ca evictionPolicy = evict_last`, 3.9 as
+    # `cachePolicy = #tt.cache_policy<cache_modifier = ca, eviction_policy = evict_last>`: either way the op's
+    # own attributes, not unknown ones it would ignore.
+    if cache:
+        assert re.search(rf"\b(cacheModifier|cache_modifier) = {cache[1:]}\b", copy), copy
+    if evict:
+        assert re.search(rf"\b(evictionPolicy|eviction_policy) = {evict}\b", copy), copy
+
+
 @pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
 def test_amd_gemm_compiles_to_lds_and_mfma(arch):
     cfg = amd.DEFAULT
@@ -176,6 +202,13 @@ def _async_load_kernel(x_ptr):
     tok = tlx.async_load(x_ptr + offs, tlx.local_view(buf, 0))
 
 
+@triton.jit
+def _async_load_bad_hint(x_ptr):
+    buf = tlx.local_alloc((16, 16), tl.float32, 1)
+    offs = tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :]
+    tok = tlx.async_load(x_ptr + offs, tlx.local_view(buf, 0), cache_modifier=".wb")
+
+
 @pytest.mark.parametrize("kernel, target, message, line", [
     (_store_wrong_dtype, SM90, "value dtype fp32 does not match buffer dtype fp16", "tlx.local_store("),
     (_store_wrong_rank, SM90, "does not match buffer shape [16, 16]", "tlx.local_store("),
@@ -186,6 +219,7 @@ def _async_load_kernel(x_ptr):
      "tlx.async_dot("),
     (_async_load_kernel, SM75, "tlx.async_load needs cp.async (NVIDIA sm_80 or newer); the target is sm75",
      "tlx.async_load("),
+    (_async_load_bad_hint, SM90, "Cache modifier .wb not supported", "tlx.async_load("),
 ])
 def test_errors_name_the_kernel_line(kernel, target, message, line):
     src = ASTSource(kernel, {"x_ptr": "*fp32"}, {})

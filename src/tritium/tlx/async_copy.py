@@ -4,6 +4,8 @@ from __future__ import annotations
 import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
+from tritium import compat
+
 from . import layouts
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
@@ -38,13 +40,13 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
         mask = _semantic.broadcast_impl_shape(_semantic.to_tensor(mask), shape)
     if other is not None:
         other = _semantic.cast(_semantic.broadcast_impl_shape(_semantic.to_tensor(other), shape), result.dtype)
-    cache = _semantic._str_to_load_cache_modifier(_unwrap_if_constexpr(cache_modifier))
-    evict = _semantic._str_to_eviction_policy(_unwrap_if_constexpr(eviction_policy))
+    cache_attrs = compat.async_copy_cache_attrs(_semantic, _unwrap_if_constexpr(cache_modifier),
+                                                _unwrap_if_constexpr(eviction_policy))
     blocked = layouts.coalesced_layout(shape, result.dtype, opts.num_warps, opts.warp_size)
     operands = [x for x in (src, mask, other) if x is not None]
     emit(_semantic, "async_copy", operands=operands, dst=result.type.id,
          want=[tensor_type(_semantic, x.dtype, shape, blocked) for x in operands],
-         has_mask=mask is not None, has_other=other is not None, cache=int(cache), evict=int(evict),
+         has_mask=mask is not None, has_other=other is not None, cache_attrs=cache_attrs,
          volatile=bool(_unwrap_if_constexpr(is_volatile)))
     return async_token()
 

@@ -21,6 +21,8 @@ import numpy as np
 import triton.language as tl
 from triton.runtime import interpreter as _interp
 
+from tritium import compat
+
 from .interp_tasks import AsyncTask, AsyncTasks, TLXDeadlockError, current_context, wait_until
 
 __all__ = [
@@ -220,8 +222,8 @@ def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache
     mask, other = _value(mask), _value(other)
     mask = None if mask is None else sem.to_tensor(mask)
     other = None if other is None else sem.to_tensor(other)
-    values = sem.load(_value(src), mask, other, (), "", _value(cache_modifier), _value(eviction_policy),
-                      _as_bool(is_volatile, False))
+    values = compat.semantic_load(sem, _value(src), mask, other, _value(cache_modifier), _value(eviction_policy),
+                                  _as_bool(is_volatile, False))
     if _as_shape(values.shape) != dst.shape or values.dtype != dst.dtype:
         raise ValueError(f"async_load: pointers to {values.dtype}{list(values.shape)} do not match buffer "
                          f"{dst.dtype}{list(dst.shape)}")
@@ -428,7 +430,8 @@ def async_descriptor_load(desc: Any, result: Any, offsets: Sequence[Any], barrie
                                   "multicast_targets is not supported")
     _check_tile(desc, dst, "async_descriptor_load")
     if _as_bool(pred, True):
-        tile = _semantic().descriptor_load(desc, list(offsets), _value(cache_modifier), _value(eviction_policy))
+        tile = compat.semantic_descriptor_load(_semantic(), desc, list(offsets), _value(cache_modifier),
+                                               _value(eviction_policy))
         bar.inflight.append((dst.data, tile.handle.data))
 
 
@@ -446,7 +449,7 @@ def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], evict
         if reduce not in _STORE_REDUCE:
             raise ValueError(f"async_descriptor_store: store_reduce must be one of {list(_STORE_REDUCE)}, "
                              f"got {reduce!r}")
-        old = sem.descriptor_load(desc, list(offsets), "", "")
+        old = compat.semantic_descriptor_load(sem, desc, list(offsets), "", "")
         combine = getattr(sem, _STORE_REDUCE[reduce])
         value = combine(old, value, True) if reduce == "add" else combine(old, value, tl.PropagateNan.NONE)
     sem.descriptor_store(desc, value, list(offsets))

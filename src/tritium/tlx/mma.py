@@ -6,6 +6,8 @@ from typing import Any
 import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
+from tritium import compat
+
 from . import layouts
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
@@ -70,7 +72,7 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
     else:
         attrs["a"] = A.type.id
     _, out = emit(_semantic, "wgmma", operands=operands, result=out_dtype, shape=[M, N], b=B.type.id,
-                  acc=tensor_type(_semantic, out_dtype, [M, N], layout), precision=int(precision),
+                  acc=tensor_type(_semantic, out_dtype, [M, N], layout), precision=compat.enum_value(precision),
                   imprecise=imprecise or 0, **attrs)
     return tl.tensor(out, tl.block_type(out_dtype, [M, N]))
 

@@ -26,6 +26,8 @@ from typing import Any, Iterator, Optional, Sequence
 
 from triton._C.libtriton import ir
 
+from tritium import compat
+
 PREFIX = "tlx:"
 #: Module attribute marking kernels that use TLX ops (the TLX pipelines apply only to them).
 MODULE_ATTR = "tlx.kernel"
@@ -189,11 +191,7 @@ class _Lowering:
             mask = f" mask {rest[0]}" if a["has_mask"] else ""
             other = f" other {rest[-1]}" if a["has_other"] else ""
             dst = self.memdesc[a["dst"]]
-            attrs = []
-            if a.get("cache"):
-                attrs.append(f"cache = {a['cache']} : i32")
-            if a.get("evict"):
-                attrs.append(f"evict = {a['evict']} : i32")
+            attrs = list(a["cache_attrs"])  # printed by tritium.compat for this Triton
             if a.get("volatile"):
                 attrs.append("isVolatile = true")
             attr_text = f" {{{', '.join(attrs)}}}" if attrs else ""
@@ -255,7 +253,7 @@ class _Lowering:
             out.append(f"{ind}ttng.async_tma_copy_local_to_global {desc}[{', '.join(p.operands)}] {handle(a['src'])} : "
                        f"{desc_type}, {self.memdesc[a['src']]}{loc}")
         elif p.op == "tma_store_wait":
-            out.append(f"{ind}ttng.async_tma_store_wait {{pendings = {a['pendings']} : i32}}{loc}")
+            out.append(f"{ind}ttng.async_tma_store_wait {compat.tma_store_wait_attrs(a['pendings'])}{loc}")
         elif p.op == "make_desc":
             base, rest = p.operands[0], p.operands[1:]
             shape, strides = rest[:a["rank"]], rest[a["rank"]:]
