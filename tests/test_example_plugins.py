@@ -16,15 +16,14 @@ EXAMPLES = Path(__file__).parent.parent / "examples" / "plugins"
 MATMUL = KERNELS["matmul"]
 BM, BN, BK = MATMUL_CONST["BM"], MATMUL_CONST["BN"], MATMUL_CONST["BK"]
 TILE_BYTES = (BM * BK + BK * BN) * 2  # one fp16 A tile and one B tile per loop iteration
-ALIGNED = (0, 1, 2, 3, 4, 5, 6, 8, 10)  # pointers, sizes and row strides: what the JIT proves for a torch matmul
+ALIGNED = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")  # what the JIT proves for a torch matmul
 
 
 def compile_matmul(target, pipeline, **options):
     """The tests/kernels.py matmul, specialized like the JIT would for 16-byte aligned tensors and strides
     (without that, sm_90 cannot use cp.async and Triton does not software-pipeline the loop)."""
     fn, sig, const = MATMUL
-    src = make_source(fn, sig, const)
-    src.attrs = {(i, ): [["tt.divisibility", 16]] for i in ALIGNED}
+    src = make_source(fn, sig, const, aligned=ALIGNED)
     with tp.use_pipeline(pipeline):
         return triton.compile(src, target=parse_target(target), options=options)
 

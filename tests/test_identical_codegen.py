@@ -24,32 +24,37 @@ def example_plugins():
         tp.unload_plugin(plugin.name)
 
 
-def _bare(fn, sig, const, target, fresh=False):
-    tp.disable()
+def _fresh(kernel, target, bare):
+    """Compile from scratch (no cache hit from an earlier test), with tritium's hook on or off."""
+    if bare:
+        tp.disable()
     try:
         with triton.knobs.compilation.scope():
-            triton.knobs.compilation.always_compile = fresh
-            return compile_kernel(fn, sig, target, constexprs=const, pipeline=None)
+            triton.knobs.compilation.always_compile = True
+            return compile_kernel(*kernel[:2], target, constexprs=kernel[2], pipeline=None)
     finally:
         tp.enable()
 
 
 def assert_identical(kernel, target, exts):
-    """Plugin-loaded output equals bare Triton's.  If it does not, recompile bare Triton from scratch:
-    where Triton itself varies between compiles in one process (seen once, on Triton 3.9 for gfx942:
-    instruction order), matching any bare output counts, and a bare Triton that never repeats itself
-    cannot be compared against, which is reported as a skip rather than a pass."""
-    with_plugins = compile_kernel(*kernel[:2], target, constexprs=kernel[2], pipeline=None)
-    bare = _bare(*kernel, target)
+    """Plugin-loaded output equals bare Triton's, both compiled from scratch in the same process.
+
+    Triton itself is not always deterministic (seen on Triton 3.9 for AMD targets: instruction order
+    changing with what the process compiled before), so on a mismatch both sides are recompiled:
+    any common output passes; two sides that are each stable yet differ fail; anything else is a
+    skip that says bare Triton does not repeat itself.
+    """
+    ours, bare = _fresh(kernel, target, bare=False), _fresh(kernel, target, bare=True)
     for ext in exts:
-        if with_plugins.asm[ext] == bare.asm[ext]:
+        if ours.asm[ext] == bare.asm[ext]:
             continue
-        outputs = {bare.asm[ext], *(_bare(*kernel, target, fresh=True).asm[ext] for _ in range(3))}
-        if with_plugins.asm[ext] in outputs:
+        mine = {ours.asm[ext], *(_fresh(kernel, target, bare=False).asm[ext] for _ in range(2))}
+        theirs = {bare.asm[ext], *(_fresh(kernel, target, bare=True).asm[ext] for _ in range(2))}
+        if mine & theirs:
             continue
-        if len(outputs) > 1:
-            pytest.skip(f"bare Triton gives {len(outputs)} different {ext} outputs for this kernel")
-        raise AssertionError(f"{ext} differs from bare Triton's")
+        if len(mine) == len(theirs) == 1:
+            raise AssertionError(f"{ext} differs from bare Triton's")
+        pytest.skip(f"Triton gives {len(theirs)} different bare {ext} outputs for this kernel in this process")
 
 
 @pytest.mark.parametrize("target", sorted(BINARY))

@@ -19,28 +19,17 @@ from typing import Any, Optional, Sequence
 INTERPRET_SHAPES = [(64, 64, 64), (100, 70, 90), (130, 200, 160)]
 
 
-def _gemm_source(kernel: Any, cfg: Any, extra: Optional[dict] = None) -> tuple[dict, dict, dict]:
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
-           "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr",
-           "stride_cm": "i32", "stride_cn": "constexpr"}
-    consts = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, **{f: getattr(cfg, f) for f in cfg._fields
-                                                                  if f != "num_warps"}, **(extra or {})}
-    sig.update({k: "constexpr" for k in consts})
-    return sig, consts, {"num_warps": cfg.num_warps}
-
-
-def _compile(kernel: Any, cfg: Any, target: str, extra: Optional[dict] = None) -> tuple[Any, Any]:
+def _compile(kernel: Any, cfg: Any, target: str) -> tuple[Any, Any]:
     import triton
 
-    from .plugins.inspection import make_source, parse_target
+    from .kernels.specialize import gemm_source
+    from .plugins.inspection import parse_target
     from .plugins.runner import CompileReport, recording
-    sig, consts, options = _gemm_source(kernel, cfg, extra)
-    src = make_source(kernel, sig, consts)
-    src.attrs = {(i, ): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 8, 10)}  # as the JIT would
     report = CompileReport()
     with recording(report), triton.knobs.compilation.scope():
         triton.knobs.compilation.always_compile = True
-        compiled = triton.compile(src, target=parse_target(target), options=options)
+        compiled = triton.compile(gemm_source(kernel, cfg), target=parse_target(target),
+                                  options={"num_warps": cfg.num_warps})
     return compiled, report
 
 
@@ -53,7 +42,7 @@ def compile_step() -> list[tuple[str, str, str]]:
     from .kernels import gemm_pipelined_amd as amd
     from .kernels import gemm_pipelined_hopper as hopper
     rows = []
-    k, report = _compile(hopper.matmul_kernel_pipelined_hopper, hopper.LARGE, "sm90", {"STRIDE_ALIGN": 8})
+    k, report = _compile(hopper.matmul_kernel_pipelined_hopper, hopper.LARGE, "sm90")
     ptx = k.asm["ptx"]
     print("TLX pipeline edits for the Hopper GEMM (sm_90):\n  " + "\n  ".join(_edits(report)))
     ok = "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx

@@ -16,6 +16,7 @@ import tritium.plugins as tp
 import tritium.tlx as tlx
 from tritium.kernels import gemm_pipelined_amd as amd
 from tritium.kernels import gemm_pipelined_hopper as hopper
+from tritium.kernels import specialize
 from tritium.tlx import placeholders
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -24,16 +25,7 @@ SM75 = GPUTarget("cuda", 75, 32)
 
 
 def gemm_source(cfg, kernel=hopper.matmul_kernel_pipelined_hopper) -> ASTSource:
-    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
-           "stride_am": "i32", "stride_ak": "constexpr", "stride_bk": "i32", "stride_bn": "constexpr",
-           "stride_cm": "i32", "stride_cn": "constexpr"}
-    meta = {f: getattr(cfg, f) for f in cfg._fields if f != "num_warps"}
-    if "STRIDE_ALIGN" in kernel.arg_names:
-        meta["STRIDE_ALIGN"] = 8
-    sig.update({f: "constexpr" for f in meta})
-    attrs = {(i, ): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 8, 10)}
-    return ASTSource(kernel, sig,
-                     {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, **meta}, attrs)
+    return specialize.gemm_source(kernel, cfg)
 
 
 def placeholder_ops(src: ASTSource, target: GPUTarget, **options) -> list[str]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 import triton
 from triton import knobs
@@ -29,12 +29,18 @@ def parse_target(name: str) -> GPUTarget:
         raise ValueError(f"unknown target {name!r}; choose one of {', '.join(TARGETS)}") from None
 
 
-def make_source(fn: Any, signature: Mapping[str, str], constexprs: Optional[Mapping[str, Any]] = None) -> Any:
-    """The right AST source for a Triton or a Gluon kernel."""
+def make_source(fn: Any, signature: Mapping[str, str], constexprs: Optional[Mapping[str, Any]] = None,
+                aligned: Iterable[str] = ()) -> Any:
+    """The right AST source for a Triton or a Gluon kernel.
+
+    ``aligned`` names arguments to mark divisible by 16, as the JIT does for 16-byte aligned
+    pointers and integers that are multiples of 16.
+    """
+    attrs = {(fn.arg_names.index(name), ): [["tt.divisibility", 16]] for name in aligned}
     if getattr(fn, "is_gluon", lambda: False)():
         from triton.experimental.gluon._runtime import GluonASTSource
-        return GluonASTSource(fn, dict(signature), dict(constexprs or {}))
-    return triton.compiler.ASTSource(fn, dict(signature), dict(constexprs or {}))
+        return GluonASTSource(fn, dict(signature), dict(constexprs or {}), attrs)
+    return triton.compiler.ASTSource(fn, dict(signature), dict(constexprs or {}), attrs)
 
 
 _UNSET: Any = object()
