@@ -5,6 +5,8 @@ torch = pytest.importorskip("torch")
 
 from tritium.kernels import gemm_ws_hopper as ws  # noqa: E402
 
+from gemm_check import check_gemm, hopper_only  # noqa: E402,F401  (the fixture applies here)
+
 pytestmark = pytest.mark.gpu
 
 SHAPES = [(1, 1, 1), (100, 70, 90), (129, 257, 65), (1000, 1000, 1000), (333, 4097, 1031), (4096, 4096, 4096),
@@ -13,21 +15,7 @@ CONFIGS = {"128x256-split": ws.LARGE, "128x128": ws.SMALL, "256x128-g1": ws.Conf
            "128x256-g64-2st": ws.Config(128, 256, 64, 64, 2, False, 232)}
 
 
-@pytest.fixture(autouse=True)
-def hopper_only():
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("needs a Hopper GPU (sm_90)")
-
-
 @pytest.mark.parametrize("cfg", CONFIGS.values(), ids=CONFIGS.keys())
 @pytest.mark.parametrize("M,N,K", SHAPES)
 def test_ws_gemm_matches_torch(M, N, K, cfg):
-    gen = torch.Generator(device="cuda").manual_seed(M * 7 + N * 3 + K)
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=gen)
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16, generator=gen)
-    c = ws.matmul(a, b, cfg)
-    torch.cuda.synchronize()
-    ref = a.float() @ b.float()
-    assert c.shape == (M, N) and torch.isfinite(c).all()
-    err = ((c.float() - ref).norm() / ref.norm()).item()
-    assert err < 2e-3, f"relative error {err:.2e}"
+    check_gemm(ws.matmul, M, N, K, cfg)

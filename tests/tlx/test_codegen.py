@@ -170,35 +170,35 @@ def _store_wrong_rank(x_ptr):
 @triton.jit
 def _view_float_index(x_ptr):
     buf = tlx.local_alloc((16, 16), tl.float32, 2)
-    v = tlx.local_view(buf, tl.load(x_ptr))  # a float index
+    tlx.local_view(buf, tl.load(x_ptr))  # a float index
 
 
 @triton.jit
 def _dot_small_m(x_ptr):
     a = tlx.local_alloc((32, 64), tl.float16, 1)
     b = tlx.local_alloc((64, 64), tl.float16, 1)
-    acc = tlx.async_dot(tlx.local_view(a, 0), tlx.local_view(b, 0))  # M = 32 < 64
+    tlx.async_dot(tlx.local_view(a, 0), tlx.local_view(b, 0))  # M = 32 < 64
 
 
 @triton.jit
 def _dot_wide_n(x_ptr):
     a = tlx.local_alloc((64, 64), tl.float16, 1)
     b = tlx.local_alloc((64, 512), tl.float16, 1)
-    acc = tlx.async_dot(tlx.local_view(a, 0), tlx.local_view(b, 0))  # N = 512 > 256
+    tlx.async_dot(tlx.local_view(a, 0), tlx.local_view(b, 0))  # N = 512 > 256
 
 
 @triton.jit
 def _async_load_kernel(x_ptr):
     buf = tlx.local_alloc((16, 16), tl.float32, 1)
     offs = tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :]
-    tok = tlx.async_load(x_ptr + offs, tlx.local_view(buf, 0))
+    tlx.async_load(x_ptr + offs, tlx.local_view(buf, 0))
 
 
 @triton.jit
 def _async_load_bad_hint(x_ptr):
     buf = tlx.local_alloc((16, 16), tl.float32, 1)
     offs = tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :]
-    tok = tlx.async_load(x_ptr + offs, tlx.local_view(buf, 0), cache_modifier=".wb")
+    tlx.async_load(x_ptr + offs, tlx.local_view(buf, 0), cache_modifier=".wb")
 
 
 @pytest.mark.parametrize("kernel, target, message, line", [

@@ -81,7 +81,6 @@ def run(shapes=SHAPES, cfg: hopper.Config = hopper.LARGE, rounds: int = 2, rep_m
         rows.append((f"{M}x{N}x{K}", t["cuBLAS"], t["Triton tl.dot"], t["TLX pipelined"], t["TLX WS"],
                      t["TLX pipelined"] / t["cuBLAS"], t["TLX pipelined"] / t["Triton tl.dot"],
                      t["TLX WS"] / t["cuBLAS"]))
-        del a, b, ref
     return rows
 
 

@@ -7,22 +7,11 @@ software pipeliner is off for the loop (``num_stages=0``). fp16 in, fp32 accumul
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import triton
 import triton.language as tl
 
 import tritium.tlx as tlx
-from .tiles import grouped_tile
-
-
-class Config(NamedTuple):
-    BLOCK_SIZE_M: int
-    BLOCK_SIZE_N: int
-    BLOCK_SIZE_K: int
-    GROUP_SIZE_M: int
-    NUM_STAGES: int
-    num_warps: int
+from .tiles import Config, grouped_tile
 
 
 #: The published configuration, and one for small problems (more CTAs).

@@ -1,6 +1,19 @@
-"""Tile scheduling shared by the GEMM kernels."""
+"""Tile configuration and scheduling shared by the GEMM kernels."""
+from typing import NamedTuple
+
 import triton
 import triton.language as tl
+
+
+class Config(NamedTuple):
+    """Tiles, grouping, pipeline depth and warps of a pointer-based GEMM launch."""
+    BLOCK_SIZE_M: int
+    BLOCK_SIZE_N: int
+    BLOCK_SIZE_K: int
+    GROUP_SIZE_M: int
+    NUM_STAGES: int
+    num_warps: int
+
 
 
 @triton.jit
