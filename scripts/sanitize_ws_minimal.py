@@ -42,7 +42,7 @@ def tlx_bar_kernel(out_ptr):
 
 @triton.jit
 def tlx_arrive_kernel(out_ptr):
-    tlx.alloc_barriers(1)  # initialised only: what this variant adds
+    bars = tlx.alloc_barriers(1)
     with tlx.async_tasks():
         with tlx.async_task("default"):
             tlx.barrier_arrive(bars[0])
