@@ -106,7 +106,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 #: ``tritium bench NAME`` -> module in tritium.bench
-BENCHMARKS = {"overhead": "overhead", "gemm": "gemm"}
+BENCHMARKS = {"overhead": "overhead", "gemm": "gemm", "policy": "policy"}
 
 
 def build_parser() -> argparse.ArgumentParser:
