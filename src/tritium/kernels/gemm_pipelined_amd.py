@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 import tritium.tlx as tlx
-from .tiles import Config, grouped_tile
+from .tiles import Config, grouped_tile, launch_gemm
 
 
 DEFAULT = Config(128, 128, 64, 8, 2, 4)
@@ -68,17 +68,4 @@ def matmul_kernel_pipelined_amd(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_
 
 def matmul(a, b, config: Config = DEFAULT):
     """``a @ b`` for fp16 tensors ``a`` [M, K] and ``b`` [K, N] (row-major)."""
-    import torch
-
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul: incompatible shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    M, K = a.shape
-    N = b.shape[1]
-    c = torch.empty((M, N), device=a.device, dtype=torch.float16)
-    grid = (triton.cdiv(M, config.BLOCK_SIZE_M) * triton.cdiv(N, config.BLOCK_SIZE_N), )
-    matmul_kernel_pipelined_amd[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                                      c.stride(0), c.stride(1), BLOCK_SIZE_M=config.BLOCK_SIZE_M,
-                                      BLOCK_SIZE_N=config.BLOCK_SIZE_N, BLOCK_SIZE_K=config.BLOCK_SIZE_K,
-                                      GROUP_SIZE_M=config.GROUP_SIZE_M, NUM_STAGES=config.NUM_STAGES,
-                                      num_warps=config.num_warps)
-    return c
+    return launch_gemm(matmul_kernel_pipelined_amd, a, b, config)

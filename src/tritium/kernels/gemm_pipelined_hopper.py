@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 import tritium.tlx as tlx
-from .tiles import Config, grouped_tile
+from .tiles import Config, grouped_tile, launch_gemm
 
 
 #: The published configuration, and one for small problems (more CTAs).
@@ -116,13 +116,4 @@ def matmul(a, b, config: Config | None = None):
         a = torch.nn.functional.pad(a, (0, Kp - K))
         b = torch.nn.functional.pad(b, (0, Np - N, 0, Kp - K))
         return matmul(a, b, config)[:, :N]
-    cfg = config or pick_config(M, N)
-    c = torch.empty((M, N), device=a.device, dtype=torch.float16)
-    grid = (triton.cdiv(M, cfg.BLOCK_SIZE_M) * triton.cdiv(N, cfg.BLOCK_SIZE_N), )
-    matmul_kernel_pipelined_hopper[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                                         c.stride(0), c.stride(1), BLOCK_SIZE_M=cfg.BLOCK_SIZE_M,
-                                         BLOCK_SIZE_N=cfg.BLOCK_SIZE_N, BLOCK_SIZE_K=cfg.BLOCK_SIZE_K,
-                                         GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
-                                         STRIDE_ALIGN=align,
-                                         num_warps=cfg.num_warps)
-    return c
+    return launch_gemm(matmul_kernel_pipelined_hopper, a, b, config or pick_config(M, N), STRIDE_ALIGN=align)
