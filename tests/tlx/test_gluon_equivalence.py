@@ -32,6 +32,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 import gluon_gemm_pipelined as gluon_gemm
 from test_codegen import gemm_source
 from tritium.kernels import gemm_pipelined_hopper as hopper
+from tritium.tlx.placeholders import split_types
 
 SM90 = GPUTarget("cuda", 90, 32)
 CONFIGS = {"64x128x64": hopper.SMALL, "128x256x64": hopper.LARGE}
@@ -57,22 +58,6 @@ def _compile(config: str, flavour: str, line_info: bool):
 _LOC = re.compile(r"\s*loc\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)")
 _CONST = re.compile(r"^\s*(%[\w]+) = arith\.constant (.+)$")
 _SSA = re.compile(r"%[A-Za-z_][\w]*|%\d+")
-
-
-def _split_top(s: str) -> list[str]:
-    """Split at commas outside <>, (), [] and {}."""
-    parts, depth, cur = [], 0, ""
-    for ch in s:
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur.strip()] if cur.strip() else parts
 
 
 def ttgir_lines(ttgir: str) -> tuple[list[str], Counter]:
@@ -101,14 +86,14 @@ def permute_loop(lines: list[str], perm: list[int]) -> list[str]:
     head = lines[fi]
     m = re.match(r"^(\s*)(%\w+):(\d+) = (scf\.for .*?) iter_args\((.*)\) -> \((.*)\)(\s+: \S+ \{)$", head)
     indent, res, n, loop, args, tys, tail = m.groups()
-    args, tys = _split_top(args), _split_top(tys)
+    args, tys = split_types(args), split_types(tys)
     assert len(args) == len(tys) == int(n) == len(perm)
     out = list(lines)
     out[fi] = (f"{indent}{res}:{n} = {loop} iter_args({', '.join(args[p] for p in perm)}) -> "
                f"({', '.join(tys[p] for p in perm)}){tail}")
     (yi, ), = [[i for i, l in enumerate(lines) if l.strip().startswith("scf.yield") and i > fi]]
     ym = re.match(r"^(\s*scf\.yield )(.*) : (.*)$", lines[yi])
-    vals, ytys = _split_top(ym.group(2)), _split_top(ym.group(3))
+    vals, ytys = split_types(ym.group(2)), split_types(ym.group(3))
     out[yi] = f"{ym.group(1)}{', '.join(vals[p] for p in perm)} : {', '.join(ytys[p] for p in perm)}"
     new_index = {old: new for new, old in enumerate(perm)}
     for i in range(fi + 1, len(out)):

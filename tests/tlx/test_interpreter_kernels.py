@@ -22,11 +22,13 @@ def check(matmul, M, N, K, **kw):
     assert torch.isfinite(c).all() and err < 2e-3, f"{M}x{N}x{K}: relative error {err:.2e}"
 
 
+@pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("M,N,K", SHAPES)
-def test_hopper_pipelined_gemm(M, N, K):
-    check(hopper.matmul, M, N, K, config=hopper.Config(64, 128, 32, 4, 3, 4))
+def test_hopper_pipelined_gemm(M, N, K, stages):
+    check(hopper.matmul, M, N, K, config=hopper.Config(64, 128, 32, 4, stages, 4))
 
 
+@pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("M,N,K", SHAPES)
-def test_amd_pipelined_gemm(M, N, K):
-    check(amd.matmul, M, N, K, config=amd.Config(64, 64, 32, 4, 3, 4))
+def test_amd_pipelined_gemm(M, N, K, stages):
+    check(amd.matmul, M, N, K, config=amd.Config(64, 64, 32, 4, stages, 4))
