@@ -1,0 +1,163 @@
+"""Compile every kernel of :mod:`codegen_parity.kernels` with the TLX of this environment.
+
+Run once in uTLX's environment (``--impl utlx``) and once in tritium's (``--impl tritium``), on the
+same Triton. Writes ``<out>/<kernel>@<target>.ttgir`` and ``.ptx``/``.amdgcn`` plus ``status.json``
+(per case: compiled, or the error). Usage::
+
+    python -m codegen_parity.dump --impl tritium --out DIR [--tutorials DIR] [NAME ...]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any, Iterator
+
+from .kernels import ALL, TARGET_NAMES, Spec
+
+FORK_TLX = "triton.language.extra.tlx"
+
+
+def bind_tlx(impl: str) -> None:
+    """Make ``tritium.tlx`` and ``triton.language.extra.tlx`` both name the TLX under test."""
+    import triton.language.extra as extra
+
+    if impl == "utlx":
+        mod = importlib.import_module(FORK_TLX)
+        import tritium
+        sys.modules["tritium.tlx"] = mod
+        tritium.tlx = mod
+    else:
+        mod = importlib.import_module("tritium.tlx")
+        sys.modules[FORK_TLX] = mod
+    extra.tlx = mod
+
+
+class _NoDevice:
+    """The active driver while a tutorial module is imported: a CPU machine compiling for ``target``."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def get_active_torch_device(self) -> Any:
+        import torch
+        return torch.device("cpu")
+
+    def get_current_target(self) -> Any:
+        return self.target
+
+    def get_current_device(self) -> int:
+        return 0
+
+
+_STAND_IN = _NoDevice(None)
+
+
+@contextlib.contextmanager
+def _stand_in_driver(target: Any) -> Iterator[None]:
+    """This process only compiles, so the stand-in stays active; it answers for ``target`` here."""
+    import torch
+    from triton.runtime import driver
+    driver.set_active(_STAND_IN)
+    _STAND_IN.target = target
+    capability = torch.cuda.get_device_capability
+    if target.backend == "cuda":  # module-level skip conditions ask torch for the device's capability
+        torch.cuda.get_device_capability = lambda *_: divmod(int(target.arch), 10)
+    try:
+        yield
+    finally:
+        torch.cuda.get_device_capability = capability
+
+
+def load_module(spec: Spec, tutorials: Path | None, target: Any) -> types.ModuleType:
+    if not spec.from_fork:
+        return importlib.import_module(spec.module)
+    if tutorials is None:
+        raise FileNotFoundError("no tutorials directory given (--tutorials)")
+    path = tutorials / spec.module
+    name = "fork_tutorial_" + path.stem.replace("-", "_")
+    if name in sys.modules:
+        return sys.modules[name]
+    loader = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(loader)
+    with _stand_in_driver(target):
+        loader.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+def source(spec: Spec, module: types.ModuleType) -> Any:
+    """The AST source the JIT would build for ``spec`` (autotuners unwrapped, defaults filled in)."""
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
+
+    fn = getattr(module, spec.kernel)
+    while not isinstance(fn, JITFunction):
+        fn = fn.fn
+    constexprs = dict(spec.constexprs)
+    for param in fn.params:
+        if param.name not in spec.signature and param.name not in constexprs and param.has_default:
+            constexprs[param.name] = param.default
+    attrs = {(fn.arg_names.index(name), ): [["tt.divisibility", 16]] for name in spec.aligned}
+    signature = {**spec.signature, **{name: "constexpr" for name in constexprs}}
+    return ASTSource(fn, signature, constexprs, attrs)
+
+
+def compile_one(spec: Spec, target_tuple: tuple, tutorials: Path | None) -> dict:
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    target = GPUTarget(*target_tuple)
+    module = load_module(spec, tutorials, target)
+    kernel = triton.compile(source(spec, module), target=target, options=dict(spec.options))
+    asm_kind = "ptx" if target.backend == "cuda" else "amdgcn"
+    return {"ttgir": kernel.asm["ttgir"], asm_kind: kernel.asm[asm_kind],
+            "shared": getattr(kernel.metadata, "shared", None)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--impl", choices=("utlx", "tritium"), required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--tutorials", type=Path, help="the TLX fork's tutorials directory")
+    parser.add_argument("names", nargs="*", help="only these kernels (report names)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="parity-cache-"))
+    bind_tlx(args.impl)
+    import triton
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    status_file = args.out / "status.json"
+    status = {"impl": args.impl, "triton": triton.__version__, "cases": {}}
+    if args.names and status_file.is_file():  # a partial run updates the cases it compiles
+        status["cases"] = json.loads(status_file.read_text())["cases"]
+    for spec in ALL:
+        if args.names and spec.name not in args.names:
+            continue
+        for t in spec.targets:
+            case = f"{spec.name}@{TARGET_NAMES[t]}"
+            try:
+                result = compile_one(spec, t, args.tutorials)
+            except Exception as e:  # recorded per case: the report shows what failed and why
+                message = f"{type(e).__name__}: {e}".strip()
+                status["cases"][case] = {"ok": False, "error": message[:4000]}
+                print(f"{case}: FAILED {message.splitlines()[0][:200] if message else ''}", flush=True)
+                continue
+            for kind in ("ttgir", "ptx", "amdgcn"):
+                if kind in result:
+                    (args.out / f"{case}.{kind}").write_text(result[kind])
+            status["cases"][case] = {"ok": True, "shared": result["shared"]}
+            print(f"{case}: ok", flush=True)
+    status_file.write_text(json.dumps(status, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""The kernels both implementations compile, with the arguments each is specialized for.
+
+A kernel comes from tritium (``tritium.kernels`` or this package's ``op_kernels``, which import
+``tritium.tlx``) or from the TLX fork's tutorials (which import ``triton.language.extra.tlx``). The
+dump step binds whichever TLX is under test to both names, so every kernel compiles from one source
+on both sides. Specializations mirror what the JIT sees for 16-byte aligned tensors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SM90 = ("cuda", 90, 32)
+GFX942 = ("hip", "gfx942", 64)
+GFX950 = ("hip", "gfx950", 64)
+TARGET_NAMES = {SM90: "sm90", GFX942: "gfx942", GFX950: "gfx950"}
+
+#: Kernels whose codegen must match uTLX's exactly (issue 13: the AMD GEMM family).
+MUST_MATCH = ("tritium.gemm_pipelined_amd", "fork.amd_gemm_pipelined", "fork.amd_gemm_gfx942",
+              "fork.amd_bmm_gfx942", "fork.amd_addmm_gfx942")
+
+_GEMM_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
+             "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32",
+             "stride_cm": "i32", "stride_cn": "i32"}
+_GEMM_ALIGNED = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "stride_cm")
+_GEMM_UNIT = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One kernel, compiled for each of ``targets``.
+
+    Args:
+        name: ``tritium.<module>`` or ``fork.<tutorial>`` (the report's row name).
+        module: a module name (``tritium...``/``codegen_parity...``) or a tutorial file name.
+        kernel: the ``@triton.jit`` function's name in that module (autotuned ones are unwrapped).
+        signature: Triton signature of the non-constexpr arguments.
+        constexprs: constexpr arguments, and integer arguments specialized to a value.
+        aligned: arguments the JIT would mark divisible by 16.
+        options: compile options (``num_warps``...).
+        targets: ``(backend, arch, warp_size)`` tuples.
+    """
+    name: str
+    module: str
+    kernel: str
+    signature: dict
+    constexprs: dict = field(default_factory=dict)
+    aligned: tuple = ()
+    options: dict = field(default_factory=dict)
+    targets: tuple = (SM90, )
+
+    @property
+    def from_fork(self) -> bool:
+        return self.name.startswith("fork.")
+
+
+def _gemm(name: str, module: str, kernel: str, tiles: dict, targets: tuple, num_warps: int, **options: Any) -> Spec:
+    return Spec(name, module, kernel, dict(_GEMM_SIG), {**_GEMM_UNIT, **tiles}, _GEMM_ALIGNED,
+                {"num_warps": num_warps, **options}, targets)
+
+
+def _tiles(bm: int, bn: int, bk: int, group: int, stages: int) -> dict:
+    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group, "NUM_STAGES": stages}
+
+
+def _desc(dtype: str, *block: int) -> str:
+    return f"tensordesc<{dtype}[{', '.join(map(str, block))}]>"
+
+
+_ADD2_SIG = {n: "*fp32" for n in ("x_ptr", "y_ptr", "z_ptr", "a_ptr", "b_ptr", "c_ptr")} | {"n_elements": "i32"}
+_ADD2_ALIGNED = ("x_ptr", "y_ptr", "z_ptr", "a_ptr", "b_ptr", "c_ptr", "n_elements")
+
+#: tritium's own kernels, as their launchers specialize them.
+TRITIUM = (
+    _gemm("tritium.gemm_pipelined_hopper", "tritium.kernels.gemm_pipelined_hopper", "matmul_kernel_pipelined_hopper",
+          {**_tiles(128, 256, 64, 8, 3), "STRIDE_ALIGN": 8}, (SM90, ), 8),
+    _gemm("tritium.gemm_pipelined_amd", "tritium.kernels.gemm_pipelined_amd", "matmul_kernel_pipelined_amd",
+          _tiles(128, 128, 64, 8, 2), (GFX942, GFX950), 4),
+    Spec("tritium.gemm_ws_hopper", "tritium.kernels.gemm_ws_hopper", "matmul_kernel_ws_hopper",
+         {"a_desc": _desc("fp16", 64, 64), "b_desc": _desc("fp16", 64, 256), "c_desc": _desc("fp16", 64, 128),
+          "M": "i32", "N": "i32", "K": "i32"},
+         {"BM": 128, "BN": 256, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 3, "EPILOGUE_SPLIT": True,
+          "NUM_REGS": 232}, ("M", "N", "K"), {"num_warps": 4}),
+)
+
+#: Op-level kernels (codegen_parity/op_kernels.py): one TLX op family each.
+OPS = (
+    Spec("ops.local_roundtrip", "codegen_parity.op_kernels", "local_roundtrip",
+         {"x_ptr": "*fp16", "y_ptr": "*fp16"}, {"BM": 64, "BN": 64}, ("x_ptr", "y_ptr"), {"num_warps": 4},
+         (SM90, GFX942, GFX950)),
+    Spec("ops.local_views", "codegen_parity.op_kernels", "local_views",
+         {"x_ptr": "*fp16", "y_ptr": "*fp16"}, {"BM": 64, "BN": 64}, ("x_ptr", "y_ptr"), {"num_warps": 4},
+         (SM90, GFX942, GFX950)),
+    Spec("ops.async_copy", "codegen_parity.op_kernels", "async_copy",
+         {"x_ptr": "*fp16", "y_ptr": "*fp16"}, {"BM": 64, "BN": 64, "STAGES": 2}, ("x_ptr", "y_ptr"),
+         {"num_warps": 4}),
+    Spec("ops.wgmma", "codegen_parity.op_kernels", "wgmma",
+         {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"}, {"BM": 64, "BN": 128, "BK": 64},
+         ("a_ptr", "b_ptr", "c_ptr"), {"num_warps": 4}),
+    Spec("ops.tma_barrier", "codegen_parity.op_kernels", "tma_barrier",
+         {"in_desc": _desc("fp16", 64, 64), "out_desc": _desc("fp16", 64, 64)}, {"BM": 64, "BN": 64}, (),
+         {"num_warps": 4}),
+    Spec("ops.warp_specialized", "codegen_parity.op_kernels", "warp_specialized",
+         {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}, {"BLOCK": 1024}, ("x_ptr", "y_ptr", "n"),
+         {"num_warps": 4}),
+)
+
+#: The fork's tutorials (from the fbtriton wheel, or a directory given to ``dump --tutorials``).
+FORK = (
+    Spec("fork.vector_add2", "vector-add2.py", "add2_kernel", _ADD2_SIG, {"BLOCK_SIZE": 1024}, _ADD2_ALIGNED,
+         {"num_warps": 4}),
+    Spec("fork.vector_add2_ws", "vector-add2.py", "add2_warp_specialized_kernel", _ADD2_SIG, {"BLOCK_SIZE": 1024},
+         _ADD2_ALIGNED, {"num_warps": 4}),
+    _gemm("fork.hopper_gemm_pipelined", "hopper_gemm_pipelined.py", "matmul_kernel_pipelined_hopper",
+          _tiles(128, 256, 64, 8, 3), (SM90, ), 8),
+    Spec("fork.hopper_gemm_ws", "hopper_gemm_ws.py", "matmul_kernel_tlx_ws",
+         {"a_desc": _desc("fp16", 64, 64), "b_desc": _desc("fp16", 64, 256), "c_desc": _desc("fp16", 64, 128),
+          "M": "i32", "N": "i32", "K": "i32"},
+         {"BM": 128, "BN": 256, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 3, "NUM_MMA_WARPS": 8,
+          "NUM_MMA_GROUPS": 2, "EPILOGUE_SUBTILE": True, "NUM_CTAS": 1, "NUM_SMS": 132, "USE_WARP_BARRIER": False},
+         ("M", "N", "K"), {"num_warps": 4, "num_stages": 1}),
+    _gemm("fork.amd_gemm_pipelined", "amd_gemm_pipelined.py", "matmul_kernel_pipelined_mi300",
+          _tiles(128, 128, 128, 4, 2), (GFX942, GFX950), 8, kpack=1, matrix_instr_nonkdim=16, waves_per_eu=0),
+)
+
+ALL = TRITIUM + OPS + FORK
