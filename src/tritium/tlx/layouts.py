@@ -121,9 +121,14 @@ def shared_layout(shape: Sequence[int], dtype: tl.dtype, arch: str) -> SharedLay
         return NVMMASharedLayout(swizzle if outer >= 8 else 0, bits, rank)
     order = tuple(reversed(range(rank)))
     if is_amd(arch) and rank >= 2:
-        # One MFMA operand vector per swizzle unit: 4 x 16-bit on CDNA3, 8 x 16-bit on CDNA4.
-        vec_bytes = 16 if arch == "gfx950" else 8
-        return SwizzledSharedLayout(max(1, vec_bytes * 8 // bits), 1, 16, order)
+        # Stock Triton's swizzle for an MFMA operand (SwizzledSharedEncodingAttr::get): one operand
+        # vector per swizzle unit (4 x 16-bit on CDNA3, 8 x 16-bit on CDNA4), rows grouped so that a
+        # phase spans one row of LDS banks (32 banks on CDNA3, 64 on CDNA4), at most 16 phases.
+        cdna4 = arch == "gfx950"
+        vec = max(1, (16 if cdna4 else 8) * 8 // bits)
+        inner = shape[-1]
+        per_phase = max(1, (64 if cdna4 else 32) * 32 // bits // inner)
+        return SwizzledSharedLayout(vec, per_phase, max(1, min(16 // per_phase, inner // vec)), order)
     return SwizzledSharedLayout(1, 1, 1, order)
 
 
