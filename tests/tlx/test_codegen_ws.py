@@ -73,7 +73,7 @@ def _tma_roundtrip(in_desc, out_desc, p, M, N, DEVICE_DESC: tl.constexpr):
     bar = tlx.alloc_barriers(1)[0]
     tlx.barrier_expect_bytes(bar, 64 * 64 * 2)
     if DEVICE_DESC:
-        desc = tlx.make_tensor_descriptor(p, [M, N], [N, 1], [64, 64])
+        desc = tlx.make_tensor_descriptor(None, p, [M, N], [N, 1], [64, 64])
         tlx.async_descriptor_load(desc, buf, [0, 64], bar)
     else:
         tlx.async_descriptor_load(in_desc, buf, [0, 64], bar)
@@ -133,20 +133,18 @@ def _wait_on_buffer(x_ptr):
 
 
 @triton.jit
-def _replica_id_in_default(x_ptr):
-    with tlx.async_tasks():
-        with tlx.async_task("default"):
-            tl.store(x_ptr + tlx.async_task_replica_id(), 1.0)
+def _replica_id_outside_tasks(x_ptr):
+    tl.store(x_ptr + tlx.async_task_replica_id(), 1.0)
 
 
 @pytest.mark.parametrize("kernel, message, line", [
     (_task_outside_tasks, "tlx.async_task must be used inside `with tlx.async_tasks():`",
      "with tlx.async_task(num_warps=4):"),
-    (_two_default_tasks, "there can be only one async_task('default')", 'with tlx.async_task("default"):'),
-    (_regs_for_some_tasks, "num_regs must be given for every non-default task or for none (1 of 2 give it)",
-     "with tlx.async_tasks():"),
+    (_two_default_tasks, "there can be only one async_task('default')", "with tlx.async_tasks():"),
+    (_regs_for_some_tasks, "num_regs (registers) must be given for every non-default task or for none "
+     "(1 of 2 task copies have it)", "with tlx.async_tasks():"),
     (_wait_on_buffer, "tlx.barrier_wait expects an mbarrier (from tlx.alloc_barriers)", "tlx.barrier_wait(buf[0], 0)"),
-    (_replica_id_in_default, "must be called inside a non-default tlx.async_task", "tlx.async_task_replica_id()"),
+    (_replica_id_outside_tasks, "must be called inside a tlx.async_task", "tlx.async_task_replica_id()"),
 ])
 def test_misuse_errors_name_the_kernel_line(kernel, message, line):
     with pytest.raises(CompilationError) as info:
@@ -165,7 +163,7 @@ def test_tma_block_shape_must_match_the_buffer():
     with pytest.raises(CompilationError) as info:
         triton.compile(ASTSource(_tma_block_mismatch, {"desc": "tensordesc<fp16[64, 64]>"}, {}), target=SM90)
     text = str(info.value)
-    assert "descriptor block fp16[64, 64] does not match buffer fp16[64, 32]" in text
+    assert "descriptor block fp16[64, 64] does not match result buffer fp16[64, 32]" in text
     assert "tlx.async_descriptor_load(desc, buf, [0, 0], bar)" in text
 
 

@@ -14,6 +14,7 @@ See docs/tlx-interpreter.md.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from typing import Any, Optional, Sequence
 
@@ -31,12 +32,21 @@ __all__ = [
     "local_store", "async_load", "async_load_commit_group", "async_load_wait_group", "async_dot", "async_dot_wait",
     "alloc_barriers", "barrier_expect_bytes", "barrier_wait", "barrier_arrive", "fence", "fence_async_shared",
     "async_descriptor_load", "async_descriptor_store", "async_descriptor_store_wait", "make_tensor_descriptor",
-    "async_tasks", "async_task", "async_task_replica_id", "thread_id", "clock64", "dtype_of", "size_of"
+    "async_tasks", "async_task", "async_task_replica_id", "thread_id", "clock64", "dtype_of", "size_of",
+    "local_gather", "local_scatter", "zeros", "require_layout", "release_layout", "subslice", "assert_same_layout",
+    "dump_layout", "storage_alias_spec"
 ]
+__all__ += ["ThreadBarrier", "RemoteBarrier", "named_barrier_wait", "named_barrier_arrive", "alloc_warp_barrier",
+            "cluster_cta_rank", "cluster_size_1d", "cluster_barrier", "fence_mbarrier_init_cluster", "remote_view",
+            "vote_ballot_sync", "warp_redux", "get_fp8_format_name"]
+__all__ += ["DescriptorPtr", "allocate_tensor_descriptor", "reinterpret_tensor_descriptor"]
+__all__ += ["prefetch"]
 
 _STORAGE_KINDS = ("smem", "tmem", "smemCluster")
 _FENCE_SCOPES = ("gpu", "sys", "async_shared")
 _POISON = 0xFF
+_WARP_SIZE = 32
+_NUM_NAMED_BARRIERS = 16
 
 
 def _semantic() -> Any:
@@ -150,7 +160,8 @@ def local_view(buf: Any, idx: Any) -> Any:
     buf = _buffer(buf, "local_view")
     if not 0 <= idx < buf.shape[0]:
         raise IndexError(f"local_view: index {idx} out of range for {buf.shape[0]} buffers")
-    return buf.view(buf.data[idx])
+    # A 1-D view indexes to its one element ``idx``, shape [1], as in the fork.
+    return buf.view(buf.data[idx:idx + 1] if buf.data.ndim == 1 else buf.data[idx])
 
 
 def local_slice(buf: Any, offset: Any, shape: Any) -> SharedBuffer:
@@ -185,12 +196,14 @@ def local_reinterpret(buf: Any, dtype: Any, shape: Any = None, layout: Any = Non
         raise ValueError("local_reinterpret: the view must be contiguous (not a transposed or sliced view)")
     np_dtype = _np_dtype(dtype)
     start, nbytes = buf.byte_offset(), math.prod(shape) * np_dtype.itemsize
-    if start + nbytes > buf.storage.nbytes:
-        raise ValueError(f"local_reinterpret: {dtype}{list(shape)} needs {nbytes} bytes past the end of the buffer")
+    if nbytes != buf.data.nbytes:  # as the compile path: a reinterpret keeps the size
+        raise ValueError(f"local_reinterpret: {dtype}{list(shape)} is {nbytes} bytes, the buffer {buf.data.nbytes}")
     return buf.view(buf.storage[start:start + nbytes].view(np_dtype).reshape(shape), dtype)
 
 
-def local_load(src: Any, token: Any = None) -> tl.tensor:
+def local_load(src: Any, token: Any = None, layout: Any = None, relaxed: Any = False,
+               rematerialize_coordinates: Any = False, rematerialize_coordinates_group: Any = None) -> tl.tensor:
+    """The register layout and the fork's AMD scheduling hints only matter to the compile path."""
     src = _buffer(src, "local_load")
     return _to_register(src.data, src.dtype)
 
@@ -205,6 +218,77 @@ def local_store(dst: Any, src: Any) -> None:
     dst.data[...] = src.handle.data
 
 
+def _gather_axis(op: str, buf: SharedBuffer, indices: Any, axis: Any) -> tuple[np.ndarray, int]:
+    indices, axis = _value(indices), _as_int(axis)
+    if not isinstance(indices, tl.tensor) or not indices.dtype.is_int():
+        raise TypeError(f"{op}: indices must be an integer tensor, got {indices!r}")
+    idx, rank = indices.handle.data.astype(np.int64), buf.data.ndim
+    if not -rank <= axis < rank:
+        raise ValueError(f"{op}: axis {axis} out of range for rank {rank}")
+    axis %= rank
+    if idx.ndim != rank or any(idx.shape[d] != buf.shape[d] for d in range(rank) if d != axis):
+        raise ValueError(f"{op}: indices {list(idx.shape)} must match the buffer {list(buf.shape)} except on axis {axis}")
+    if idx.size and (idx.min() < 0 or idx.max() >= buf.shape[axis]):
+        raise IndexError(f"{op}: an index is outside [0, {buf.shape[axis]}) on axis {axis}")
+    return idx, axis
+
+
+def local_gather(src: Any, indices: Any, axis: Any, token: Any = None) -> tl.tensor:
+    """``out[.., i, ..] = src[.., indices[.., i, ..], ..]`` along ``axis`` (``torch.gather``)."""
+    buf = _buffer(src, "local_gather")
+    idx, axis = _gather_axis("local_gather", buf, indices, axis)
+    return _to_register(np.take_along_axis(buf.data, idx, axis), buf.dtype)
+
+
+def local_scatter(dst: Any, src: Any, indices: Any, axis: Any, token: Any = None) -> None:
+    """``dst[.., indices[.., i, ..], ..] = src[.., i, ..]`` along ``axis``; the last duplicate wins."""
+    buf = _buffer(dst, "local_scatter")
+    idx, axis = _gather_axis("local_scatter", buf, indices, axis)
+    if not isinstance(src, tl.tensor) or src.handle.data.shape != idx.shape or src.dtype != buf.dtype:
+        raise ValueError(f"local_scatter: src must be a {list(idx.shape)} {buf.dtype} tensor like indices")
+    np.put_along_axis(buf.data, idx, src.handle.data, axis)  # numpy keeps the last of duplicate indices
+
+
+def _register_tensor(x: Any, op: str) -> tl.tensor:
+    x = _value(x)
+    if not isinstance(x, tl.tensor) or not x.type.is_block():
+        raise TypeError(f"{op}: x must be a register tensor, got {x!r}")
+    return x
+
+
+def zeros(shape: Any, dtype: Any, layout: Any = None) -> tl.tensor:
+    """Register layouts only matter to the compile path."""
+    dtype = _value(dtype)
+    return _to_register(np.zeros(_as_shape(shape), _np_dtype(dtype)), dtype)
+
+
+def require_layout(x: Any, layout: Any, pin: Any = True, late_address_compute: Any = False) -> tl.tensor:
+    return _register_tensor(x, "require_layout")
+
+
+def release_layout(x: Any) -> tl.tensor:
+    return _register_tensor(x, "release_layout")
+
+
+def subslice(local_allocated_buffer: Any, offset: Any, size: Any) -> None:
+    raise NotImplementedError("subslice slices Blackwell tensor memory; slice shared memory with local_slice")
+
+
+def assert_same_layout(lhs: Any, rhs: Any) -> None:
+    """Layouts do not exist in the interpreter; only the operands are checked."""
+    _buffer(lhs, "assert_same_layout")
+
+
+def dump_layout(x: Any) -> None:
+    buf = _buffer(x, "dump_layout")
+    print(f"dump_layout: {buf!r} (the interpreter keeps buffers row-major)", file=sys.stderr)
+
+
+def storage_alias_spec(storage: Any = "smem", buffer_size_bytes: Any = None) -> None:
+    raise NotImplementedError("storage_alias_spec: the fork's reuse-group planner has no stock Triton counterpart; "
+                              "alias one allocation with local_alloc(..., reuse=<a local_alloc result>)")
+
+
 # ----------------------------------------------------------------------------------------------
 # cp.async copies
 # ----------------------------------------------------------------------------------------------
@@ -215,11 +299,36 @@ class AsyncToken:
 
 
 def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache_modifier: str = "",
-               eviction_policy: str = "", is_volatile: bool = False) -> AsyncToken:
-    """Gather now (like the hardware reading pointers at issue) but land at the matching wait."""
+               eviction_policy: str = "", is_volatile: bool = False, bulk: Any = False, bulk_size: Any = None,
+               barrier: Any = None) -> AsyncToken:
+    """Gather now (like the hardware reading pointers at issue) but land at the matching wait; masked
+    elements get ``other`` (zero when omitted). ``bulk=True`` copies ``bulk_size`` bytes (default: the
+    whole 1-D buffer) from the scalar pointer ``src``; they land when ``barrier`` completes its phase
+    and count toward its expected bytes, as ``cp.async.bulk ... mbarrier::complete_tx`` does."""
+    from .async_copy import check_bulk_args
     dst = _buffer(result, "async_load")
     sem = _semantic()
-    mask, other = _value(mask), _value(other)
+    mask, other, bulk_size, barrier = _value(mask), _value(other), _value(bulk_size), _value(barrier)
+    if _as_bool(bulk, False):
+        nbytes = dst.data.nbytes if bulk_size is None else _as_int(bulk_size)
+        check_bulk_args(dst.shape, dst.data.itemsize * 8, nbytes, barrier, mask, other,
+                        isinstance(barrier, MBarrier))
+        ptr = _value(src)
+        if not isinstance(ptr, tl.tensor) or ptr.type.is_block() or not ptr.dtype.is_ptr():
+            raise TypeError(f"async_load(bulk=True): src must be a scalar pointer, got {getattr(ptr, 'type', ptr)}")
+        address = int(ptr.handle.data.item())
+        if address % 16 or nbytes % 16:
+            raise ValueError(f"async_load(bulk=True): cp.async.bulk needs a 16-byte aligned source and a multiple of "
+                             f"16 bytes; got address {address:#x} and bulk_size={nbytes}")
+        byte_ptrs = _interp.TensorHandle(np.uint64(address) + np.arange(nbytes, dtype=np.uint64),
+                                         tl.pointer_type(tl.uint8))
+        every = _interp.TensorHandle(np.ones(nbytes, dtype=bool), tl.int1)
+        values = _interp.interpreter_builder.create_masked_load(byte_ptrs, every, None, None, None, False)
+        raw = dst.storage[dst.byte_offset():dst.byte_offset() + nbytes]
+        barrier.inflight.append((raw, values.data.view(np.uint8)))
+        return AsyncToken()
+    if bulk_size is not None or barrier is not None:
+        raise ValueError(f"async_load: {'bulk_size' if bulk_size is not None else 'barrier'} requires bulk=True")
     mask = None if mask is None else sem.to_tensor(mask)
     other = None if other is None else sem.to_tensor(other)
     values = compat.semantic_load(sem, _value(src), mask, other, _value(cache_modifier), _value(eviction_policy),
@@ -231,7 +340,16 @@ def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache
     return AsyncToken()
 
 
+def _check_tokens(tokens: Any, op: str) -> None:
+    tokens = _value(tokens)
+    items = getattr(tokens, "values", tokens)
+    if not isinstance(items, (list, tuple)) or not all(isinstance(_value(t), AsyncToken) for t in items):
+        raise TypeError(f"{op}: tokens must be a list of async tokens, got {tokens!r}")
+
+
 def async_load_commit_group(tokens: Sequence[Any] = []) -> AsyncToken:
+    """Close the group of every copy issued since the last commit (``tokens`` only document them)."""
+    _check_tokens(tokens, "async_load_commit_group")
     ctx = current_context()
     ctx.groups.append(ctx.open_copies)
     ctx.open_copies = []
@@ -243,11 +361,32 @@ def async_load_wait_group(pendings: Any, tokens: Sequence[Any] = []) -> AsyncTok
     pendings = _as_int(pendings)
     if pendings < 0:
         raise ValueError(f"async_load_wait_group: pendings must be >= 0, got {pendings}")
+    _check_tokens(tokens, "async_load_wait_group")
     ctx = current_context()
     while len(ctx.groups) > pendings:
         for dst, values in ctx.groups.pop(0):
             dst[...] = values
     return AsyncToken()
+
+
+def prefetch(pointer: Any, level: Any = "L2", mask: Any = None, tensormap: Any = False) -> None:
+    """A cache hint: nothing to do on the CPU once the arguments are checked."""
+    from .async_copy import check_prefetch_args
+    pointer, level, mask, tensormap = _value(pointer), _value(level), _value(mask), _value(tensormap)
+    check_prefetch_args(level, tensormap)
+    if tensormap:
+        return
+    if not isinstance(pointer, tl.tensor) or not pointer.dtype.is_ptr():
+        raise TypeError(f"prefetch: pointer must be a pointer or a tensor of pointers, got "
+                        f"{getattr(pointer, 'type', pointer)}")
+    if mask is not None:
+        mask = _semantic().to_tensor(mask)
+        if mask.dtype != tl.int1:
+            raise TypeError(f"prefetch: mask must be boolean, got {mask.dtype}")
+        if mask.type.is_block():
+            if not pointer.type.is_block():
+                raise ValueError(f"prefetch: mask of shape {list(mask.shape)} for a scalar pointer")
+            _semantic().broadcast_impl_shape(mask, list(pointer.shape))  # raises unless it broadcasts
 
 
 # ----------------------------------------------------------------------------------------------
@@ -288,6 +427,9 @@ def async_dot(A: Any, B: Any, acc: Any = None, use_acc: Any = None, pred: Any = 
     if not _as_bool(pred, True):  # not issued: the accumulator is left as it was
         return acc if acc is not None else _to_register(np.zeros((M, N), _np_dtype(out_dtype)), out_dtype)
     use_acc = acc is not None and _as_bool(use_acc, True)
+    if a.dtype == tl.bfloat16:  # Triton 3.6's interpreted tl.dot multiplies bf16 bit patterns as integers
+        a, b = _semantic().cast(a, tl.float32), _semantic().cast(b, tl.float32)  # exact: bf16 fits in fp32
+        input_precision = "ieee"
     result = _semantic().dot(a, b, acc if use_acc else None, _value(input_precision), None, out_dtype)
     for bar in mBarriers:
         _barrier(bar, "async_dot(mBarriers=...)").arrive(1)
@@ -308,8 +450,9 @@ def async_dot_wait(pendings: Any, inp: Any) -> Any:
 class MBarrier:
     """An mbarrier: a phase completes when all arrivals happened and all expected bytes landed."""
 
-    def __init__(self, arrive_count: int) -> None:
+    def __init__(self, arrive_count: int, per_thread: bool = False) -> None:
         self.arrive_count = arrive_count
+        self.per_thread = per_thread  # alloc_warp_barrier: each thread of an arriving task counts
         self.pending = arrive_count
         self.tx = 0
         self.phase = 0  # parity of the phase in progress
@@ -362,6 +505,8 @@ class BarrierArray:
 
 def _barrier(bar: Any, op: str) -> MBarrier:
     bar = _value(bar)
+    if isinstance(bar, RemoteBarrier):
+        raise TypeError(f"{op} does not take a remote_view of an mbarrier: pass the local mbarrier")
     if not isinstance(bar, MBarrier):
         raise TypeError(f"{op}: expected one mbarrier (index the alloc_barriers result), got {type(bar).__name__}")
     return bar
@@ -391,10 +536,181 @@ def barrier_wait(bar: Any, phase: Any, pred: Any = None) -> None:
                    lambda: f"barrier_wait(phase={phase}) can never complete on {bar!r}")
 
 
-def barrier_arrive(bar: Any, arrive_count: Any = 1, pred: Any = None) -> None:
+def alloc_warp_barrier(num_barriers: Any, num_warps: Any = 1, num_arrivals: Any = 1) -> BarrierArray:
+    """Barriers every thread arrives on: ``num_warps * 32 * num_arrivals`` arrivals per phase."""
+    num, warps, arrivals = _as_int(num_barriers), _as_int(num_warps), _as_int(num_arrivals)
+    if min(num, warps, arrivals) < 1:
+        raise ValueError(f"alloc_warp_barrier: num_barriers ({num}), num_warps ({warps}) and num_arrivals "
+                         f"({arrivals}) must be >= 1")
+    return BarrierArray([MBarrier(warps * _WARP_SIZE * arrivals, per_thread=True) for _ in range(num)])
+
+
+def barrier_arrive(bar: Any, arrive_count: Any = 1, remote_cta_rank: Any = None, pred: Any = None) -> None:
+    """One arrival per call, or one per thread of the calling task on an ``alloc_warp_barrier`` barrier."""
     bar = _barrier(bar, "barrier_arrive")
+    if _value(remote_cta_rank) is not None:
+        _own_cta(remote_cta_rank, "barrier_arrive", "remote_cta_rank")
     if _as_bool(pred, True):
-        bar.arrive(_as_int(arrive_count))
+        count = _as_int(arrive_count)
+        bar.arrive(count * _task_threads() if bar.per_thread else count)
+
+
+def _task_threads() -> int:
+    """Threads of the calling task (or of the whole program outside warp-specialized regions)."""
+    return (current_context().num_warps or compat.interpreter_num_warps()) * _WARP_SIZE
+
+
+class ThreadBarrier:
+    """A barrier counting threads (named barriers, the cluster barrier): a phase completes when
+    ``expected`` threads arrived, the caller's included."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.expected: Optional[int] = None
+        self.arrived = 0
+        self.generation = 0
+
+    def arrive(self, threads: int, expected: int, op: str) -> int:
+        """Count ``threads`` arrivals; returns the generation they belong to."""
+        if self.expected is not None and expected != self.expected:
+            raise RuntimeError(f"{op}: {self.name} is in use with {self.expected} threads; this call gives {expected}")
+        if self.arrived + threads > expected:
+            raise RuntimeError(f"{op}: {self.arrived + threads} threads arrived on {self.name}, which expects "
+                               f"{expected}")
+        generation = self.generation
+        self.expected, self.arrived = expected, self.arrived + threads
+        if self.arrived == expected:
+            self.expected, self.arrived, self.generation = None, 0, generation + 1
+        return generation
+
+    def __repr__(self) -> str:
+        return f"{self.name} ({self.arrived} of {self.expected or '?'} threads arrived)"
+
+
+class _ProgramBarriers:
+    """The thread barriers of the program being interpreted (programs run one after another)."""
+
+    def __init__(self) -> None:
+        self.program: object = None
+        self.named: list[ThreadBarrier] = []
+        self.cluster = ThreadBarrier("the cluster barrier")
+
+    def get(self) -> "_ProgramBarriers":
+        program = current_context().program
+        if program is not self.program:
+            self.program = program
+            self.named = [ThreadBarrier(f"named barrier {i}") for i in range(_NUM_NAMED_BARRIERS)]
+            self.cluster = ThreadBarrier("the cluster barrier")
+        return self
+
+
+_PROGRAM_BARRIERS = _ProgramBarriers()
+
+
+def _thread_barrier(bar: ThreadBarrier, expected: int, wait: bool, op: str) -> None:
+    generation = bar.arrive(_task_threads(), expected, op)
+    if wait:
+        wait_until(lambda: bar.generation != generation, lambda: f"{op} can never complete: {bar!r}")
+
+
+def _named_barrier(bar: Any, arrive_count: Any, wait: bool, op: str) -> None:
+    bar, count = _as_int(bar), _as_int(arrive_count)
+    if not 0 <= bar < _NUM_NAMED_BARRIERS:
+        raise ValueError(f"{op}: bar must be in [0, {_NUM_NAMED_BARRIERS - 1}], got {bar}")
+    if count <= 0 or count % _WARP_SIZE:
+        raise ValueError(f"{op}: arrive_count must be a positive multiple of {_WARP_SIZE} threads, got {count}")
+    _thread_barrier(_PROGRAM_BARRIERS.get().named[bar], count, wait, op)
+
+
+def named_barrier_wait(bar: Any, arrive_count: Any) -> None:
+    """``bar.sync``: arrive with every thread of the calling task, then wait for ``arrive_count`` threads."""
+    _named_barrier(bar, arrive_count, True, "named_barrier_wait")
+
+
+def named_barrier_arrive(bar: Any, arrive_count: Any) -> None:
+    """``bar.arrive``: arrive with every thread of the calling task and go on."""
+    _named_barrier(bar, arrive_count, False, "named_barrier_arrive")
+
+
+# ----------------------------------------------------------------------------------------------
+# Clusters: the interpreter runs each program as a cluster of one CTA, as tritium compiles TLX kernels
+# ----------------------------------------------------------------------------------------------
+
+
+class RemoteBarrier:
+    """``remote_view`` of an mbarrier: no barrier op takes one (as in the fork)."""
+
+    def __init__(self, bar: MBarrier) -> None:
+        self.bar = bar
+
+
+def _own_cta(rank: Any, op: str, arg: str) -> None:
+    if _as_int(rank) != 0:
+        raise ValueError(f"{op}: {arg}={_as_int(rank)} names another CTA, but the cluster has one CTA")
+
+
+def cluster_cta_rank() -> tl.tensor:
+    return _scalar(0, tl.int32)
+
+
+def cluster_size_1d() -> tl.tensor:
+    return _scalar(1, tl.int32)
+
+
+def cluster_barrier() -> None:
+    """Every thread of the CTA arrives and waits: all tasks of a warp-specialized region must call it."""
+    worker = current_context().worker
+    if worker is not None:  # outside a region the program is one thread of control
+        _thread_barrier(_PROGRAM_BARRIERS.get().cluster, worker.scheduler.total_warps() * _WARP_SIZE, True,
+                        "cluster_barrier")
+
+
+def fence_mbarrier_init_cluster() -> None:
+    """Barrier inits are visible at once: one CTA, one task running at a time."""
+
+
+def remote_view(local_allocated_buffer: Any, remote_cta_rank: Any) -> RemoteBarrier:
+    bar = _barrier(local_allocated_buffer, "remote_view")
+    _own_cta(remote_cta_rank, "remote_view", "remote_cta_rank")
+    return RemoteBarrier(bar)
+
+
+# ----------------------------------------------------------------------------------------------
+# Warp ops: the interpreter's program is one thread of control, so its 32 lanes are identical (as
+# thread_id is 0 for all); a scalar is then the same in every lane, a tensor's lane layout unknown
+# ----------------------------------------------------------------------------------------------
+
+
+def _lane_uniform(x: Any, op: str, arg: str) -> tl.tensor:
+    x = _semantic().to_tensor(_value(x))
+    if x.type.is_block():
+        raise NotImplementedError(f"{op}: a tensor {arg} needs the lanes of the compiled register layout, which "
+                                  "the interpreter does not model; pass a scalar")
+    return x
+
+
+def vote_ballot_sync(mask: Any, pred: Any) -> tl.tensor:
+    """Every lane votes the same scalar ``pred``: the ballot is ``mask`` or 0."""
+    from .warp import ballot_mask
+    mask = ballot_mask(mask)
+    vote = _as_bool(_lane_uniform(pred, "vote_ballot_sync", "pred"), False)
+    return _scalar(np.array(mask if vote else 0, dtype=np.uint32).view(np.int32).item(), tl.int32)
+
+
+def warp_redux(x: Any, op: Any) -> tl.tensor:
+    """Over 32 identical lanes the reduction of a scalar is the scalar (its magnitude for abs_*)."""
+    from .warp import redux_op
+    _, absolute = redux_op(op)
+    x = _lane_uniform(x, "warp_redux", "x")
+    if x.dtype != tl.float32:
+        raise TypeError(f"warp_redux: x must be float32, got {x.dtype}")
+    value = float(x.handle.data.item())
+    return _scalar(abs(value) if absolute else value, tl.float32)
+
+
+def get_fp8_format_name(dtype: Any) -> tl.constexpr:
+    from .misc import fp8_format_name
+    return tl.constexpr(fp8_format_name(dtype))
 
 
 def fence(scope: Any) -> None:
@@ -422,12 +738,12 @@ def _check_tile(desc: Any, buf: SharedBuffer, op: str) -> None:
 
 def async_descriptor_load(desc: Any, result: Any, offsets: Sequence[Any], barrier: Any, pred: Any = None,
                           cache_modifier: str = "", eviction_policy: str = "",
-                          multicast_targets: Sequence[Any] = []) -> None:
+                          multicast_targets: Sequence[Any] = [], two_ctas: bool = False) -> None:
     """Read the tile now; it lands (and its bytes count on ``barrier``) when the barrier is waited on."""
     dst, bar = _buffer(result, "async_descriptor_load"), _barrier(barrier, "async_descriptor_load")
-    if len(multicast_targets):
+    if len(_value(multicast_targets) or []) or _as_bool(two_ctas, False):
         raise NotImplementedError("async_descriptor_load: the interpreter runs one CTA per cluster; "
-                                  "multicast_targets is not supported")
+                                  "multicast_targets and two_ctas are not supported")
     _check_tile(desc, dst, "async_descriptor_load")
     if _as_bool(pred, True):
         tile = compat.semantic_descriptor_load(_semantic(), desc, list(offsets), _value(cache_modifier),
@@ -435,7 +751,7 @@ def async_descriptor_load(desc: Any, result: Any, offsets: Sequence[Any], barrie
         bar.inflight.append((dst.data, tile.handle.data))
 
 
-_STORE_REDUCE = {"add": "add", "min": "minimum", "max": "maximum"}
+_STORE_REDUCE = {"add": "add", "min": "minimum", "max": "maximum", "and": "and_", "or": "or_", "xor": "xor_"}
 
 
 def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], eviction_policy: str = "",
@@ -451,7 +767,12 @@ def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], evict
                              f"got {reduce!r}")
         old = compat.semantic_descriptor_load(sem, desc, list(offsets), "", "")
         combine = getattr(sem, _STORE_REDUCE[reduce])
-        value = combine(old, value, True) if reduce == "add" else combine(old, value, tl.PropagateNan.NONE)
+        if reduce == "add":
+            value = combine(old, value, True)
+        elif reduce in ("min", "max"):
+            value = combine(old, value, tl.PropagateNan.NONE)
+        else:
+            value = combine(old, value)
     sem.descriptor_store(desc, value, list(offsets))
 
 
@@ -460,11 +781,59 @@ def async_descriptor_store_wait(pendings: Any) -> None:
         raise ValueError(f"async_descriptor_store_wait: pendings must be >= 0, got {_as_int(pendings)}")
 
 
-def make_tensor_descriptor(base: Any, shape: Sequence[Any], strides: Sequence[Any], block_shape: Sequence[Any],
-                           padding_option: str = "zero") -> Any:
-    """A device-side descriptor is Triton's own in the interpreter."""
-    return _semantic().make_tensor_descriptor(base, list(shape), list(strides), list(block_shape),
-                                              _value(padding_option))
+class DescriptorPtr:
+    """``allocate_tensor_descriptor``: slot ``index`` of ``slots``; a slot holds what ``make_tensor_descriptor``
+    wrote there (base, shape, strides, padding), from which ``reinterpret_tensor_descriptor`` rebuilds it."""
+
+    def __init__(self, slots: list, index: int = 0) -> None:
+        self.slots = slots
+        self.index = index
+
+    def __getitem__(self, i: Any) -> "DescriptorPtr":
+        i = self.index + _as_int(i)
+        if not 0 <= i < len(self.slots):
+            raise IndexError(f"tensor_descriptor_ptr: slot {i} out of range for {len(self.slots)} descriptors")
+        return DescriptorPtr(self.slots, i)
+
+
+def _desc_ptr(x: Any, op: str) -> DescriptorPtr:
+    x = _value(x)
+    if not isinstance(x, DescriptorPtr):
+        raise TypeError(f"{op}: desc_ptr must come from allocate_tensor_descriptor, got {type(x).__name__}")
+    return x
+
+
+def allocate_tensor_descriptor(num: Any) -> DescriptorPtr:
+    num = _as_int(num)
+    if num < 1:
+        raise ValueError(f"allocate_tensor_descriptor: num must be >= 1, got {num}")
+    return DescriptorPtr([None] * num)
+
+
+def make_tensor_descriptor(desc_ptr: Any, base: Any, shape: Sequence[Any], strides: Sequence[Any],
+                           block_shape: Sequence[Any], padding_option: str = "zero") -> Any:
+    """A device-side descriptor is Triton's own in the interpreter; with ``desc_ptr`` it is also kept in the slot."""
+    args = (base, list(shape), list(strides), _value(padding_option))
+    desc = _semantic().make_tensor_descriptor(args[0], args[1], args[2], list(block_shape), args[3])
+    if _value(desc_ptr) is not None:
+        ptr = _desc_ptr(desc_ptr, "make_tensor_descriptor")
+        ptr.slots[ptr.index] = args
+    return desc
+
+
+def reinterpret_tensor_descriptor(desc_ptr: Any, block_shape: Sequence[Any], dtype: Any) -> Any:
+    """The descriptor written to the slot, seen with ``block_shape`` blocks of ``dtype``."""
+    ptr = _desc_ptr(desc_ptr, "reinterpret_tensor_descriptor")
+    args = ptr.slots[ptr.index]
+    if args is None:
+        raise ValueError(f"reinterpret_tensor_descriptor: descriptor slot {ptr.index} was never written by "
+                         "make_tensor_descriptor(desc_ptr=...)")
+    base, shape, strides, padding = args
+    if base.dtype.element_ty != _value(dtype):
+        raise ValueError(f"reinterpret_tensor_descriptor: slot {ptr.index} describes {base.dtype.element_ty} "
+                         f"elements, not {_value(dtype)}")
+    return _semantic().make_tensor_descriptor(base, shape, strides, [_as_int(b) for b in _as_shape(block_shape)],
+                                              padding)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -472,8 +841,8 @@ def make_tensor_descriptor(base: Any, shape: Sequence[Any], strides: Sequence[An
 # ----------------------------------------------------------------------------------------------
 
 
-def async_tasks() -> AsyncTasks:
-    return AsyncTasks()
+def async_tasks(**kwargs: Any) -> AsyncTasks:
+    return AsyncTasks(**kwargs)
 
 
 def async_task(*args: Any, **kwargs: Any) -> AsyncTask:

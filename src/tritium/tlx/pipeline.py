@@ -16,6 +16,8 @@ from triton._C.libtriton import ir
 from tritium import compat
 from tritium.plugins import Pipeline, mlir_pass
 
+from .diagnostics import reporting_stage
+from .copy_fallback import amd_coalesce_async_copy, async_copy_fallback
 from .placeholders import is_tlx_module, lower
 
 #: Target family -> (does a compile target belong to it, stock passes that pipeline or warp-specialize loops).
@@ -37,6 +39,21 @@ def lower_placeholders(mod: ir.module, ctx: Any) -> ir.module:
     return compat.parse_module(lower(mod.str()), mod.context)
 
 
+#: Stock pass that gives every ``!tt.tensordesc`` its shared encoding (NVIDIA only).
+DESCRIPTOR_ENCODING = "nvidia.ttnvgpuir.optimize_descriptor_encoding"
+
+
+@mlir_pass(name="tlx.descriptor_encodings")
+def descriptor_encodings(mod: ir.module, ctx: Any) -> None:
+    """Stock ``optimize_descriptor_encoding``, moved before the lowering. Run in its place, it resets every
+    descriptor used only by TLX's TMA ops to the default encoding of its block shape, although the
+    lowering gave it its buffer's (tlx/tma.py). Run first, it types the descriptors TLX does not
+    use (from their stock uses), and the lowering then retypes the ones TLX uses."""
+    pm = compat.new_pass_manager(mod.context, False)
+    compat.stock_pass_builder(DESCRIPTOR_ENCODING).fn(pm)
+    compat.run_plain(pm, mod, "tlx.descriptor_encodings")
+
+
 def _gate(in_family: Callable[[str, Any], bool]) -> Callable[[Any, dict], bool]:
 
     def applies(src: Any, metadata: dict) -> bool:
@@ -49,13 +66,34 @@ def _gate(in_family: Callable[[str, Any], bool]) -> Callable[[Any, dict], bool]:
     return applies
 
 
+def _report_errors(in_family: Callable[[str, Any], bool]) -> Callable[[dict, Any], None]:
+    """Wrap every stage so that a Triton pass failure on a TLX kernel reads as one paragraph naming the
+    kernel line and the TLX op (tlx/diagnostics.py); kernels without TLX ops run the stages untouched."""
+
+    def wrap(stages: dict, ctx: Any) -> None:
+        target = ctx.target
+        if not in_family(target.backend, target.arch if target.backend != "cuda" else int(target.arch)):
+            return
+        state: dict = {}
+        for name in list(stages):
+            stages[name] = reporting_stage(name, stages[name], is_tlx_module, state)
+
+    return wrap
+
+
 def make_pipeline(family: str) -> Pipeline:
     """The TLX pipeline for one target family (a key of :data:`FAMILIES`)."""
     in_family, disabled = FAMILIES[family]
     p = Pipeline(f"tlx-{family}", when=_gate(in_family))
-    p.insert("ttgir", lower_placeholders, after="ttir.convert_to_ttgpuir")
+    if family.startswith("cuda-sm"):  # the families with TMA; this pass must come before the lowering
+        p.insert("ttgir", descriptor_encodings, after="ttir.convert_to_ttgpuir")
+        p.disable("ttgir", DESCRIPTOR_ENCODING)
+    p.insert("ttgir", lower_placeholders, async_copy_fallback, after="ttir.convert_to_ttgpuir")
     for name in disabled:
         p.disable("ttgir", name)
+    if family == "hip":
+        p.insert("ttgir", amd_coalesce_async_copy, after="amd.ttgpuir.reorder_instructions")
+    p.override_pipeline(_report_errors(in_family))
     return p
 
 

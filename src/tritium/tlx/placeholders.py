@@ -34,7 +34,8 @@ MODULE_ATTR = "tlx.kernel"
 
 
 class _Ids:
-    """Per-kernel id counter, kept on the kernel's builder."""
+    """Per-kernel id counter, kept on the module: every ``@triton.jit`` helper gets its own builder but
+    shares the kernel's module, and a buffer passed to a helper is named by its id there."""
 
     def __init__(self) -> None:
         self.next = 0
@@ -53,7 +54,7 @@ def emit(builder: Any, module: Any, op: str, *, operands: Sequence[Any] = (), te
     scalar result when ``result_shape`` is ``None``, or ``None`` for a dummy ``i32``.  A tensor result
     with no tensor operand gets a dummy ``i8`` tensor operand of its shape, which :func:`lower` drops.
     """
-    ids = builder.__dict__.setdefault("_tlx_ids", _Ids())
+    ids = module.__dict__.setdefault("_tlx_ids", _Ids())
     if not ids.next:
         module.set_attr(MODULE_ATTR, builder.get_int32_attr(1))
     pid = ids.take()
@@ -124,14 +125,35 @@ def parse(line: str) -> Optional[Placeholder]:
     return Placeholder(m["indent"], m["res"], payload, operands, types, out.strip(), m["loc"] or "")
 
 
+class _Names(dict):
+    """Placeholder id -> SSA name of its latest lowered copy, within one ``tt.func``.
+
+    Helpers are inlined before the lowering, so a buffer made in the kernel and used in a helper is
+    in the same function by then. A ``noinline`` helper stays a function of its own, and SSA names do
+    not cross functions, so an id made outside it is an error there (see :func:`lower`).
+    """
+
+    def __init__(self, function: str = "") -> None:
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, pid: int) -> str:
+        raise _MadeOutside(pid, self.function)
+
+
+class _MadeOutside(KeyError):
+    pass
+
+
 class _Lowering:
     """State while lowering one module: handle types, and the laid-out twin of each result."""
 
     def __init__(self, args: list[tuple[str, str]]) -> None:
-        self.names: dict[int, str] = {}  # placeholder id -> SSA name of its latest lowered copy
+        self.names: _Names = _Names()
         self.memdesc: dict[int, str] = {}
         self.native: dict[str, tuple[str, str]] = {}  # placeholder result -> (laid-out value, its type)
         self.types: dict[str, str] = {}  # SSA name of each lowered handle -> its type (see _warp_specialize)
+        self.wgmma_a: dict[int, str] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
         self.args = args  # the kernel's (name, type) arguments
         self.fresh = 0
 
@@ -162,10 +184,47 @@ class _Lowering:
         return f"%tlx_t{self.fresh}"
 
     def descriptor(self, a: dict) -> tuple[str, str]:
-        """SSA name and type of the descriptor a TMA placeholder names (see tlx/tma.py)."""
-        if "desc_id" in a:
-            return self.names[a["desc_id"]], a["desc_type"]
-        return self.args[a["desc_arg"]][0], a["desc_type"]
+        """SSA name and type of the descriptor a TMA placeholder names (see tlx/tma.py, :class:`_DescriptorPlan`)."""
+        if "desc_name" in a:
+            return a["desc_name"], a["desc_type"]
+        return self.names[a["desc_id"]], a["desc_type"]
+
+    def tensormap_create(self, p: Placeholder) -> list[str]:
+        """Write the tensor map of a ``make_desc_slot`` placeholder into its slot, as stock ``tma_lowering``
+        writes the one of ``tt.make_tensor_descriptor``: dims innermost first, outer strides in bytes,
+        boxes clipped to the swizzle width (and to 256 rows), then the proxy fence before TMA reads it."""
+        a, ind, loc = p.payload, p.indent, p.loc
+        rank, block = a["rank"], a["block"]
+        slot, base, rest = p.operands[0], p.operands[1], p.operands[2:]
+        shape, strides = rest[:rank], rest[rank:]
+        m = re.search(r"swizzlingByteWidth = (\d+)", a["desc_type"])
+        swizzle = int(m.group(1)) if m else 0
+        box = [min(b, 256) for b in block]
+        if swizzle:
+            box[-1] = min(box[-1], swizzle // a["elem_bytes"])
+        out: list[str] = []
+
+        def const(value: int, ty: str) -> str:
+            name = self.temp()
+            out.append(f"{ind}{name} = arith.constant {value} : {ty}{loc}")
+            return name
+
+        elem_bytes = const(a["elem_bytes"], "i64")
+        byte_strides = []
+        for stride in reversed(strides[:-1]):
+            byte_strides.append(self.temp())
+            out.append(f"{ind}{byte_strides[-1]} = arith.muli {stride}, {elem_bytes} : i64{loc}")
+        boxes = [const(b, "i32") for b in reversed(box)]
+        one = const(1, "i32")
+        types = ", ".join([p.operand_types[0], p.operand_types[1]] + ["i32"] * (2 * rank) + ["i64"] * (rank - 1)
+                          + ["i32"] * rank)
+        mode = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle]
+        out.append(f"{ind}ttng.tensormap_create {slot}, {base}, [{', '.join(boxes)}], [{', '.join(reversed(shape))}], "
+                   f"[{', '.join(byte_strides)}], [{', '.join([one] * rank)}] {{elem_type = {a['elem_type']} : i32, "
+                   f"fill_mode = {a['fill']} : i32, interleave_layout = 0 : i32, swizzle_mode = {mode} : i32}} : "
+                   f"({types}) -> (){loc}")
+        out.append(f"{ind}ttng.tensormap_fenceproxy_acquire {slot} : {p.operand_types[0]}{loc}")
+        return out
 
     def lower(self, p: Placeholder) -> list[str]:
         a, pid, ind, loc = p.payload, p.payload["id"], p.indent, p.loc
@@ -194,6 +253,8 @@ class _Lowering:
             attrs = list(a["cache_attrs"])  # printed by tritium.compat for this Triton
             if a.get("volatile"):
                 attrs.append("isVolatile = true")
+            if a.get("sync"):  # tlx/copy_fallback.py makes this copy synchronous, and says why
+                attrs.append(f'tlx.sync = "{a["sync"]}"')
             attr_text = f" {{{', '.join(attrs)}}}" if attrs else ""
             out.append(f"{ind}{h} = ttg.async_copy_global_to_local {src}, {handle(a['dst'])}{mask}{other}{attr_text} : "
                        f"{a['want'][0]} -> {dst[len('!ttg.memdesc'):]}{loc}")
@@ -207,9 +268,19 @@ class _Lowering:
         elif p.op == "local_store":
             value = self.value(p.operands[0], p.operand_types[0], a["want"], out, p)
             out.append(f"{ind}ttg.local_store {value}, {handle(a['dst'])} : {a['want']} -> {self.memdesc[a['dst']]}{loc}")
+        elif p.op == "zeros":  # a constant made in the requested register layout
+            zero = "0.000000e+00" if a["float"] else "0"
+            out.append(f"{ind}{h} = arith.constant dense<{zero}> : {a['want']}{loc}")
+            self.result(p, h, a["want"], out)
+        elif p.op == "require_layout":
+            self.result(p, self.value(p.operands[0], p.operand_types[0], a["want"], out, p), a["want"], out)
+        elif p.op == "wgmma_a":  # a register A operand shaped unlike the accumulator (mma.async_dot)
+            self.wgmma_a[pid] = self.value(p.operands[0], p.operand_types[0], a["a_reg"], out, p)
         elif p.op == "wgmma":
             acc = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
-            if "a_reg" in a:
+            if "a_op" in a:
+                a_val, a_type = self.wgmma_a[a["a_op"]], a["a_reg"]
+            elif "a_reg" in a:
                 a_val = self.value(p.operands[1], p.operand_types[1], a["a_reg"], out, p)
                 a_type = a["a_reg"]
             else:
@@ -248,18 +319,38 @@ class _Lowering:
             out.append(f"{ind}ttng.async_tma_copy_global_to_local {desc}[{', '.join(coords)}] {handle(a['dst'])}, "
                        f"{handle(a['bar'])}, {pred} : {desc_type}, {self.memdesc[a['bar']]} -> "
                        f"{self.memdesc[a['dst']]}{loc}")
-        elif p.op == "tma_store":
+        elif p.op in ("tma_store", "tma_reduce"):
             desc, desc_type = self.descriptor(a)
-            out.append(f"{ind}ttng.async_tma_copy_local_to_global {desc}[{', '.join(p.operands)}] {handle(a['src'])} : "
+            head = (f"ttng.async_tma_reduce {a['kind']}, " if p.op == "tma_reduce"
+                    else "ttng.async_tma_copy_local_to_global ")
+            out.append(f"{ind}{head}{desc}[{', '.join(p.operands)}] {handle(a['src'])} : "
                        f"{desc_type}, {self.memdesc[a['src']]}{loc}")
         elif p.op == "tma_store_wait":
             out.append(f"{ind}ttng.async_tma_store_wait {compat.tma_store_wait_attrs(a['pendings'])}{loc}")
-        elif p.op == "make_desc":
-            base, rest = p.operands[0], p.operands[1:]
-            shape, strides = rest[:a["rank"]], rest[a["rank"]:]
-            out.append(f"{ind}{h} = tt.make_tensor_descriptor {base}, [{', '.join(shape)}], [{', '.join(strides)}] : "
-                       f"{p.operand_types[0]}, {a['desc']}{loc}")
-            self.types[h] = a["desc"]
+        elif p.op == "alloc_desc":
+            out.append(f"{ind}{p.result} = ttg.global_scratch_alloc {{alignment = {a['alignment']} : i32, "
+                       f"nbytes = {a['nbytes']} : i32}} : {p.result_type}{loc}")
+        elif p.op == "make_desc_slot":
+            out.extend(self.tensormap_create(p))
+            out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
+                       f"{a['desc_type']}{loc}")
+            self.types[h] = a["desc_type"]
+        elif p.op == "reinterpret_desc":
+            out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
+                       f"{a['desc_type']}{loc}")
+            self.types[h] = a["desc_type"]
+        elif p.op == "cluster_barrier":
+            out.append(f"{ind}ttng.cluster_arrive {{relaxed = false}}{loc}")
+            out.append(f"{ind}ttng.cluster_wait{loc}")
+        elif p.op == "named_barrier":  # no TTGIR op on stock Triton: PTX, as Triton's own partition barriers
+            keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
+            ins = [(v, t) for k, v, t in zip(keys, p.operands, p.operand_types) if k not in a]
+            regs = iter(f"${i + 1}" for i in range(len(ins)))
+            bar, count = (str(a[k]) if k in a else next(regs) for k in keys)
+            args = f" {', '.join(v for v, _ in ins)} : {', '.join(t for _, t in ins)}" if ins else ""
+            out.append(f'{ind}{p.result} = tt.elementwise_inline_asm "bar.{a["kind"]} {bar}, {count}; mov.u32 $0, 0;" '
+                       f'{{constraints = "{",".join(["=r"] + ["r"] * len(ins))}", packed_element = 1 : i32, '
+                       f'pure = false}}{args} -> {p.result_type}{loc}')
         else:
             raise ValueError(f"tlx: no lowering for placeholder op {p.op!r}")
         if pid in self.memdesc:
@@ -267,8 +358,10 @@ class _Lowering:
         return out
 
 
+#: A register tensor type (a TMA descriptor's block type ``!tt.tensordesc<tensor<...>>`` is not one).
+_REGISTER_TENSOR = re.compile(r"(?<!tensordesc<)tensor<")
 #: Placeholders that :func:`_warp_specialize` lowers, once the rest of the module is lowered.
-_WS_OPS = ("async_task", "replica_id")
+_WS_OPS = ("async_task",)
 
 
 def _matching(text: str, start: int) -> int:
@@ -314,24 +407,157 @@ def _typed_signature(line: str, desc_types: dict[int, str]) -> tuple[str, list[t
     return line[:start + 1] + ", ".join(parts) + line[end:], args
 
 
+def _check_named_barriers(text: str) -> None:
+    """Reject named barriers that Triton itself uses: barrier 0 syncs the kernel's (or the default task's)
+    warps, and in a warp-specialized kernel barrier 1 switches tasks and barrier 2 + k syncs partition k."""
+    ps = list(placeholders(text))
+    regions: dict[int, int] = {}
+    for p in ps:
+        if p.op == "async_task" and not p.payload["default"]:
+            regions[p.payload["region"]] = regions.get(p.payload["region"], 0) + p.payload.get("replicate", 1)
+    reserved = 2 + max(regions.values()) if regions else 1
+    for p in ps:
+        if p.op == "named_barrier" and p.payload.get("bar", reserved) < reserved:
+            partitions = "2" if reserved == 3 else f"2-{reserved - 1}"
+            users = "the kernel's own barrier (0)" if not regions else (
+                f"Triton's own barriers of this warp-specialized kernel: 0 (default task), 1 (task switch) and "
+                f"{partitions} (one per partition)")
+            kind = "named_barrier_wait" if p.payload["kind"] == "sync" else "named_barrier_arrive"
+            raise ValueError(f"tlx.{kind} at {p.payload['where']}: bar={p.payload['bar']} is one of "
+                             f"{users}; use a barrier id in [{reserved}, 15]")
+
+
+#: A descriptor carrier (tlx/tma.py): ``tt.descriptor_store %desc[...], %zeros : <desc type>, <tensor type>``.
+_CARRIER = re.compile(r"^\s*tt\.descriptor_store (?P<name>%[\w$.-]+)\[[^]]*\], %[\w$.-]+ : (?P<types>.*?)(?: loc\(.*\))?$")
+#: TMA placeholders -> the TLX op named in errors.
+_TMA_OPS = {"tma_load": "async_descriptor_load", "tma_store": "async_descriptor_store",
+            "tma_reduce": "async_descriptor_store", "make_desc_slot": "make_tensor_descriptor",
+            "reinterpret_desc": "reinterpret_tensor_descriptor"}
+
+
+class _DescriptorPlan:
+    """Which type each descriptor TLX ops use must have, and the line edits that give it that type.
+
+    Triton descriptors reach TMA placeholders through carriers (tlx/tma.py): the carrier names the
+    descriptor and its current type, and is dropped. The descriptor is retyped where it is defined (the
+    kernel signature, a ``tt.make_tensor_descriptor``) and wherever another op prints its type. Slot
+    descriptors (by placeholder id) take the type their uses want; a slot write takes the type its
+    reinterprets want, since they read the tensor map it writes (they share the slot pointer).
+    """
+
+    def __init__(self, text: str) -> None:
+        lines = text.splitlines()
+        self.drop: set[int] = set()  # carrier lines
+        self.carried: dict[int, str] = {}  # placeholder line -> descriptor SSA name
+        self.retype: dict[str, tuple[str, str]] = {}  # descriptor SSA name -> (printed type, wanted type)
+        self.slot_types: dict[int, str] = {}  # slot placeholder id -> its descriptor type
+        by_id: dict[int, tuple[str, str]] = {}
+        slots: list[Placeholder] = []
+        for i, line in enumerate(lines):
+            p = parse(line)
+            if p is None:
+                continue
+            a, where = p.payload, f"tlx.{_TMA_OPS.get(p.op, p.op)} at {source_location(text, p.loc)}"
+            if a.get("carried"):
+                m = _CARRIER.match(lines[i - 1]) if i else None
+                if m is None:
+                    raise ValueError(f"{where}: the descriptor carrier before it is gone (see tlx/tma.py)")
+                self.drop.add(i - 1)
+                self.carried[i] = m["name"]
+                have = split_types(m["types"])[0]
+                old = self.retype.setdefault(m["name"], (have, a["desc_type"]))
+                self._same(old[1], a["desc_type"], where)
+            elif "desc_id" in a and "desc_type" in a:
+                self._same(by_id.setdefault(a["desc_id"], (a["desc_type"], where))[0], a["desc_type"], where)
+            elif p.op in ("make_desc_slot", "reinterpret_desc"):
+                slots.append(p)
+        read: dict[str, tuple[str, str]] = {}  # slot pointer -> type its reinterprets want
+        for p in slots:
+            if p.op == "reinterpret_desc" and p.payload["id"] in by_id:
+                want, where = by_id[p.payload["id"]]
+                self._same(read.setdefault(p.operands[0], (want, where))[0], want, where)
+        for p in slots:
+            own, linked = by_id.get(p.payload["id"]), read.get(p.operands[0])
+            if own and linked and p.op == "make_desc_slot":
+                self._same(own[0], linked[0], linked[1])
+            self.slot_types[p.payload["id"]] = (own or linked or (p.payload["default"], ""))[0]
+
+    @staticmethod
+    def _same(have: str, want: str, where: str) -> None:
+        if have != want:
+            raise ValueError(f"{where}: this descriptor is also used with buffers of another shared layout "
+                             f"({have} vs {want}). Its tensor map has one swizzle, so every buffer it fills or "
+                             "stores from needs the same layout")
+
+    def arg_types(self, line: str) -> dict[int, str]:
+        """Kernel arguments (of the ``tt.func`` ``line``) to retype: argument index -> wanted type."""
+        return {i: self.retype[name][1] for i, (name, _) in enumerate(_signature(line)[2]) if name in self.retype}
+
+    def rewrite(self, i: int, line: str, text: str) -> Optional[str]:
+        """``lines[i]`` with descriptor types updated, or ``None`` for a carrier."""
+        if i in self.drop:
+            return None
+        if line.lstrip().startswith("tt.func"):
+            return line  # arguments: see arg_types
+        code = _code(line)
+        for name in set(_SSA.findall(code)) & self.retype.keys():
+            have, want = self.retype[name]
+            d = re.match(rf"^\s*{re.escape(name)} = (\S+) ", code)
+            if d and d.group(1) == "tt.make_tensor_descriptor":
+                head, _, tail = line.rpartition(" : ")
+                loc = tail.find(" loc(")
+                types = split_types(tail if loc < 0 else tail[:loc])
+                line = f"{head} : {types[0]}, {want}{'' if loc < 0 else tail[loc:]}"
+            elif d or re.search(rf"{re.escape(name)}(?::\d+)?\s*=\s", code):
+                loc = re.search(r"loc\(.*\)$", line)
+                raise ValueError(f"tlx: a TMA descriptor used by TLX ops comes from '{(d.group(1) if d else 'a loop')}'"
+                                 f" at {source_location(text, loc.group(0) if loc else '')}; TLX gives a descriptor "
+                                 "the layout of its buffers where it is made, so pass a kernel argument or one made "
+                                 "by tl/tlx.make_tensor_descriptor, not one carried through a loop or branch")
+            else:
+                line = line.replace(have, want)
+        return line
+
+    def annotate(self, i: int, p: Placeholder) -> None:
+        if i in self.carried:
+            p.payload["desc_name"] = self.carried[i]
+        elif p.op in ("make_desc_slot", "reinterpret_desc"):
+            p.payload["desc_type"] = self.slot_types[p.payload["id"]]
+
+    def local_types(self) -> dict[str, str]:
+        """Types of retyped descriptors, for ``ttg.warp_specialize`` captures (arguments get theirs from the signature)."""
+        return {name: want for name, (_, want) in self.retype.items()}
+
+
 def lower(text: str) -> str:
     """Rewrite every TLX placeholder of printed TTGIR into its TritonGPU op(s)."""
-    desc_types: dict[int, str] = {}
-    for p in placeholders(text):
-        i, want = p.payload.get("desc_arg"), p.payload.get("desc_type")
-        if i is not None and desc_types.setdefault(i, want) != want:
-            raise ValueError(f"tlx: kernel argument {i} is used as a TMA descriptor with two shared layouts: "
-                             f"{desc_types[i]} and {want}")
+    plan = _DescriptorPlan(text)
+    _check_named_barriers(text)
     state = _Lowering([])
+    state.types.update(plan.local_types())
     lines = []
-    for line in text.splitlines():
+    for i, line in enumerate(text.splitlines()):
+        line = plan.rewrite(i, line, text)
+        if line is None:
+            continue
         if line.lstrip().startswith("tt.func"):
-            line, state.args = _typed_signature(line, desc_types)
+            line, state.args = _typed_signature(line, plan.arg_types(line))
+            state.names = _Names(re.search(r'@"?([\w.$-]+?)(?:__|"|\()', line).group(1))
         p = parse(line)
+        # A printed name is unique only within its region: sibling regions (the two loops of a
+        # static_range, say) reuse names, so a redefined name's laid-out twin no longer applies.
+        for name in _SSA_DEF.findall(_code(line)):
+            state.native.pop(name, None)
         if p is None or p.op in _WS_OPS:
             lines.append(line)
             continue
-        lines.extend(state.lower(p))
+        plan.annotate(i, p)
+        try:
+            lines.extend(state.lower(p))
+        except _MadeOutside as e:
+            raise ValueError(f"tlx.{p.op} at {source_location(text, p.loc)}: its buffer (or descriptor) was made "
+                             f"outside the function {e.args[1]}, which was not inlined. TLX buffers can be passed "
+                             "to @triton.jit helpers that are inlined, not to noinline=True ones") from None
     return "\n".join(_warp_specialize(lines, state)) + "\n"
 
 
@@ -399,27 +625,43 @@ def _captures(body: list[str], defs: dict[str, str], known: dict[str, str]) -> t
     operands: list[tuple[str, str]] = []
     seen: set[str] = set()
 
-    def need(name: str) -> None:
-        if name in seen or name in defined:
+    def need(use: str) -> None:
+        name = use.split("#")[0]
+        if use in seen or name in defined:
             return
-        seen.add(name)
+        seen.add(use)
         if name in known:
             operands.append((name, known[name]))
             return
         line = defs.get(name)
         op = line.split("=", 1)[1].split()[0] if line else ""
+        if op in _SCF_RESULTS:  # the result of a loop or if before the region: passed in, typed by its header
+            operands.append((use, _region_result_types(line)[int(use.partition("#")[2] or 0)]))
+            return
         if line is None or not _CLONABLE.fullmatch(op) or _RESULTS.match(line).group(1) != name:
             raise ValueError(f"tlx.async_task: {name} is used inside a task but defined before it by "
                              f"{op or 'something'} that cannot be passed into a warp-specialized task; compute "
                              f"it inside the task")
-        for use in _SSA.findall(_code(line.split("=", 1)[1])):
-            need(use.split("#")[0])
+        for use in _USE.findall(_code(line.split("=", 1)[1])):
+            need(use)
         clones.append(line)
 
     for line in code:
-        for use in _SSA.findall(line):
-            need(use.split("#")[0])
+        for use in _USE.findall(line):
+            need(use)
     return clones, operands
+
+
+#: A use of a value, with the result index of a multi-result op (``%x#1``).
+_USE = re.compile(r"%[\w$.-]+(?:#\d+)?")
+#: Region ops whose printed header ends with their result types, ``-> (t0, t1)``.
+_SCF_RESULTS = ("scf.if", "scf.for", "scf.while", "scf.execute_region", "scf.index_switch")
+
+
+def _region_result_types(line: str) -> list[str]:
+    """The result types of a region op from its header line (``%r:2 = scf.for ... -> (i32, i32)  : i32 {``)."""
+    start = line.index("-> (") + 3
+    return split_types(line[start + 1:_matching(line, start)])
 
 
 def _warp_specialize(lines: list[str], state: _Lowering) -> list[str]:
@@ -431,8 +673,6 @@ def _warp_specialize(lines: list[str], state: _Lowering) -> list[str]:
     while i < len(lines):
         line = lines[i]
         p = parse(line)
-        if p is not None and p.op == "replica_id":
-            raise ValueError("tlx.async_task_replica_id() outside a task survived to the lowering")
         if p is None or p.op != "async_task":
             m = re.search(r'"ttg\.num-warps" = (\d+)', line)
             module_warps = int(m.group(1)) if m and line.startswith("module") else module_warps
@@ -449,36 +689,56 @@ def _warp_specialize(lines: list[str], state: _Lowering) -> list[str]:
 
 def _region_text(tasks: list[_Task], ind: str, loc: str, defs: dict[str, str], known: dict[str, str],
                  module_warps: int) -> list[str]:
+    """One region's ``ttg.warp_specialize``: each task copy (tlx/tasks.py generates one per replica) other
+    than the default region is a partition. The frontend checked the copies' settings (all or none
+    have ``num_regs``/``start``) and that stock Triton places them at their ``start`` warps once they
+    are ordered by it."""
     default = next((t.lines for t in tasks if t.payload["default"]), [])
-    workers = [(t, r) for t in tasks if not t.payload["default"] for r in range(t.payload["replicate"])]
+    workers = sorted((t for t in tasks if not t.payload["default"]), key=lambda t: t.payload["start"] or 0)
     if not workers:
         return default
     parts = []
-    for k, (task, replica) in enumerate(workers):
-        body = []
-        for line in task.lines:
-            p = parse(line)
-            body.append(f"{p.indent}{p.result} = arith.constant {replica} : i32{p.loc}"
-                        if p is not None and p.op == "replica_id" else line)
-        if task.payload["num_warps"] != module_warps and any("tensor<" in line for line in body):
-            raise ValueError(f"tlx.async_task(num_warps={task.payload['num_warps']}) uses register tensors, "
-                             f"which the compile path lays out for the kernel's num_warps={module_warps}; "
-                             "give the task the kernel's num_warps")
-        parts.append((task.payload, body, *_captures(body, defs, known)))
+    for task in workers:
+        warps = task.payload["num_warps"] or module_warps  # None: a copy of the default task
+        if warps != module_warps and any(_REGISTER_TENSOR.search(line) for line in task.lines):
+            raise ValueError(f"tlx.async_task(num_warps={warps}) uses register tensors, which the compile path "
+                             f"lays out for the kernel's num_warps={module_warps}; give the task the kernel's num_warps")
+        parts.append((task, warps, *_captures(task.lines, defs, known)))
     operands = list(dict((n, t) for *_, ops in parts for n, t in ops).items())
-    regs = [payload["num_regs"] for payload, *_ in parts]
-    attrs = f" attributes {{requestedRegisters = array<i32: {', '.join(map(str, regs))}>}}" if regs[0] else ""
+    attrs = [f"{attr} = array<i32: {', '.join(str(task.payload[key]) for task, *_ in parts)}>"
+             for attr, key in (("requestedRegisters", "num_regs"), ("warpGroupStartIds", "start"))
+             if parts[0][0].payload[key] is not None]
+    attrs = f" attributes {{{', '.join(attrs)}}}" if attrs else ""
     text = [f"{ind}ttg.warp_specialize({', '.join(n for n, _ in operands)}){attrs}", f"{ind}default {{", *default,
             f"{ind}  ttg.warp_yield{loc}", f"{ind}}}"]
-    for k, (payload, body, clones, _) in enumerate(parts):
+    for k, (task, warps, clones, _) in enumerate(parts):
         prefix = f"t{k}_"
-        args = ", ".join(f"%{prefix}{n[1:]}: {t}" for n, t in operands)
-        text.append(f"{ind}partition{k}({args}) num_warps({payload['num_warps']}) {{")
-        text.extend(_rename(f"{ind}  {line}", prefix) for line in clones)
-        text.extend(_rename(line, prefix) for line in body)
+        # one result of a multi-result op (%r#1) arrives as a block argument of its own (%tK_r_1)
+        results = {f"%{prefix}{n[1:]}": f"%{prefix}{n[1:].replace('#', '_')}" for n, _ in operands if "#" in n}
+        args = ", ".join(f"%{prefix}{n[1:].replace('#', '_')}: {t}" for n, t in operands)
+        text.append(f"{ind}partition{k}({args}) num_warps({warps}) {{")
+        for line in [*(f"{ind}  {c}" for c in clones), *task.lines]:
+            line = _rename(line, prefix)
+            for use, arg in results.items():
+                line = re.sub(re.escape(use) + r"\b", arg, line)
+            text.append(line)
         text.extend([f"{ind}  ttg.warp_return{loc}", f"{ind}}}"])
     text[-1] += f" : ({', '.join(t for _, t in operands)}) -> (){loc}"
     return text
+
+
+def source_location(text: str, loc: str) -> str:
+    """``file:line`` of a printed ``loc(...)`` (the innermost callee of call sites), or ``?``."""
+    aliases = dict(re.findall(r"^(#loc\d*) = (loc\(.*\))$", text, re.M))
+    seen = set()
+    while loc and loc not in seen:
+        seen.add(loc)
+        m = re.search(r'loc\("([^"]+)":(\d+):\d+\)', loc)
+        if m:
+            return f"{m.group(1)}:{m.group(2)}"
+        m = re.search(r"#loc\d*", loc)
+        loc = aliases.get(m.group(0), "") if m else ""
+    return "?"
 
 
 def placeholders(text: str) -> Iterator[Placeholder]:

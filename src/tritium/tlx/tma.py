@@ -1,18 +1,28 @@
-"""TMA: tensor descriptors (host- or device-made) and bulk tensor copies completing on mbarriers.
+"""TMA: tensor descriptors (host-made, made in the kernel, or in descriptor slots) and bulk tensor copies.
 
 A ``!tt.tensordesc`` cannot be a placeholder operand (the inline-asm verifier accepts only ints,
-floats and pointers), so placeholders name descriptors instead: a host descriptor by its position
-among the kernel's arguments, a device descriptor (``make_tensor_descriptor``, itself a placeholder)
-by id. The payload also carries the descriptor type with the shared encoding of the buffer it
-fills, which the lowering writes into the kernel signature: the launcher builds the host-side
-tensor map from that encoding, so it must be the buffer's.
+floats and pointers). So a Triton descriptor (``tl.tensor_descriptor_base``: a host
+``TensorDescriptor`` argument, ``tl.make_tensor_descriptor`` or ``tlx.make_tensor_descriptor``, used in
+the kernel or in any ``@triton.jit`` helper) reaches its placeholder through a *carrier*: a
+``tt.descriptor_store`` of zeros to the descriptor, emitted right before the placeholder. It is
+side-effecting, so no TTIR pass drops, merges or moves it, and helpers are inlined with it. The
+lowering reads the descriptor's SSA name and type off the carrier and deletes the carrier.
+Descriptors that live in descriptor slots (``allocate_tensor_descriptor``) are TLX values named by
+placeholder id, like buffers.
+
+Every TMA payload carries the descriptor type with the shared encoding of the buffer it fills
+(``desc_type``). The lowering gives each descriptor that type at its definition (kernel signature,
+``tt.make_tensor_descriptor``, slot writes and reinterprets): the tensor map is built from it, by the
+launcher for a host descriptor (``metadata.tensordesc_meta``) or by ``tensormap_create`` on the device,
+so it must be the buffer's. A descriptor used with two different buffer encodings is an error.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, List, Sequence, Tuple
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
+from triton.language.core import _unwrap_if_constexpr, base_type, base_value, builtin
+from triton._C.libtriton import ir
 
 from . import layouts
 from . import barriers
@@ -21,6 +31,15 @@ from .emit import _code_generator, emit, tlx_builtin, types
 from .mem import _buffer
 from .types import buffered_tensor, tensor_descriptor, tensor_descriptor_type
 
+#: Bytes of one CUtensorMap, and its required alignment (``allocate_tensor_descriptor``).
+DESCRIPTOR_SIZE = 128
+EVICTION_POLICIES = ("", "evict_normal", "evict_first", "evict_last")
+#: ``store_reduce`` -> the ``ttng.async_tma_reduce`` kind.
+STORE_REDUCE = {"add": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
+#: CUtensorMapDataType per element type, for ``tensormap_create`` (8-bit types travel as bytes).
+_TENSORMAP_ELEM_TYPE = {"fp16": 6, "bf16": 9, "fp32": 7, "fp64": 8, "int16": 1, "uint16": 1, "int32": 3,
+                        "uint32": 2, "int64": 5, "uint64": 4}
+
 
 def _desc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: Any) -> str:
     g = types(_semantic)
@@ -28,35 +47,59 @@ def _desc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: An
     return str(g.get_tensor_descriptor_layout_type(block, dtype.is_int_signed(), layout.to_ir(g)))
 
 
-def _kernel_arg_index(_semantic: Any, handle: Any, op: str) -> int:
-    gen = _code_generator(_semantic.builder)
-    if gen.is_kernel:
-        for i in range(gen.fn.get_num_args()):
-            if gen.fn.args(i).id() == handle.id():
-                return i
-    raise ValueError(f"tlx.{op}: the descriptor must be a kernel argument (a host TensorDescriptor, used in the "
-                     "kernel itself, not in a helper) or come from tlx.make_tensor_descriptor")
+def _default_desc_type(_semantic: Any, dtype: tl.dtype, block_shape: Sequence[int]) -> str:
+    """The descriptor type of a block nobody loads into a buffer: the planner's default encoding."""
+    return _desc_type(_semantic, dtype, block_shape, layouts.shared_layout(block_shape, dtype,
+                                                                          _semantic.builder.options.arch))
 
 
-def _descriptor(_semantic: Any, desc: Any, buf: buffered_tensor, op: str) -> dict:
-    """Payload naming ``desc``, after checking that its block is exactly ``buf``."""
+def _check_block(desc: Any, buf: buffered_tensor, op: str, arg: str) -> None:
+    shape = [_unwrap_if_constexpr(s) for s in desc.block_shape]
+    if tuple(shape) != tuple(buf.shape) or desc.dtype != buf.dtype:
+        raise ValueError(f"tlx.{op}: descriptor block {desc.dtype}{shape} does not match {arg} buffer "
+                         f"{buf.dtype}{list(buf.shape)}")
+
+
+def _descriptor(_semantic: Any, desc: Any, buf: buffered_tensor, op: str, arg: str) -> dict:
+    """Payload naming ``desc`` (after checking that its block is exactly ``buf``); see the module docstring."""
+    desc = _unwrap_if_constexpr(desc)
+    if not isinstance(desc, (tensor_descriptor, tl.core.tensor_descriptor_base)):
+        raise TypeError(f"tlx.{op}: desc must be a tensor descriptor, got {type(desc).__name__}")
+    _check_block(desc, buf, op, arg)
+    want = _desc_type(_semantic, buf.dtype, buf.shape, buf.layout)
+    if isinstance(desc, tensor_descriptor):
+        return {"desc_id": desc.type.id, "desc_type": want, "_desc": desc}
+    return {"carried": True, "desc_type": want, "_desc": desc}
+
+
+def _descriptor_only(_semantic: Any, desc: Any, op: str) -> dict:
+    """Payload naming ``desc`` for ops without a buffer (prefetch): its default encoding is wanted."""
     desc = _unwrap_if_constexpr(desc)
     if not isinstance(desc, (tensor_descriptor, tl.core.tensor_descriptor_base)):
         raise TypeError(f"tlx.{op}: desc must be a tensor descriptor, got {type(desc).__name__}")
     shape = [_unwrap_if_constexpr(s) for s in desc.block_shape]
-    if tuple(shape) != tuple(buf.shape) or desc.dtype != buf.dtype:
-        raise ValueError(f"tlx.{op}: descriptor block {desc.dtype}{shape} does not match buffer "
-                         f"{buf.dtype}{list(buf.shape)}")
-    want = _desc_type(_semantic, buf.dtype, buf.shape, buf.layout)
     if isinstance(desc, tensor_descriptor):
-        if desc.type.desc != want:
-            raise ValueError(f"tlx.{op}: the descriptor's shared layout differs from the buffer's ({buf.layout})")
-        return {"desc_id": desc.type.id, "desc_type": want}
-    return {"desc_arg": _kernel_arg_index(_semantic, desc.handle, op), "desc_type": want}
+        return {"desc_id": desc.type.id, "_desc": desc}
+    return {"carried": True, "_desc": desc, "desc_type": _default_desc_type(_semantic, desc.dtype, shape)}
+
+
+def _emit_tma(_semantic: Any, op: str, ref: dict, operands: Sequence[tl.tensor], **attrs: Any) -> None:
+    """Emit the placeholder of a TMA op, right after its descriptor's carrier when it needs one."""
+    ref = dict(ref)
+    desc = ref.pop("_desc")
+    if ref.get("carried"):
+        b = _semantic.builder
+        block = desc.block_type.to_ir(b)
+        zeros = b.create_splat(block, b.get_null_value(desc.dtype.to_ir(b)))
+        b.create_descriptor_store(desc.handle, zeros, [b.get_int32(0)] * len(desc.block_shape))
+    emit(_semantic, op, operands=operands, **ref, **attrs)
 
 
 def _offsets(_semantic: Any, offsets: Any, rank: int, op: str) -> list[tl.tensor]:
-    offsets = list(_unwrap_if_constexpr(offsets))
+    offsets = _unwrap_if_constexpr(offsets)
+    if not isinstance(offsets, (list, tuple, tl.tuple)):
+        raise TypeError(f"tlx.{op}: offsets must be a list of integer scalars, got {type(offsets).__name__}")
+    offsets = list(offsets)
     if len(offsets) != rank:
         raise ValueError(f"tlx.{op}: {len(offsets)} offsets for a rank-{rank} block")
     out = []
@@ -68,41 +111,69 @@ def _offsets(_semantic: Any, offsets: Any, rank: int, op: str) -> list[tl.tensor
     return out
 
 
-def _no_option(value: Any, name: str, op: str) -> None:
+def _choice(value: Any, allowed: Sequence[str], name: str, op: str) -> str:
     value = _unwrap_if_constexpr(value)
-    if value not in ("", None, [], ()):
-        raise NotImplementedError(f"tlx.{op}: {name}={value!r} is not supported by the compile path yet")
+    value = "" if value is None else value
+    if value not in allowed:
+        raise ValueError(f"tlx.{op}: {name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def _one_buffer(buf: Any, op: str, arg: str) -> buffered_tensor:
+    buf = _buffer(_unwrap_if_constexpr(buf), op)
+    if buf.type.num:
+        raise TypeError(f"tlx.{op}: {arg} is a multi-buffer; pick one buffer with tlx.local_view first")
+    return buf
+
+
+def _no_cache_hint(value: str, name: str, op: str) -> None:
+    """Stock Triton 3.6 lowers no L2 hint on TMA copies (its TMA-to-LLVM lowering fails with
+    "cache modifiers / eviction policy not supported yet"), so a hint is refused instead of dropped."""
+    if value not in ("", "evict_normal"):
+        raise NotImplementedError(f"tlx.{op}: {name}={value!r} cannot be compiled on stock Triton: its TMA "
+                                  "lowering has no L2 cache hint (it rejects the attribute with 'not supported "
+                                  f"yet'); drop {name} or pass ''")
 
 
 @tlx_builtin
 def async_descriptor_load(desc, result, offsets, barrier, pred=None, cache_modifier="", eviction_policy="",
-                          multicast_targets=[], _semantic=None) -> None:
+                          multicast_targets=[], two_ctas=False, _semantic=None) -> None:
     """TMA-load the tile of ``desc`` at ``offsets`` into ``result``; its bytes count on ``barrier``."""
-    check_target(_semantic, "async_descriptor_load", 90)
-    for value, name in ((cache_modifier, "cache_modifier"), (eviction_policy, "eviction_policy"),
-                        (multicast_targets, "multicast_targets")):
-        _no_option(value, name, "async_descriptor_load")
-    dst = _buffer(result, "async_descriptor_load")
-    if dst.type.num:
-        raise TypeError("tlx.async_descriptor_load: pick one buffer with tlx.local_view first")
-    bar = barriers.barrier(barrier, "async_descriptor_load")
-    ref = _descriptor(_semantic, desc, dst, "async_descriptor_load")
-    operands = _offsets(_semantic, offsets, len(dst.shape), "async_descriptor_load") + [predicate(_semantic, pred)]
-    emit(_semantic, "tma_load", operands=operands, dst=dst.type.id, bar=bar.type.id, **ref)
+    op = "async_descriptor_load"
+    check_target(_semantic, op, 90)
+    cache = _choice(cache_modifier, ("", ".ca", ".cg", "ca", "cg"), "cache_modifier", op)
+    evict = _choice(eviction_policy, EVICTION_POLICIES, "eviction_policy", op)
+    targets = _unwrap_if_constexpr(multicast_targets)
+    if targets is not None and len(targets):
+        raise NotImplementedError(f"tlx.{op}: multicast_targets needs thread-block clusters, which TLX on stock "
+                                  "Triton does not launch (num_ctas=1; the fork's ctas_per_cga has no stock "
+                                  "equivalent)")
+    if _unwrap_if_constexpr(two_ctas):
+        raise NotImplementedError(f"tlx.{op}: two_ctas=True is the Blackwell 2-CTA mode (.cta_group::2); "
+                                  "it needs sm_100 clusters, which stock Triton TLX does not have")
+    _no_cache_hint(cache, "cache_modifier", op)
+    _no_cache_hint(evict, "eviction_policy", op)
+    dst = _one_buffer(result, op, "result")
+    bar = barriers.barrier(barrier, op)
+    ref = _descriptor(_semantic, desc, dst, op, "result")
+    operands = _offsets(_semantic, offsets, len(dst.shape), op) + [predicate(_semantic, pred)]
+    _emit_tma(_semantic, "tma_load", ref, operands, dst=dst.type.id, bar=bar.type.id)
 
 
 @tlx_builtin
 def async_descriptor_store(desc, source, offsets, eviction_policy="", store_reduce="", _semantic=None) -> None:
-    """TMA-store buffer ``source`` to the tile of ``desc`` at ``offsets`` (wait with ``async_descriptor_store_wait``)."""
-    check_target(_semantic, "async_descriptor_store", 90)
-    _no_option(eviction_policy, "eviction_policy", "async_descriptor_store")
-    _no_option(store_reduce, "store_reduce", "async_descriptor_store")
-    src = _buffer(source, "async_descriptor_store")
-    if src.type.num:
-        raise TypeError("tlx.async_descriptor_store: pick one buffer with tlx.local_view first")
-    ref = _descriptor(_semantic, desc, src, "async_descriptor_store")
-    emit(_semantic, "tma_store", operands=_offsets(_semantic, offsets, len(src.shape), "async_descriptor_store"),
-         src=src.type.id, **ref)
+    """TMA-store buffer ``source`` to the tile of ``desc`` at ``offsets``, or reduce into it with
+    ``store_reduce`` (``cp.reduce.async.bulk.tensor``); wait with ``async_descriptor_store_wait``."""
+    op = "async_descriptor_store"
+    check_target(_semantic, op, 90)
+    evict = _choice(eviction_policy, EVICTION_POLICIES, "eviction_policy", op)
+    reduce = _choice(store_reduce, ("", *STORE_REDUCE), "store_reduce", op)
+    _no_cache_hint(evict, "eviction_policy", op)
+    src = _one_buffer(source, op, "source")
+    ref = _descriptor(_semantic, desc, src, op, "source")
+    _emit_tma(_semantic, "tma_reduce" if reduce else "tma_store", ref,
+              _offsets(_semantic, offsets, len(src.shape), op), src=src.type.id,
+              **({"kind": STORE_REDUCE[reduce]} if reduce else {}))
 
 
 @tlx_builtin
@@ -116,26 +187,141 @@ def async_descriptor_store_wait(pendings, _semantic=None) -> None:
     emit(_semantic, "tma_store_wait", pendings=pendings)
 
 
+# --------------------------------------------------------------------------------------------
+# Descriptor slots in global memory
+# --------------------------------------------------------------------------------------------
+class tensor_descriptor_ptr_type(base_type):
+    """Pointer to ``num`` descriptor slots of ``size`` bytes (``allocate_tensor_descriptor``)."""
+
+    def __init__(self, num: int, size: int = DESCRIPTOR_SIZE) -> None:
+        self.num = num
+        self.size = size
+
+    def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["tensor_descriptor_ptr", int]:
+        return tensor_descriptor_ptr(handles[cursor], self.num, self.size), cursor + 1
+
+    def _flatten_ir_types(self, builder: ir.builder, out: List[ir.type]) -> None:
+        out.append(tl.pointer_type(tl.int8).to_ir(builder))
+
+    def __eq__(self, other: Any) -> bool:
+        return type(self) is type(other) and (self.num, self.size) == (other.num, other.size)
+
+    def __str__(self) -> str:
+        return f"tensor_descriptor_ptr<{self.num} x {self.size}B>"
+
+    def mangle(self) -> str:
+        return f"TLXDP{self.num}_{self.size}P"
+
+
+class tensor_descriptor_ptr(base_value):
+    """A pointer into descriptor slots; ``ptr[i]`` points at slot ``i`` (``i * 128`` bytes further)."""
+
+    def __init__(self, handle: ir.value, num: int, descriptor_size: int = DESCRIPTOR_SIZE) -> None:
+        self.handle = handle
+        self.type = tensor_descriptor_ptr_type(num, descriptor_size)
+
+    @property
+    def num(self) -> int:
+        return self.type.num
+
+    @property
+    def descriptor_size(self) -> int:
+        return self.type.size
+
+    def _flatten_ir(self, handles: List[ir.value]) -> None:
+        handles.append(self.handle)
+
+    @builtin
+    def __getitem__(self, index: Any, _semantic: Any = None) -> "tensor_descriptor_ptr":
+        index = _unwrap_if_constexpr(index)
+        if isinstance(index, int) and not 0 <= index < self.num:
+            raise IndexError(f"tlx.tensor_descriptor_ptr: slot {index} out of range for {self.num} descriptors")
+        index = _semantic.to_tensor(index)
+        if index.type.is_block() or not index.dtype.is_int():
+            raise TypeError(f"tlx.tensor_descriptor_ptr: the slot index must be an integer scalar, got {index.type}")
+        index = _semantic.cast(index, tl.int32) if index.dtype != tl.int32 else index
+        b = _semantic.builder
+        offset = b.create_mul(index.handle, b.get_int32(self.descriptor_size))
+        return tensor_descriptor_ptr(b.create_addptr(self.handle, offset), self.num, self.descriptor_size)
+
+
+def _slot(desc_ptr: Any, op: str) -> tensor_descriptor_ptr:
+    desc_ptr = _unwrap_if_constexpr(desc_ptr)
+    if not isinstance(desc_ptr, tensor_descriptor_ptr):
+        raise TypeError(f"tlx.{op}: desc_ptr must come from tlx.allocate_tensor_descriptor, got "
+                        f"{type(desc_ptr).__name__}")
+    return desc_ptr
+
+
 @tlx_builtin
-def make_tensor_descriptor(base, shape, strides, block_shape, padding_option="zero",
-                           _semantic=None) -> tensor_descriptor:
-    """A TMA descriptor made on the device (needs ``triton.set_allocator`` for its global scratch)."""
-    check_target(_semantic, "make_tensor_descriptor", 90)
-    if _unwrap_if_constexpr(padding_option) != "zero":
-        raise NotImplementedError("tlx.make_tensor_descriptor: only padding_option='zero' is supported")
+def allocate_tensor_descriptor(num, _semantic=None) -> tensor_descriptor_ptr:
+    """Global scratch for ``num`` descriptors (128 bytes each, 128-byte aligned; needs ``triton.set_allocator``)."""
+    check_target(_semantic, "allocate_tensor_descriptor", 90)
+    num = barriers._compile_time_int(num, "tlx.allocate_tensor_descriptor: num")
+    _, handle = emit(_semantic, "alloc_desc", scalar=tl.pointer_type(tl.int8), nbytes=num * DESCRIPTOR_SIZE,
+                     alignment=DESCRIPTOR_SIZE)
+    return tensor_descriptor_ptr(handle, num)
+
+
+def _block_shape(block_shape: Any, op: str) -> list[int]:
+    shape = [_unwrap_if_constexpr(b) for b in _unwrap_if_constexpr(block_shape)]
+    if not 1 <= len(shape) <= 5 or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in shape):
+        raise ValueError(f"tlx.{op}: block_shape must be 1 to 5 positive compile-time ints, got {shape}")
+    return shape
+
+
+@tlx_builtin
+def make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_option="zero",
+                           _semantic=None) -> Any:
+    """A TMA descriptor made on the device: in compiler-managed global scratch (``desc_ptr=None``, the
+    stock ``tt.make_tensor_descriptor``), or written into the slot ``desc_ptr`` (``tensormap_create``),
+    where ``reinterpret_tensor_descriptor`` reads it back. Both need ``triton.set_allocator``."""
+    op = "make_tensor_descriptor"
+    check_target(_semantic, op, 90)
+    padding = _unwrap_if_constexpr(padding_option)
+    if padding not in ("zero", "nan"):
+        raise ValueError(f"tlx.{op}: padding_option must be 'zero' or 'nan', got {padding!r}")
     base = _unwrap_if_constexpr(base)
     if not isinstance(base, tl.tensor) or base.type.is_block() or not base.dtype.is_ptr():
-        raise TypeError(f"tlx.make_tensor_descriptor: base must be a scalar pointer, got {getattr(base, 'type', base)}")
-    dtype = base.dtype.element_ty
-    block_shape = [_unwrap_if_constexpr(b) for b in _unwrap_if_constexpr(block_shape)]
+        raise TypeError(f"tlx.{op}: base must be a scalar pointer, got {getattr(base, 'type', base)}")
+    block = _block_shape(block_shape, op)
     shape, strides = list(_unwrap_if_constexpr(shape)), list(_unwrap_if_constexpr(strides))
-    if not len(shape) == len(strides) == len(block_shape) or not 1 <= len(shape) <= 5:
-        raise ValueError("tlx.make_tensor_descriptor: shape, strides and block_shape need the same rank (1 to 5)")
+    if not len(shape) == len(strides) == len(block):
+        raise ValueError(f"tlx.{op}: shape, strides and block_shape need the same rank, got {len(shape)}, "
+                         f"{len(strides)} and {len(block)}")
+    if _unwrap_if_constexpr(desc_ptr) is None:
+        return _semantic.make_tensor_descriptor(base, shape, strides, block, padding)
+    slot = _slot(desc_ptr, op)
+    dtype = base.dtype.element_ty
+    if dtype.is_int() and padding == "nan":
+        raise ValueError(f"tlx.{op}: padding_option='nan' needs a floating-point tensor, got {dtype}")
+    if block[-1] * dtype.primitive_bitwidth // 8 < 16:
+        raise ValueError(f"tlx.{op}: the last block dimension must span at least 16 bytes, got {block[-1]} x {dtype}")
     if _unwrap_if_constexpr(strides[-1]) != 1:
-        raise ValueError("tlx.make_tensor_descriptor: the last stride must be the constant 1")
-    layout = layouts.shared_layout(block_shape, dtype, _semantic.builder.options.arch)
-    desc = _desc_type(_semantic, dtype, block_shape, layout)
-    operands = ([base] + [_semantic.make_scalar(_unwrap_if_constexpr(s), tl.int32) for s in shape]
+        raise ValueError(f"tlx.{op}: the last stride must be the constant 1, got {strides[-1]}")
+    elem = _TENSORMAP_ELEM_TYPE.get(dtype.name, 0 if dtype.primitive_bitwidth == 8 else None)
+    if elem is None:
+        raise TypeError(f"tlx.{op}: TMA cannot copy {dtype}")
+    operands = ([tl.tensor(slot.handle, tl.pointer_type(tl.int8)), base]
+                + [_semantic.make_scalar(_unwrap_if_constexpr(s), tl.int32) for s in shape]
                 + [_semantic.make_scalar(_unwrap_if_constexpr(s), tl.int64) for s in strides])
-    pid, handle = emit(_semantic, "make_desc", operands=operands, rank=len(shape), desc=desc)
-    return tensor_descriptor(handle, tensor_descriptor_type(tl.block_type(dtype, block_shape), pid, desc))
+    pid, handle = emit(_semantic, "make_desc_slot", operands=operands, rank=len(block), block=block,
+                       elem_type=elem, elem_bytes=dtype.primitive_bitwidth // 8, fill=int(padding == "nan"),
+                       default=_default_desc_type(_semantic, dtype, block))
+    return tensor_descriptor(handle, tensor_descriptor_type(tl.block_type(dtype, block), pid, "slot"))
+
+
+@tlx_builtin
+def reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype, _semantic=None) -> tensor_descriptor:
+    """The descriptor in slot ``desc_ptr`` (written by ``make_tensor_descriptor(desc_ptr, ...)``) for
+    TLX TMA ops, seen as a ``dtype`` tensor of ``block_shape`` blocks."""
+    op = "reinterpret_tensor_descriptor"
+    check_target(_semantic, op, 90)
+    slot = _slot(desc_ptr, op)
+    block = _block_shape(block_shape, op)
+    dtype = _unwrap_if_constexpr(dtype)
+    if not isinstance(dtype, tl.dtype):
+        raise TypeError(f"tlx.{op}: dtype must be a Triton dtype, got {dtype!r}")
+    pid, handle = emit(_semantic, "reinterpret_desc", operands=[tl.tensor(slot.handle, tl.pointer_type(tl.int8))],
+                       default=_default_desc_type(_semantic, dtype, block))
+    return tensor_descriptor(handle, tensor_descriptor_type(tl.block_type(dtype, block), pid, "slot"))

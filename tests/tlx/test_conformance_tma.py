@@ -1,0 +1,282 @@
+"""TMA conformance with the TLX fork on the compile path (sm_90): descriptors from anywhere (kernel
+arguments, ``tl``/``tlx.make_tensor_descriptor``, ``@triton.jit`` helpers, descriptor slots), their
+shared layouts, TMA reductions, and the options stock Triton cannot lower. Interpreter numerics of
+the same kernels: test_interpreter_tma.py."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.compiler.errors import CompilationError
+
+import tritium.tlx as tlx
+from tritium import compat
+
+SM90 = GPUTarget("cuda", 90, 32)
+SIG = {"x": "*fp16", "y": "*fp16", "M": "i32", "N": "i32"}
+NVMMA_64B = "#ttg.nvmma_shared<{swizzlingByteWidth = 64, transposed = false, elementBitWidth = 16}>"
+
+
+def compile_(fn, sig=SIG, constexprs=None, **options):
+    sig = {**sig, **{k: "constexpr" for k in (constexprs or {})}}
+    return triton.compile(ASTSource(fn, sig, constexprs or {}), target=SM90, options=options)
+
+
+def compile_error(fn, sig=SIG, constexprs=None) -> str:
+    with pytest.raises(Exception) as info:
+        compile_(fn, sig, constexprs)
+    return str(info.value)
+
+
+@triton.jit
+def _load_tile(desc, buf, bar, off_m, off_n):
+    tlx.async_descriptor_load(desc, buf, [off_m, off_n], bar)
+
+
+@triton.jit
+def _make_desc(ptr, M, N):
+    return tl.make_tensor_descriptor(ptr, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+
+
+@triton.jit
+def _stock_descriptors(x, y, M, N, HELPERS: tl.constexpr):
+    """The fork's test_descriptor_load: descriptors from tl.make_tensor_descriptor, in the kernel or a helper."""
+    if HELPERS:
+        desc_in = _make_desc(x, M, N)
+    else:
+        desc_in = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    desc_out = tlx.make_tensor_descriptor(None, y, [M, N], [N, 1], [64, 64])
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, 64 * 64 * 2)
+    off_m = tl.program_id(0) * 64
+    if HELPERS:
+        _load_tile(desc_in, buf, bar, off_m, 0)
+    else:
+        tlx.async_descriptor_load(desc_in, buf, [off_m, 0], bar)
+    tlx.barrier_wait(bar, 0)
+    tlx.fence("async_shared")
+    tlx.async_descriptor_store(desc_out, buf, [off_m, 0])
+    tlx.async_descriptor_store_wait(0)
+
+
+@pytest.mark.parametrize("helpers", [False, True], ids=["in-kernel", "in-helpers"])
+def test_device_descriptors_from_tl_and_helpers(helpers):
+    k = compile_(_stock_descriptors, constexprs={"HELPERS": helpers})
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    # Both descriptors made on the device by stock tma_lowering; the carriers are gone.
+    assert ttgir.count("ttng.tensormap_create") == 2 and "swizzle_mode = 3" in ttgir
+    assert "tt.descriptor_store" not in ttgir and "tt.elementwise_inline_asm" not in ttgir
+    assert ttgir.count("ttng.async_tma_copy_global_to_local") == 1
+    assert ttgir.count("ttng.async_tma_copy_local_to_global") == 1
+    assert compat.ptx_tma_load(2) in ptx and "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
+    assert "st.global" not in ptx  # no carrier store survived
+
+
+@triton.jit
+def _host_desc_through_helper(in_desc, out_desc):
+    buf = tlx.local_alloc((64, 64), tl.float16, 2, layout=tlx.nv_mma_shared_layout_encoding(
+        shape=[64, 64], order=[1, 0], elemType=tl.float16))
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, 2 * 64 * 64 * 2)
+    _load_tile(in_desc, buf[0], bar, 0, 0)
+    _load_tile(in_desc, buf[1], bar, 64, 0)  # the same descriptor, twice: one layout
+    tlx.barrier_wait(bar, 0)
+    tlx.async_descriptor_store(out_desc, buf[1], [0, 0])
+    tlx.async_descriptor_store_wait(0)
+
+
+def test_host_descriptor_through_a_helper():
+    sig = {"in_desc": "tensordesc<fp16[64, 64]>", "out_desc": "tensordesc<fp16[64, 64]>"}
+    k = compile_(_host_desc_through_helper, sig)
+    ttgir = k.asm["ttgir"]
+    assert ttgir.count("ttng.async_tma_copy_global_to_local %in_desc") == 2
+    assert k.metadata.tensordesc_meta[0]["swizzle"] == 3 and k.metadata.tensordesc_meta[1]["swizzle"] == 3
+
+
+@triton.jit
+def _layout_64b(x, y, M, N, HOST: tl.constexpr):
+    """A buffer whose layout is not the default one: the descriptor must follow it."""
+    buf = tlx.local_alloc((64, 64), tl.float16, 1, layout=tlx.NVMMASharedLayout(64, 16, 2))[0]
+    bar = tlx.alloc_barriers(1)[0]
+    desc = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    tlx.barrier_expect_bytes(bar, 64 * 64 * 2)
+    tlx.async_descriptor_load(desc, buf, [0, 0], bar)
+    tlx.barrier_wait(bar, 0)
+    tl.store(y + tl.arange(0, 64)[:, None] * N + tl.arange(0, 64)[None, :], tlx.local_load(buf))
+
+
+def test_descriptor_takes_the_layout_of_its_buffer():
+    ttgir = compile_(_layout_64b, constexprs={"HOST": False}).asm["ttgir"]
+    assert "swizzle_mode = 2" in ttgir and "swizzle_mode = 3" not in ttgir
+    assert re.search(r"ttng.async_tma_copy_global_to_local %\S+\[.*\] %\S+, %\S+, %\S+ : "
+                     r"!tt.tensordesc<tensor<64x64xf16, #shared\d*>>", ttgir)
+
+
+@triton.jit
+def _two_layouts(x, M, N):
+    a = tlx.local_alloc((64, 64), tl.float16, 1, layout=tlx.NVMMASharedLayout(64, 16, 2))[0]
+    b = tlx.local_alloc((64, 64), tl.float16, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    desc = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    tlx.async_descriptor_load(desc, a, [0, 0], bar)
+    tlx.async_descriptor_load(desc, b, [0, 64], bar)
+
+
+def test_one_descriptor_two_buffer_layouts_is_an_error():
+    text = compile_error(_two_layouts, {"x": "*fp16", "M": "i32", "N": "i32"})
+    assert "tlx.async_descriptor_load at " in text and "test_conformance_tma.py:" in text
+    assert "another shared layout" in text and "swizzlingByteWidth = 64" in text
+
+
+@triton.jit
+def _reduce(in_desc, out_desc, KIND: tl.constexpr, DTYPE: tl.constexpr):
+    buf = tlx.local_alloc((64, 64), DTYPE, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, 64 * 64 * DTYPE.primitive_bitwidth // 8)
+    tlx.async_descriptor_load(in_desc, buf, [0, 0], bar)
+    tlx.barrier_wait(bar, 0)
+    tlx.async_descriptor_store(out_desc, buf, [0, 0], store_reduce=KIND)
+    tlx.async_descriptor_store_wait(0)
+
+
+@pytest.mark.parametrize("kind,dtype", [("add", "fp32"), ("add", "fp16"), ("min", "i32"), ("max", "i32"),
+                                        ("and", "i32"), ("or", "i32"), ("xor", "i32")])
+def test_store_reduce_is_a_tma_reduction(kind, dtype):
+    sig = {"in_desc": f"tensordesc<{dtype}[64, 64]>", "out_desc": f"tensordesc<{dtype}[64, 64]>"}
+    k = compile_(_reduce, sig, {"KIND": kind, "DTYPE": {"fp32": tl.float32, "fp16": tl.float16, "i32": tl.int32}[dtype]})
+    assert f"ttng.async_tma_reduce {kind}, %out_desc" in k.asm["ttgir"]
+    assert re.search(rf"cp\.reduce\.async\.bulk\.tensor\.2d\.global\.shared::cta\.{kind}\.", k.asm["ptx"])
+
+
+@triton.jit
+def _options(x, M, N, OPTION: tl.constexpr):
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    desc = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    if OPTION == "evict_first":
+        tlx.async_descriptor_load(desc, buf, [0, 0], bar, eviction_policy="evict_first")
+    elif OPTION == "cache":
+        tlx.async_descriptor_load(desc, buf, [0, 0], bar, cache_modifier=".cg")
+    elif OPTION == "multicast":
+        tlx.async_descriptor_load(desc, buf, [0, 0], bar, multicast_targets=[0, 1])
+    elif OPTION == "store_evict":
+        tlx.async_descriptor_store(desc, buf, [0, 0], eviction_policy="evict_last")
+    elif OPTION == "bad_policy":
+        tlx.async_descriptor_store(desc, buf, [0, 0], eviction_policy="evict_sometimes")
+    elif OPTION == "bad_reduce":
+        tlx.async_descriptor_store(desc, buf, [0, 0], store_reduce="mul")
+    else:
+        tlx.async_descriptor_load(desc, buf, [0, 0], bar, eviction_policy="")
+
+
+@pytest.mark.parametrize("option,message", [
+    ("evict_first", "async_descriptor_load: eviction_policy='evict_first' cannot be compiled on stock Triton"),
+    ("cache", "async_descriptor_load: cache_modifier='.cg' cannot be compiled on stock Triton"),
+    ("multicast", "async_descriptor_load: multicast_targets needs thread-block clusters"),
+    ("store_evict", "async_descriptor_store: eviction_policy='evict_last' cannot be compiled on stock Triton"),
+    ("bad_policy", "async_descriptor_store: eviction_policy must be one of"),
+    ("bad_reduce", "async_descriptor_store: store_reduce must be one of"),
+])
+def test_options_stock_triton_cannot_lower_raise_at_the_kernel_line(option, message):
+    text = compile_error(_options, {"x": "*fp16", "M": "i32", "N": "i32"}, {"OPTION": option})
+    assert message in text
+    assert "tlx.async_descriptor_" in text.splitlines()[-3] or "tlx.async_descriptor_" in text
+
+
+def test_default_options_compile():
+    ttgir = compile_(_options, {"x": "*fp16", "M": "i32", "N": "i32"}, {"OPTION": "none"}).asm["ttgir"]
+    assert "ttng.async_tma_copy_global_to_local" in ttgir
+
+
+@triton.jit
+def _slots(x, y, M, N):
+    """The fork's test_make_tensor_descriptor_with_desc_ptr: descriptors written to slots, read back."""
+    desc_ptrs = tlx.allocate_tensor_descriptor(num=2)
+    tlx.make_tensor_descriptor(desc_ptr=desc_ptrs[0], base=x, shape=[M, N], strides=[N, tl.constexpr(1)],
+                               block_shape=[64, 64])
+    tlx.make_tensor_descriptor(desc_ptr=desc_ptrs[1], base=y, shape=[M, N], strides=[N, tl.constexpr(1)],
+                               block_shape=[64, 64])
+    desc_in = tlx.reinterpret_tensor_descriptor(desc_ptr=desc_ptrs[0], block_shape=[64, 64], dtype=tl.float16)
+    desc_out = tlx.reinterpret_tensor_descriptor(desc_ptr=desc_ptrs[1], block_shape=[64, 64], dtype=tl.float16)
+    buf = tlx.local_alloc((64, 64), tl.float16, 1, layout=tlx.NVMMASharedLayout(64, 16, 2))[0]
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, 64 * 64 * 2)
+    tlx.async_descriptor_load(desc_in, buf, [tl.program_id(0) * 64, 0], bar)
+    tlx.barrier_wait(bar, 0)
+    tlx.fence("async_shared")
+    tlx.async_descriptor_store(desc_out, buf, [tl.program_id(0) * 64, 0])
+    tlx.async_descriptor_store_wait(0)
+
+
+def test_descriptor_slots():
+    k = compile_(_slots)
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert ttgir.count("ttg.global_scratch_alloc {alignment = 128 : i32, nbytes = 256 : i32}") == 1
+    assert ttgir.count("ttng.tensormap_create") == 2 and ttgir.count("ttng.tensormap_fenceproxy_acquire") == 2
+    assert ttgir.count("ttng.reinterpret_tensor_descriptor") == 2
+    # The slot written with the swizzle its readers' buffer has (64B: mode 2), box 32 x fp16 wide.
+    assert ttgir.count("swizzle_mode = 2") == 2 and "swizzle_mode = 3" not in ttgir
+    assert "tensormap.replace" in ptx and "fence.proxy.tensormap" in ptx
+    assert compat.ptx_tma_load(2) in ptx
+    assert k.metadata.global_scratch_size >= 256
+
+
+@triton.jit
+def _slot_misuse(x, M, N, CASE: tl.constexpr):
+    if CASE == "ptr":
+        tlx.reinterpret_tensor_descriptor(desc_ptr=x, block_shape=[64, 64], dtype=tl.float16)
+    elif CASE == "index":
+        desc_ptrs = tlx.allocate_tensor_descriptor(num=2)
+        tlx.reinterpret_tensor_descriptor(desc_ptr=desc_ptrs[2], block_shape=[64, 64], dtype=tl.float16)
+    elif CASE == "num":
+        tlx.allocate_tensor_descriptor(num=M)
+    else:
+        tlx.make_tensor_descriptor(x, x, [M, N], [N, 1], [64, 64])
+
+
+@pytest.mark.parametrize("case,message", [
+    ("ptr", "tlx.reinterpret_tensor_descriptor: desc_ptr must come from tlx.allocate_tensor_descriptor"),
+    ("index", "slot 2 out of range for 2 descriptors"),
+    ("num", "tlx.allocate_tensor_descriptor: num must be a compile-time int"),
+    ("base", "tlx.make_tensor_descriptor: desc_ptr must come from tlx.allocate_tensor_descriptor"),
+])
+def test_slot_misuse_is_reported_at_the_kernel_line(case, message):
+    with pytest.raises(CompilationError) as info:
+        compile_(_slot_misuse, {"x": "*fp16", "M": "i32", "N": "i32"}, {"CASE": case})
+    assert message in str(info.value) and "_slot_misuse" not in str(info.value).splitlines()[-1]
+
+
+@triton.jit
+def _ws_stock_descriptors(x, y, M, N):
+    """The fork's test_descriptor_load_prefetch_ws (without the prefetch): descriptors made before the tasks."""
+    desc_in = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    desc_out = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)[0]
+    full = tlx.alloc_barriers(1)[0]
+    empty = tlx.alloc_barriers(1)[0]
+    off_m = tl.program_id(0) * 64
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tlx.barrier_arrive(empty)
+            tlx.barrier_wait(full, 0)
+            tlx.fence_async_shared()
+            tlx.async_descriptor_store(desc_out, buf, [off_m, 0])
+            tlx.async_descriptor_store_wait(0)
+        with tlx.async_task(num_warps=1):
+            tlx.barrier_wait(empty, 0)
+            tlx.barrier_expect_bytes(full, 64 * 64 * 2)
+            tlx.async_descriptor_load(desc_in, buf, [off_m, 0], full)
+
+
+def test_descriptors_made_outside_tasks_reach_the_partitions():
+    k = compile_(_ws_stock_descriptors)
+    ttgir = k.asm["ttgir"]
+    assert "ttg.warp_specialize" in ttgir and ttgir.count("ttng.tensormap_create") == 2
+    part = ttgir[ttgir.index("partition0"):]
+    assert "ttng.async_tma_copy_global_to_local" in part
+    assert compat.ptx_tma_load(2) in k.asm["ptx"]

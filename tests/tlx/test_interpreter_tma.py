@@ -1,0 +1,88 @@
+"""Interpreter numerics of the fork's TMA usage (test_conformance_tma.py compiles the same patterns):
+descriptors from tl/tlx.make_tensor_descriptor and helpers, descriptor slots, TMA reductions."""
+import pytest
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from interp_shim import require_interpret_mode, tlx
+
+require_interpret_mode()
+
+
+@triton.jit
+def _load_tile(desc, buf, bar, off_m, off_n):
+    tlx.async_descriptor_load(desc, buf, [off_m, off_n], bar)
+
+
+@triton.jit
+def _make_desc(ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    return tl.make_tensor_descriptor(ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+
+
+@triton.jit
+def _copy(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr, MODE: tl.constexpr):
+    if MODE == "slots":
+        ptrs = tlx.allocate_tensor_descriptor(num=2)
+        tlx.make_tensor_descriptor(desc_ptr=ptrs[0], base=x, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+        tlx.make_tensor_descriptor(desc_ptr=ptrs[1], base=y, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+        desc_in = tlx.reinterpret_tensor_descriptor(desc_ptr=ptrs[0], block_shape=[BM, BN], dtype=tl.float16)
+        desc_out = tlx.reinterpret_tensor_descriptor(desc_ptr=ptrs[1], block_shape=[BM, BN], dtype=tl.float16)
+    elif MODE == "helpers":
+        desc_in = _make_desc(x, M, N, BM, BN)
+        desc_out = tlx.make_tensor_descriptor(None, y, [M, N], [N, 1], [BM, BN])
+    else:
+        desc_in = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+        desc_out = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    buf = tlx.local_alloc((BM, BN), tl.float16, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, BM * BN * 2)
+    off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    _load_tile(desc_in, buf, bar, off_m, off_n)
+    tlx.barrier_wait(bar, 0)
+    tlx.async_descriptor_store(desc_out, buf, [off_m, off_n])
+    tlx.async_descriptor_store_wait(0)
+
+
+@pytest.mark.parametrize("mode", ["tl", "helpers", "slots"])
+def test_device_descriptors_copy_ragged_tensors(mode):
+    M, N, BM, BN = 40, 24, 16, 16
+    x = torch.randn(M, N, dtype=torch.float16)
+    y = torch.zeros_like(x)
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8))
+    _copy[(triton.cdiv(M, BM), triton.cdiv(N, BN))](x, y, M, N, BM, BN, mode)
+    torch.testing.assert_close(y, x)
+
+
+@triton.jit
+def _reduce(in_desc, out_desc, KIND: tl.constexpr):
+    buf = tlx.local_alloc((16, 16), tl.int32, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, 16 * 16 * 4)
+    tlx.async_descriptor_load(in_desc, buf, [0, 0], bar)
+    tlx.barrier_wait(bar, 0)
+    tlx.async_descriptor_store(out_desc, buf, [0, 0], store_reduce=KIND)
+    tlx.async_descriptor_store_wait(0)
+
+
+@pytest.mark.parametrize("kind,ref", [("add", torch.add), ("min", torch.minimum), ("max", torch.maximum),
+                                      ("and", torch.bitwise_and), ("or", torch.bitwise_or),
+                                      ("xor", torch.bitwise_xor)])
+def test_store_reduce_kinds(kind, ref):
+    x = torch.randint(-1000, 1000, (16, 16), dtype=torch.int32)
+    out = torch.randint(-1000, 1000, (16, 16), dtype=torch.int32)
+    want = ref(out, x)
+    _reduce[(1, )](TensorDescriptor.from_tensor(x, [16, 16]), TensorDescriptor.from_tensor(out, [16, 16]), kind)
+    torch.testing.assert_close(out, want)
+
+
+@triton.jit
+def _unwritten_slot(x):
+    ptrs = tlx.allocate_tensor_descriptor(num=1)
+    tlx.reinterpret_tensor_descriptor(desc_ptr=ptrs[0], block_shape=[16, 16], dtype=tl.float16)
+
+
+def test_reading_an_unwritten_slot_is_an_error():
+    with pytest.raises(Exception, match="descriptor slot 0 was never written"):
+        _unwritten_slot[(1, )](torch.zeros(16, 16, dtype=torch.float16))
