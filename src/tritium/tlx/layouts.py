@@ -164,11 +164,19 @@ def transposed(layout: SharedLayout, dims: Sequence[int]) -> SharedLayout:
                                 tuple(list(dims).index(o) for o in layout.order))
 
 
-def reshaped(layout: SharedLayout, shape: Sequence[int]) -> SharedLayout:
-    """The encoding of a reshaped view; only unswizzled row-major buffers are supported so far."""
+def reshaped(layout: SharedLayout, old_shape: Sequence[int], shape: Sequence[int]) -> SharedLayout:
+    """The encoding of a reshaped view: unswizzled row-major buffers, or NVMMA buffers whose rows stay whole.
+
+    NVMMA swizzles rows of the last dimension and flattens the outer ones, so regrouping outer
+    dimensions (e.g. a [1, 1, 64, 64] TMA block seen as [64, 64]) keeps every byte in place.
+    """
+    if isinstance(layout, NVMMASharedLayout) and not layout.transposed and len(shape) >= 2 \
+            and shape[-1] == old_shape[-1]:
+        return NVMMASharedLayout(layout.swizzle_bytes, layout.element_bits, len(shape))
     plain = isinstance(layout, SwizzledSharedLayout) and layout.max_phase == 1 and layout.vec == 1
     if not plain or list(layout.order) != list(reversed(range(len(layout.order)))):
-        raise NotImplementedError("tlx.local_reshape: the compile path reshapes only unswizzled row-major buffers")
+        raise NotImplementedError("tlx.local_reshape: the compile path reshapes unswizzled row-major buffers, or "
+                                  "NVMMA buffers keeping their last dimension")
     return SwizzledSharedLayout(1, 1, 1, tuple(reversed(range(len(shape)))))
 
 

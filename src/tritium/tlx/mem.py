@@ -120,8 +120,8 @@ def local_reshape(buf, shape, _semantic=None) -> buffered_tensor:
     shape = _int_tuple(shape, "tlx.local_reshape: shape")
     if math.prod(shape) != math.prod(buf.shape):
         raise ValueError(f"tlx.local_reshape: cannot reshape {buf.shape} into {shape}")
-    return _view(_semantic, "memdesc_reshape", buf.dtype, shape, layouts.reshaped(buf.layout, shape), shape,
-                 src=buf.type.id)
+    layout = layouts.reshaped(buf.layout, buf.shape, shape)
+    return _view(_semantic, "memdesc_reshape", buf.dtype, shape, layout, shape, src=buf.type.id)
 
 
 @tlx_builtin

@@ -67,8 +67,11 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
     layout = _acc_layout(_semantic, M, N, A.dtype)
     operands, attrs = [acc], {}
     if isinstance(A, tl.tensor):
-        operands.append(A)
         attrs["a_reg"] = tensor_type(_semantic, A.dtype, [M, K], layouts.wgmma_operand_layout(layout, A.dtype))
+        if K == N:
+            operands.append(A)
+        else:  # one placeholder's tensors share a shape: A travels in a placeholder of its own
+            attrs["a_op"], _ = emit(_semantic, "wgmma_a", operands=[A], a_reg=attrs["a_reg"])
     else:
         attrs["a"] = A.type.id
     _, out = emit(_semantic, "wgmma", operands=operands, result=out_dtype, shape=[M, N], b=B.type.id,
