@@ -79,17 +79,23 @@ def _stand_in_driver(target: Any) -> Iterator[None]:
 def load_module(spec: Spec, tutorials: Path | None, target: Any) -> types.ModuleType:
     if not spec.from_fork:
         return importlib.import_module(spec.module)
-    if tutorials is None:
-        raise FileNotFoundError("no tutorials directory given (--tutorials)")
+    package = f"{FORK_TLX}.tutorials"  # tutorials import each other by this name
+    if package not in sys.modules:
+        sys.modules[package] = types.ModuleType(package)
+        sys.modules[package].__path__ = [str(tutorials)]
     path = tutorials / spec.module
-    name = "fork_tutorial_" + path.stem.replace("-", "_")
+    name = f"{package}.{path.stem.replace('-', '_')}"
     if name in sys.modules:
         return sys.modules[name]
     loader = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(loader)
-    with _stand_in_driver(target):
-        loader.loader.exec_module(module)
     sys.modules[name] = module
+    with _stand_in_driver(target):
+        try:
+            loader.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
     return module
 
 
@@ -140,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         status["cases"] = json.loads(status_file.read_text())["cases"]
     for spec in ALL:
         if args.names and spec.name not in args.names:
+            continue
+        if spec.from_fork and (args.tutorials is None or not (args.tutorials / spec.module).is_file()):
+            print(f"{spec.name}: skipped, {spec.module} is not in the tutorials directory", flush=True)
             continue
         for t in spec.targets:
             case = f"{spec.name}@{TARGET_NAMES[t]}"

@@ -123,4 +123,30 @@ FORK = (
           _tiles(128, 128, 128, 4, 2), (GFX942, GFX950), 8, kpack=1, matrix_instr_nonkdim=16, waves_per_eu=0),
 )
 
-ALL = TRITIUM + OPS + FORK
+def _gfx942_family(name: str, kernel: str, extra_sig: dict, extra_aligned: tuple) -> Spec:
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", **extra_sig.get("ptrs", {}), "c_ptr": "*fp16", "M": "i32", "N": "i32",
+           "K": "i32", **extra_sig["strides"]}
+    tiles = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "NUM_BUFFERS": 2, "NUM_XCDS": 8}
+    return Spec(f"fork.{name}", f"{name}.py", kernel, sig, tiles,
+                ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", *extra_aligned), {"num_warps": 4, "waves_per_eu": 0},
+                (GFX942, ))
+
+
+#: The fork's CDNA3 GEMM family. Newer than the fbtriton wheel, so not in CI: compared when a
+#: tutorials directory from the fork's source holds them (``dump --tutorials``).
+FORK_SOURCE_ONLY = (
+    _gfx942_family("amd_gemm_gfx942", "matmul_kernel_gfx942",
+                   {"strides": {n: "i32" for n in ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
+                                                   "stride_cn")}}, ("stride_am", "stride_bk", "stride_cm")),
+    _gfx942_family("amd_bmm_gfx942", "bmm_kernel_gfx942",
+                   {"strides": {n: "i32" for n in ("stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk",
+                                                   "stride_bn", "stride_cb", "stride_cm", "stride_cn")}},
+                   ("stride_ab", "stride_am", "stride_bb", "stride_bk", "stride_cb", "stride_cm")),
+    _gfx942_family("amd_addmm_gfx942", "addmm_kernel_gfx942",
+                   {"ptrs": {"bias_ptr": "*fp16"},
+                    "strides": {n: "i32" for n in ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_biasm",
+                                                   "stride_biasn", "stride_cm", "stride_cn")}},
+                   ("bias_ptr", "stride_am", "stride_bk", "stride_biasm", "stride_cm")),
+)
+
+ALL = TRITIUM + OPS + FORK + FORK_SOURCE_ONLY
