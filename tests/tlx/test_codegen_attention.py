@@ -1,0 +1,132 @@
+"""The warp-specialized flash-attention kernels compiled for sm_90 on the CPU, and the launcher's input checks."""
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+
+import pytest
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from tritium.kernels import attention as attn
+from tritium.kernels import attention_ws_hopper as ws
+from tritium.kernels import attention_ws_pipelined_hopper as pp
+from tritium.tlx import layouts, placeholders
+
+SM90 = GPUTarget("cuda", 90, 32)
+KERNELS = {"ws": ws.attn_fwd_ws_hopper, "pipelined": pp.attn_fwd_ws_pipelined_hopper}
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(variant: str, head_dim: int, dtype: str, causal: bool):
+    cfg = ws.CONFIGS[head_dim]
+    half, bn = cfg.BLOCK_M // 2, cfg.BLOCK_N
+    sig = {"desc_q": f"tensordesc<{dtype}[1, 1, {half}, {head_dim}]>",
+           "desc_k": f"tensordesc<{dtype}[1, 1, {bn}, {head_dim}]>",
+           "desc_v": f"tensordesc<{dtype}[1, 1, {bn}, {head_dim}]>",
+           "desc_o": f"tensordesc<{dtype}[1, 1, {half}, {head_dim}]>", "sm_scale": "fp32", "H": "i32", "N_CTX": "i32"}
+    consts = {"HEAD_DIM": head_dim, "CAUSAL": causal, **cfg._asdict()}
+    sig.update(dict.fromkeys(consts, "constexpr"))
+    return triton.compile(ASTSource(KERNELS[variant], sig, consts), target=SM90, options={"num_warps": 4})
+
+
+CASES = [(v, d, dt, c) for v in KERNELS for d, dt in ((64, "bf16"), (128, "fp16")) for c in (False, True)]
+
+
+@pytest.mark.parametrize("variant, head_dim, dtype, causal", CASES)
+def test_attention_compiles_to_tma_mbarriers_wgmma_and_setmaxnreg(variant, head_dim, dtype, causal):
+    k = compiled(variant, head_dim, dtype, causal)
+    cfg = ws.CONFIGS[head_dim]
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert f'tt.elementwise_inline_asm "{placeholders.PREFIX}' not in ttgir  # every TLX placeholder lowered
+    # The producer in the default region, two 4-warp consumer warpgroups with setmaxnreg.
+    assert ttgir.count("ttg.warp_specialize(") == 1
+    assert len(re.findall(r"partition\d\(.*\) num_warps\(4\)", ttgir)) == 2
+    assert f"requestedRegisters = array<i32: {cfg.NUM_REGS}, {cfg.NUM_REGS}>" in ttgir
+    assert k.metadata.num_warps == 12 and k.metadata.shared <= 232448  # Hopper's 227 KB per block
+    assert f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
+    # 4-D TMA: loads completing on mbarriers, and the output's TMA store.
+    assert "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group" in ptx
+    assert "mbarrier.arrive.expect_tx" in ptx and "mbarrier.try_wait.parity" in ptx
+    # Q, K, V, O boxes: 128B-swizzled rows of 64 elements (a 128-wide head is two boxes), as the buffers.
+    q_box, kv_box = [1, 1, cfg.BLOCK_M // 2, 64], [1, 1, cfg.BLOCK_N, 64]
+    assert [m["block_size"] for m in k.metadata.tensordesc_meta] == [q_box, kv_box, kv_box, q_box]
+    assert all(m["swizzle"] == 3 for m in k.metadata.tensordesc_meta)
+    # S = Q K^T from shared memory (N = BLOCK_N); O += P V with P in registers (N = head dim).
+    ty = {"fp16": "f16", "bf16": "bf16"}[dtype]
+    assert f"wgmma.mma_async.sync.aligned.m64n{cfg.BLOCK_N}k16.f32.{ty}.{ty}" in ptx
+    assert f"wgmma.mma_async.sync.aligned.m64n{head_dim}k16.f32.{ty}.{ty}" in ptx
+    assert re.search(rf"ttng\.warp_group_dot %\S+, %\S+, %\S+ {{[^}}]*}} : tensor<64x{cfg.BLOCK_N}x{ty}, "
+                     r"#ttg\.dot_op<\{opIdx = 0", ttgir)
+    assert "ex2.approx" in ptx  # the softmax in base 2
+    turns = {"bar.sync 9, 256", "bar.sync 10, 256", "bar.arrive 9, 256", "bar.arrive 10, 256"}
+    if variant == "pipelined":
+        # Ping-pong turns on named barriers 9/10; S_j waited for while P_{j-1} V_{j-1} runs.
+        assert all(t in ptx for t in turns)
+        assert "wgmma.wait_group.sync.aligned 1;" in ptx
+    else:
+        assert not any(t in ptx for t in turns) and "wgmma.wait_group.sync.aligned 1;" not in ptx
+
+
+@pytest.mark.parametrize("variant, head_dim, dtype, causal", [c for c in CASES if c[3]])
+def test_attention_fits_its_registers(variant, head_dim, dtype, causal, tmp_path):
+    """ptxas places everything in registers: no spills (which would also serialize the wgmma pipeline)."""
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(compiled(variant, head_dim, dtype, causal).asm["ptx"])
+    out = subprocess.run([triton.knobs.nvidia.ptxas.path, "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True, check=True).stderr
+    assert "0 bytes spill stores, 0 bytes spill loads" in out, out
+    assert "wgmma.mma_async instructions are serialized" not in out, out
+
+
+def test_nvmma_buffers_reshape_keeping_rows():
+    nvmma = layouts.NVMMASharedLayout(128, 16, 4)
+    assert layouts.reshaped(nvmma, (1, 1, 64, 64), (64, 64)) == layouts.NVMMASharedLayout(128, 16, 2)
+    with pytest.raises(NotImplementedError, match="keeping their last dimension"):
+        layouts.reshaped(nvmma, (1, 1, 64, 64), (1, 64, 2, 32))
+
+
+def test_the_launcher_picks_pipelined_unless_one_kv_block():
+    assert attn.pick_kernel(128, 64) is ws.attn_fwd_ws_hopper
+    assert attn.pick_kernel(129, 64) is pp.attn_fwd_ws_pipelined_hopper
+    assert attn.pick_kernel(16384, 128) is pp.attn_fwd_ws_pipelined_hopper
+
+
+def _qkv(shape=(1, 2, 16, 64), dtype=torch.float16):
+    return [torch.zeros(shape, dtype=dtype) for _ in range(3)]
+
+
+@pytest.mark.parametrize("args, error, message", [
+    (lambda q, k, v: (q.numpy(), k, v), TypeError, "attention: q must be a torch.Tensor, got ndarray"),
+    (lambda q, k, v: (q[0], k, v), ValueError, r"attention: q must be 4-D \[batch, heads, seq, head_dim\]"),
+    (lambda q, k, v: (q, k.float(), v), TypeError, "attention: k must be float16 or bfloat16, got torch.float32"),
+    (lambda q, k, v: (q, k, v[:, :, :8]), ValueError, "q, k and v must have the same shape"),
+    (lambda q, k, v: (q, k, v.bfloat16()), TypeError, "q, k and v must have the same dtype"),
+    (lambda q, k, v: [x[..., :32] for x in (q, k, v)], ValueError, r"head_dim must be one of \(64, 128\), got 32"),
+    (lambda q, k, v: [x[:, :, :0] for x in (q, k, v)], ValueError, "batch, heads and seq must be >= 1"),
+    (lambda q, k, v: [x.expand(2, 40000, 16, 64) for x in (q[:1, :1], k[:1, :1], v[:1, :1])], ValueError,
+     "batch \\* heads = 80000 exceeds the grid limit of 65535"),
+    (lambda q, k, v: (q, k, v), ValueError, "must be CUDA tensors \\(or CPU tensors under TRITON_INTERPRET=1\\)"),
+])
+def test_bad_inputs_are_named(args, error, message, monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(error, match=message):
+        attn.attention(*args(*_qkv()))
+
+
+def test_bench_attention_cases():
+    from tritium.bench import attention as bench
+    from tritium.cli import build_parser
+    assert build_parser().parse_args(["bench", "attention", "--only", "quick"]).what == "attention"
+    assert len(bench.CASES) == 40 and bench.select("") == bench.CASES and len(bench.select("quick")) == 6
+    assert all(c.batch * c.seq == 16384 and c.heads * c.head_dim == 2048 for c in bench.CASES)
+    picked = bench.select("bf16 d128 causal")
+    assert [c.seq for c in picked] == [1024, 2048, 4096, 8192, 16384]
+    assert all(c.dtype == "bf16" and c.head_dim == 128 and c.causal for c in picked)
+    assert bench.Case("fp16", 128, True, 4096).flops() == 0.5 * 4 * 4 * 16 * 4096 ** 2 * 128
+    with pytest.raises(SystemExit, match="no case matches --only 'fp8'"):
+        bench.select("fp8")
