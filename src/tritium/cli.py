@@ -106,7 +106,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 #: ``tritium bench NAME`` -> module in tritium.bench
-BENCHMARKS = {"overhead": "overhead", "gemm": "gemm", "policy": "policy"}
+BENCHMARKS = {"overhead": "overhead", "gemm": "gemm", "policy": "policy", "attention": "attention"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="run a benchmark: print a table of ratios and save a PNG plot")
     b.add_argument("what", choices=sorted(BENCHMARKS))
     b.add_argument("--out", default="results", help="folder for the plots")
-    b.add_argument("--only", default="", help="run one part of a benchmark (overhead: compile or launch)")
+    b.add_argument("--only", default="", help="run one part of a benchmark (overhead: compile or launch; "
+                   "attention: quick, or words such as bf16 d128 causal s4096)")
     b.set_defaults(run=_cmd_bench)
     return parser
 

@@ -33,3 +33,13 @@ def bar_plot(path: str, title: str, labels: Sequence[str], series: dict[str, Seq
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def save_json(path: str, payload: object) -> str:
+    """Write ``payload`` as indented JSON (the machine-readable copy of a table); returns the path."""
+    import json
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1)
+        f.write("\n")
+    return path
