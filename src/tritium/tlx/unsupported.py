@@ -1,0 +1,81 @@
+"""Names of the TLX fork that cannot exist on stock Triton for Hopper and AMD CDNA.
+
+The fork exports them from ``triton.language.extra.tlx``; kernels written for it may mention them.
+Here each one is a stand-in that raises, wherever it is used (in a kernel being compiled, where
+Triton reports the kernel line; under the interpreter; or from host code), an error naming the op
+and the hardware feature it needs, and saying that stock Triton 3.6 has no path to it.
+"""
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+_STOCK = "stock Triton 3.6 has no path for it (no such op or pass), so tritium cannot provide it"
+_TCGEN05 = ("needs Blackwell (sm_100) tensor memory and tcgen05 instructions; Hopper (sm_90) and AMD CDNA have "
+            "neither")
+_CLC = ("needs Blackwell (sm_100) cluster launch control (clusterlaunchcontrol.try_cancel), which Hopper (sm_90) "
+        "and AMD CDNA lack")
+_TDM = "needs the AMD Tensor Data Mover of gfx1250; CDNA3/CDNA4 (gfx942, gfx950) have no TDM"
+
+
+class UnsupportedOp:
+    """A fork name that raises :class:`NotImplementedError` on any use: call or attribute access."""
+
+    __triton_builtin__ = True  # so that Triton calls it while compiling, and reports the kernel line
+
+    def __init__(self, name: str, why: str) -> None:
+        self.__name__ = self.__qualname__ = name
+        self.why = why
+
+    def error(self) -> NotImplementedError:
+        return NotImplementedError(f"tlx.{self.__name__} is not available in tritium: it {self.why}; {_STOCK}")
+
+    def __call__(self, *args: Any, _semantic: Any = None, **kwargs: Any) -> NoReturn:
+        raise self.error()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise self.error()
+
+    def __repr__(self) -> str:
+        return f"<tlx.{self.__name__}: unavailable on stock Triton>"
+
+
+#: name -> why it cannot be provided (the first half of the error message).
+REASONS: dict[str, str] = {
+    # Blackwell tensor memory, tcgen05 MMA and its layouts
+    "tcgen05_commit": _TCGEN05,
+    "tmem_copy": _TCGEN05,
+    "async_dot_scaled": _TCGEN05 + " (block-scaled MMA is tcgen05.mma with scale factors in tensor memory)",
+    "tensor_memory_layout_encoding": _TCGEN05,
+    "TMemCTAMode": _TCGEN05,
+    "_to_mxfp8_block": ("makes MXFP8 operands with E8M0 block scales for Blackwell's block-scaled tcgen05 MMA "
+                        "(async_dot_scaled); " + _TCGEN05),
+    "stoch_round": "needs the stochastic-rounding conversion cvt.rs of Blackwell (sm_100a); Hopper has none",
+    # Blackwell cluster launch control (dynamic persistent scheduling)
+    "_alloc_clc_responses": _CLC,
+    "_clc_issue": _CLC,
+    "_clc_query": _CLC,
+    "clc_create_context": _CLC,
+    "clc_producer": _CLC,
+    "clc_consumer": _CLC,
+    "clc_response": _CLC,
+    "clc_response_type": _CLC,
+    "CLCPipelineContext": _CLC,
+    "CLCPipeliner": ("is listed in the fork's __all__ but the fork defines no such name (its use fails there "
+                     "too); the fork's CLC pipelining " + _CLC),
+    # AMD gfx1250 Tensor Data Mover
+    "async_amd_descriptor_load": _TDM,
+    "async_amd_descriptor_store": _TDM,
+    "async_amd_descriptor_wait": _TDM,
+    "amd_descriptor_prefetch_tensor": _TDM,
+    # AMD warp pipelining
+    "warp_pipeline_stage": ("needs the fork's AMD warp-pipeline pass, which splits a loop at the stage markers "
+                            "and staggers the two warp groups with conditional barriers and s_setprio; the AMD "
+                            "backend of stock Triton 3.6 has no such pass"),
+}
+
+_UNSUPPORTED = {name: UnsupportedOp(name, why) for name, why in REASONS.items()}
+globals().update(_UNSUPPORTED)
+
+__all__ = ["UnsupportedOp", "REASONS", *REASONS]
