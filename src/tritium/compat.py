@@ -25,6 +25,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
@@ -405,6 +406,21 @@ def semantic_descriptor_load(semantic: Any, desc: Any, offsets: list, cache_modi
     if CACHE_POLICY:
         return semantic.descriptor_load(desc, offsets, _cache_policy(cache_modifier, eviction_policy))
     return semantic.descriptor_load(desc, offsets, cache_modifier, eviction_policy)
+
+
+def interpreter_num_warps(default: int = 4) -> int:
+    """``num_warps`` of the ``TRITON_INTERPRET=1`` launch running on this thread (Triton's default if none).
+
+    The interpreter ignores launch options, so it is read from the launching ``InterpretedFunction.run``
+    frame; the TLX interpreter needs it to count the threads of a named barrier.
+    """
+    from triton.runtime.interpreter import InterpretedFunction
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is InterpretedFunction.run.__code__:
+            return int(frame.f_locals.get("kwargs", {}).get("num_warps", default))
+        frame = frame.f_back
+    return default
 
 
 def _gluon_tma_store_wait_has_read_only() -> bool:

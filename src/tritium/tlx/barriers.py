@@ -7,12 +7,20 @@ import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .emit import emit, tlx_builtin
+from .emit import _code_generator, emit, tlx_builtin
 from .mem import _memdesc_type, _view
 from .types import buffered_tensor
 
 #: One i64 per barrier, unswizzled (as Gluon's ``MBarrierLayout``).
 BARRIER_LAYOUT = layouts.SwizzledSharedLayout(1, 1, 1, (0, ))
+#: ``buffered_tensor_type.barrier`` of ``alloc_warp_barrier`` barriers and of ``remote_view``s (tlx/cluster.py);
+#: plain mbarriers have ``True``.
+WARP_BARRIER = "warp"
+REMOTE_BARRIER = "remote"
+THREADS_PER_WARP = 32
+#: PTX named barriers 0-15; an sm_90 CTA has at most 1024 threads.
+NUM_NAMED_BARRIERS = 16
+MAX_CTA_THREADS = 1024
 
 
 def _compile_time_int(value: Any, what: str, low: int = 1) -> int:
@@ -33,6 +41,9 @@ def barrier(bar: Any, op: str) -> buffered_tensor:
     """``bar`` if it is one mbarrier (an indexed ``alloc_barriers`` element)."""
     if not isinstance(bar, buffered_tensor) or not bar.type.barrier:
         raise TypeError(f"tlx.{op} expects an mbarrier (from tlx.alloc_barriers), got {bar}")
+    if bar.type.barrier == REMOTE_BARRIER:
+        raise TypeError(f"tlx.{op} does not take a remote_view of an mbarrier: pass the local mbarrier"
+                        f"{' and remote_cta_rank=' if op == 'barrier_arrive' else ''}")
     if bar.type.num:
         raise TypeError(f"tlx.{op}: pick one barrier of the array with tlx.local_view (or bars[i]) first")
     return bar
@@ -80,11 +91,91 @@ def barrier_wait(bar, phase, pred=None, _semantic=None) -> None:
 
 
 @tlx_builtin
-def barrier_arrive(bar, arrive_count=1, pred=None, _semantic=None) -> None:
+def alloc_warp_barrier(num_barriers, num_warps=1, num_arrivals=1, _semantic=None) -> buffered_tensor:
+    """``num_barriers`` mbarriers on which every thread of ``num_warps`` warps arrives ``num_arrivals`` times
+    per phase (the fork's per-thread "warp barriers": arrive count ``num_warps * 32 * num_arrivals``).
+
+    Stock Triton has no per-thread arrive, so ``barrier_arrive`` on such a barrier is one elected arrive
+    that counts for every thread of the warps executing it: the phase accounting is the fork's, at the
+    cost of the warp-group sync the fork's per-thread arrive avoids.
+    """
+    check_target(_semantic, "alloc_warp_barrier")
+    num = _compile_time_int(num_barriers, "tlx.alloc_warp_barrier: num_barriers")
+    warps = _compile_time_int(num_warps, "tlx.alloc_warp_barrier: num_warps")
+    arrivals = _compile_time_int(num_arrivals, "tlx.alloc_warp_barrier: num_arrivals")
+    one = _memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
+    return _view(_semantic, "alloc_barriers", tl.int64, (1, ), BARRIER_LAYOUT, (num, 1), num, barrier=WARP_BARRIER,
+                 arrive_count=warps * THREADS_PER_WARP * arrivals, one=one)
+
+
+@tlx_builtin
+def barrier_arrive(bar, arrive_count=1, remote_cta_rank=None, pred=None, _semantic=None) -> None:
     """Arrive ``arrive_count`` times on ``bar``: once per execution by the task's warps (one elected thread
     arrives after they synchronize), not once per thread, so a barrier released by two consumer tasks
-    is allocated with ``arrive_count=2``."""
+    is allocated with ``arrive_count=2``. On an ``alloc_warp_barrier`` barrier every thread of the
+    executing warps counts, as in the fork. ``remote_cta_rank`` arrives on the same barrier of another
+    CTA of the cluster (see :func:`tritium.tlx.cluster.remote_rank`)."""
     check_target(_semantic, "barrier_arrive")
     bar = barrier(bar, "barrier_arrive")
     count = _compile_time_int(arrive_count, "tlx.barrier_arrive: arrive_count")
+    if _unwrap_if_constexpr(remote_cta_rank) is not None:
+        from .cluster import remote_rank
+        remote_rank(_semantic, remote_cta_rank, "barrier_arrive", "remote_cta_rank")
+    if bar.type.barrier == WARP_BARRIER:
+        count *= executing_warps(_semantic) * THREADS_PER_WARP
     emit(_semantic, "barrier_arrive", operands=[predicate(_semantic, pred)], bar=bar.type.id, count=count)
+
+
+def executing_warps(_semantic: Any) -> int:
+    """Warps executing the op being built: its ``async_task``'s, else the kernel's ``num_warps``."""
+    from .tasks import _region  # tasks imports this module
+    region = _region(_semantic)
+    task = region.current if region is not None else None
+    if task is not None and not task.config.default:
+        return task.config.num_warps
+    return _semantic.builder.options.num_warps
+
+
+def _named_barrier(_semantic: Any, op: str, bar: Any, arrive_count: Any) -> None:
+    """``bar.sync``/``bar.arrive`` on hardware barrier ``bar`` for ``arrive_count`` threads (PTX)."""
+    if layouts.cuda_capability(_semantic.builder.options.arch) is None:
+        raise NotImplementedError(f"tlx.{op} needs NVIDIA named barriers (PTX bar.sync/bar.arrive); AMD CDNA has "
+                                  f"only the whole-workgroup s_barrier. The target is {_semantic.builder.options.arch}")
+    values = []
+    for name, value, low, high in (("bar", bar, 0, NUM_NAMED_BARRIERS - 1), ("arrive_count", arrive_count,
+                                                                             THREADS_PER_WARP, MAX_CTA_THREADS)):
+        value = _unwrap_if_constexpr(value)
+        if isinstance(value, tl.tensor):
+            if value.type.is_block() or not value.dtype.is_int():
+                raise TypeError(f"tlx.{op}: {name} must be an integer scalar, got {value.type}")
+            values.append(_semantic.cast(value, tl.int32) if value.dtype != tl.int32 else value)
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f"tlx.{op}: {name} must be an int in [{low}, {high}], got {value!r}")
+        if name == "arrive_count" and value % THREADS_PER_WARP:
+            raise ValueError(f"tlx.{op}: arrive_count counts threads and must be a multiple of the warp size "
+                             f"{THREADS_PER_WARP}, got {value}")
+        values.append(value)
+    count, warps = values[1], executing_warps(_semantic)
+    if isinstance(count, int) and count < warps * THREADS_PER_WARP:
+        raise ValueError(f"tlx.{op}: arrive_count={count} is fewer than the {warps * THREADS_PER_WARP} threads "
+                         f"({warps} warps) executing it; it counts every participating thread")
+    consts = {k: v for k, v in zip(("bar", "count"), values) if isinstance(v, int)}
+    operands = [_semantic.to_tensor(v) for v in values]
+    gen = _code_generator(_semantic.builder)  # the kernel line, for the lowering's check of the barrier id
+    emit(_semantic, "named_barrier", operands=operands, kind="sync" if op == "named_barrier_wait" else "arrive",
+         where=f"{gen.file_name}:{gen.begin_line + gen.cur_node.lineno}", **consts)
+
+
+@tlx_builtin
+def named_barrier_wait(bar, arrive_count, _semantic=None) -> None:
+    """Wait on hardware named barrier ``bar`` (0-15) until ``arrive_count`` threads arrived or waited on it,
+    this task's threads included (PTX ``bar.sync``)."""
+    _named_barrier(_semantic, "named_barrier_wait", bar, arrive_count)
+
+
+@tlx_builtin
+def named_barrier_arrive(bar, arrive_count, _semantic=None) -> None:
+    """Arrive on hardware named barrier ``bar`` without waiting (PTX ``bar.arrive``); ``arrive_count`` is the
+    same total the waiters give."""
+    _named_barrier(_semantic, "named_barrier_arrive", bar, arrive_count)

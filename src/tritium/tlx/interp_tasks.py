@@ -51,6 +51,7 @@ class TaskContext:
     replica_id: int = 0
     worker: Optional["_Worker"] = None
     open_copies: list = field(default_factory=list)
+    num_warps: Optional[int] = None  # warps of this task; None: the kernel's (see interpreter.named_barrier_wait)
     groups: list = field(default_factory=list)
 
 
@@ -87,6 +88,7 @@ class _Worker:
     replica_id: int
     body: Callable[[], None]
     scheduler: "_Scheduler"
+    num_warps: Optional[int] = None
     done: bool = False
     waiting: Optional[tuple] = None  # (ready, describe) while blocked in wait_until
 
@@ -100,8 +102,12 @@ class _Scheduler:
         self._current: Optional[_Worker] = None
         self._failure: Optional[BaseException] = None
 
-    def add(self, name: str, replica_id: int, body: Callable[[], None]) -> None:
-        self._workers.append(_Worker(name, replica_id, body, self))
+    def add(self, name: str, replica_id: int, body: Callable[[], None], num_warps: Optional[int] = None) -> None:
+        self._workers.append(_Worker(name, replica_id, body, self, num_warps))
+
+    def total_warps(self) -> int:
+        """Warps of all the region's task replicas: the threads of the whole CTA."""
+        return sum(w.num_warps or 0 for w in self._workers)
 
     def run(self, program: object) -> None:
         threads = [threading.Thread(target=self._main, args=(w, program), daemon=True) for w in self._workers]
@@ -124,7 +130,7 @@ class _Scheduler:
             worker.waiting = None
 
     def _main(self, worker: _Worker, program: object) -> None:
-        _tls.ctx = TaskContext(program, worker.replica_id, worker)
+        _tls.ctx = TaskContext(program, worker.replica_id, worker, num_warps=worker.num_warps)
         try:
             with self._cv:
                 self._wait_for_turn(worker)

@@ -1,6 +1,8 @@
 """Small TLX utilities: dtype queries, thread id, cycle counter and memory fences."""
 from __future__ import annotations
 
+from typing import Any
+
 import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
@@ -30,13 +32,34 @@ def size_of(dtype, _semantic=None) -> tl.constexpr:
     return tl.constexpr(dtype.primitive_bitwidth // 8)
 
 
+#: FP8 dtypes -> the format names scaled-MMA ops take.
+FP8_FORMAT_NAMES = {tl.float8e5: "e5m2", tl.float8e4nv: "e4m3"}
+
+
+def fp8_format_name(dtype: Any) -> str:
+    """``"e5m2"``/``"e4m3"`` for ``tl.float8e5``/``tl.float8e4nv`` (shared with the interpreter)."""
+    dtype = _unwrap_if_constexpr(dtype)
+    if not isinstance(dtype, tl.dtype):
+        raise TypeError(f"tlx.get_fp8_format_name expects a dtype, got {dtype!r}")
+    if dtype not in FP8_FORMAT_NAMES:
+        raise ValueError(f"tlx.get_fp8_format_name only supports tl.float8e5 (e5m2) and tl.float8e4nv (e4m3), "
+                         f"got {dtype}")
+    return FP8_FORMAT_NAMES[dtype]
+
+
+@tlx_builtin
+def get_fp8_format_name(dtype, _semantic=None) -> tl.constexpr:
+    """The FP8 format name of ``dtype`` as a compile-time string, e.g. for ``dot_scaled`` formats."""
+    return tl.constexpr(fp8_format_name(dtype))
+
+
 def _nvidia_only(_semantic, op: str) -> None:
     arch = _semantic.builder.options.arch
     if layouts.cuda_capability(arch) is None:
         raise NotImplementedError(f"tlx.{op} is implemented for NVIDIA targets only; the target is {arch}")
 
 
-def _read_register(_semantic, asm: str, constraint: str, dtype: tl.dtype) -> tl.tensor:
+def read_register(_semantic, asm: str, constraint: str, dtype: tl.dtype) -> tl.tensor:
     return tl.inline_asm_elementwise(asm, constraint, [], dtype=dtype, is_pure=False, pack=1, _semantic=_semantic)
 
 
@@ -47,14 +70,14 @@ def thread_id(axis, _semantic=None) -> tl.tensor:
     if axis not in (0, 1, 2):
         raise ValueError(f"tlx.thread_id: axis must be 0, 1 or 2, got {axis!r}")
     _nvidia_only(_semantic, "thread_id")
-    return _read_register(_semantic, f"mov.u32 $0, %tid.{'xyz'[axis]};", "=r", tl.int32)
+    return read_register(_semantic, f"mov.u32 $0, %tid.{'xyz'[axis]};", "=r", tl.int32)
 
 
 @tlx_builtin
 def clock64(_semantic=None) -> tl.tensor:
     """The SM's 64-bit cycle counter."""
     _nvidia_only(_semantic, "clock64")
-    return _read_register(_semantic, "mov.u64 $0, %clock64;", "=l", tl.int64)
+    return read_register(_semantic, "mov.u64 $0, %clock64;", "=l", tl.int64)
 
 
 @tlx_builtin
@@ -75,4 +98,4 @@ def fence(scope, _semantic=None) -> None:
     if scope not in ("gpu", "sys"):
         raise ValueError(f"tlx.fence: scope must be 'gpu', 'sys' or 'async_shared', got {scope!r}")
     _nvidia_only(_semantic, "fence")
-    _read_register(_semantic, f"fence.acq_rel.{scope};\n\tmov.u32 $0, 0;", "=r", tl.int32)
+    read_register(_semantic, f"fence.acq_rel.{scope};\n\tmov.u32 $0, 0;", "=r", tl.int32)

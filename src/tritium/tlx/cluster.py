@@ -1,0 +1,99 @@
+"""Thread-block clusters: the CTA's rank and the cluster's size, the cluster barrier, remote mbarrier views.
+
+The fork launches clusters of independent programs through its ``ctas_per_cga`` launch option, which
+stock Triton does not have. Stock Triton forms a cluster only for ``num_ctas > 1``, and then one program
+spans all the cluster's CTAs with every tensor split across them, which TLX's per-CTA shared-memory
+buffers cannot follow. So a TLX kernel on stock Triton is always a cluster of one CTA: the ops below
+read the real cluster registers (rank 0, size 1 at run time) and run the real cluster barrier, and a
+cross-CTA access to any rank but 0 is refused at compile time. AMD CDNA (gfx942, gfx950) has no clusters:
+a workgroup is its own cluster of one, so the rank is 0, the size 1 and the cluster barrier the
+workgroup barrier.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import triton.language as tl
+from triton.language.core import _unwrap_if_constexpr
+
+from . import layouts
+from .barriers import REMOTE_BARRIER, barrier, check_target
+from .emit import emit, tlx_builtin
+from .misc import read_register
+from .types import buffered_tensor, buffered_tensor_type
+
+_ONE_CTA = ("stock Triton runs a TLX kernel as a cluster of one CTA (the fork's ctas_per_cga launch option, which "
+            "forms clusters of independent programs, does not exist on stock Triton)")
+
+
+def _is_nvidia(_semantic: Any, op: str) -> bool:
+    """Whether the target is NVIDIA; refuses ``num_ctas > 1`` (see the module doc)."""
+    options = _semantic.builder.options
+    if getattr(options, "num_ctas", 1) != 1:
+        raise NotImplementedError(f"tlx.{op}: num_ctas={options.num_ctas} makes one program span the cluster with its "
+                                  f"tensors split across the CTAs, which TLX kernels do not support; {_ONE_CTA}")
+    return layouts.cuda_capability(options.arch) is not None
+
+
+def remote_rank(_semantic: Any, rank: Any, op: str, arg: str) -> None:
+    """Check a remote CTA rank: a compile-time one must be 0 (the only CTA); a run-time one is 0 when run."""
+    rank = _unwrap_if_constexpr(rank)
+    if isinstance(rank, tl.tensor):
+        if rank.type.is_block() or not rank.dtype.is_int():
+            raise TypeError(f"tlx.{op}: {arg} must be an integer scalar, got {rank.type}")
+    elif isinstance(rank, bool) or not isinstance(rank, int):
+        raise TypeError(f"tlx.{op}: {arg} must be an integer, got {rank!r}")
+    elif rank != 0:
+        raise ValueError(f"tlx.{op}: {arg}={rank} names another CTA of the cluster, but {_ONE_CTA}")
+
+
+@tlx_builtin
+def cluster_cta_rank(_semantic=None) -> tl.tensor:
+    """This CTA's rank in its cluster, over all cluster dimensions (``%cluster_ctarank``)."""
+    if not _is_nvidia(_semantic, "cluster_cta_rank"):
+        return _semantic.to_tensor(0)
+    check_target(_semantic, "cluster_cta_rank", 90)
+    return read_register(_semantic, "mov.u32 $0, %cluster_ctarank;", "=r", tl.int32)
+
+
+@tlx_builtin
+def cluster_size_1d(_semantic=None) -> tl.tensor:
+    """The number of CTAs in this CTA's cluster (``%cluster_nctarank``)."""
+    if not _is_nvidia(_semantic, "cluster_size_1d"):
+        return _semantic.to_tensor(1)
+    check_target(_semantic, "cluster_size_1d", 90)
+    return read_register(_semantic, "mov.u32 $0, %cluster_nctarank;", "=r", tl.int32)
+
+
+@tlx_builtin
+def cluster_barrier(_semantic=None) -> None:
+    """Every thread of every CTA of the cluster arrives, then waits for all (``barrier.cluster.arrive`` +
+    ``barrier.cluster.wait``, release/acquire at cluster scope)."""
+    if not _is_nvidia(_semantic, "cluster_barrier"):
+        _semantic.debug_barrier()  # the workgroup is the whole cluster
+        return
+    check_target(_semantic, "cluster_barrier", 90)
+    emit(_semantic, "cluster_barrier")
+
+
+@tlx_builtin
+def fence_mbarrier_init_cluster(_semantic=None) -> None:
+    """Make this thread's earlier mbarrier inits visible to the whole cluster before barriers are used across
+    CTAs (``fence.mbarrier_init.release.cluster``)."""
+    _is_nvidia(_semantic, "fence_mbarrier_init_cluster")
+    check_target(_semantic, "fence_mbarrier_init_cluster", 90)
+    read_register(_semantic, "fence.mbarrier_init.release.cluster;\n\tmov.u32 $0, 0;", "=r", tl.int32)
+
+
+@tlx_builtin
+def remote_view(local_allocated_buffer, remote_cta_rank, _semantic=None) -> buffered_tensor:
+    """The mbarrier at the same place in CTA ``remote_cta_rank`` of the cluster. As in the fork, only mbarriers
+    have remote views, and ``barrier_wait``/``barrier_arrive`` refuse them (``barrier_arrive`` takes
+    ``remote_cta_rank`` itself)."""
+    bar = barrier(local_allocated_buffer, "remote_view")
+    _is_nvidia(_semantic, "remote_view")
+    check_target(_semantic, "remote_view", 90)
+    remote_rank(_semantic, remote_cta_rank, "remote_view", "remote_cta_rank")
+    t = bar.type
+    return buffered_tensor(bar.handle, buffered_tensor_type(t.element_ty, t.shape, t.layout, t.alloc_shape, t.num,
+                                                            t.id, t.memdesc, REMOTE_BARRIER))
