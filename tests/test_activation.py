@@ -1,4 +1,4 @@
-"""Activation: global until unset, nested per thread, thread-safe."""
+"""Activation: global until unset, nested per thread and per asyncio task, thread-safe."""
 import threading
 
 import pytest
@@ -68,3 +68,28 @@ def test_bad_arguments():
         tp.activate(42)
     with pytest.raises(PipelineError, match="is not a @triton.jit kernel"):
         tp.bind(Pipeline("x"), object())
+
+
+def test_asyncio_tasks_keep_their_own_pipeline_across_awaits():
+    import asyncio
+
+    pipelines = [Pipeline(f"task{i}") for i in range(4)]
+
+    async def worker(p: Pipeline) -> list:
+        seen = []
+        with tp.use_pipeline(p):
+            for _ in range(5):
+                await asyncio.sleep(0)  # every other task runs here, inside its own use_pipeline
+                seen.append(tp.active_pipeline())
+                seen.append(tp.pipelines_key())
+        seen.append(tp.active_pipeline())
+        return seen
+
+    async def main() -> list:
+        return await asyncio.gather(*(worker(p) for p in pipelines))
+
+    for p, seen in zip(pipelines, asyncio.run(main())):
+        assert seen[0:10:2] == [p] * 5
+        with tp.use_pipeline(p):
+            assert seen[1:10:2] == [tp.pipelines_key()] * 5
+        assert seen[-1] is None

@@ -1,12 +1,14 @@
 """Which pipeline applies to the next compilation: set globally, by context, or bound to a kernel.
 
 A pipeline set with :func:`activate` holds for everything compiled from then on, in every thread,
-until :func:`deactivate`.  :func:`use_pipeline` nests per thread and wins over the global one;
-:func:`bind` makes one kernel compile (and look up its cache) under its own pipeline.
+until :func:`deactivate`.  :func:`use_pipeline` nests per execution context (a ``contextvars``
+value, so threads and asyncio tasks are isolated alike) and wins over the global one; :func:`bind`
+makes one kernel compile (and look up its cache) under its own pipeline.
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hashlib
 import threading
 from typing import Any, Iterator, Optional, Union
@@ -22,12 +24,18 @@ _lock = threading.Lock()
 _global: Optional[Pipeline] = None
 
 
-class _Stack(threading.local):
-    def __init__(self) -> None:
-        self.items: list[Optional[Pipeline]] = []
+#: This context's ``use_pipeline`` nesting, innermost last; a tuple, so each context owns its value.
+_stack: contextvars.ContextVar[tuple[Optional[Pipeline], ...]] = contextvars.ContextVar("tritium_pipelines",
+                                                                                       default=())
 
 
-_stack = _Stack()
+@contextlib.contextmanager
+def _pushed(pipeline: Optional[Pipeline]) -> Iterator[None]:
+    token = _stack.set((*_stack.get(), pipeline))
+    try:
+        yield
+    finally:
+        _stack.reset(token)
 
 
 def resolve_pipeline(pipeline: Optional[PipelineLike]) -> Optional[Pipeline]:
@@ -55,24 +63,20 @@ def deactivate() -> None:
 
 @contextlib.contextmanager
 def use_pipeline(pipeline: Optional[PipelineLike]) -> Iterator[Optional[Pipeline]]:
-    """Use ``pipeline`` in this thread inside the block (``None`` means stock Triton)."""
+    """Use ``pipeline`` in this thread or asyncio task inside the block (``None`` means stock Triton)."""
     resolved = resolve_pipeline(pipeline)
-    _stack.items.append(resolved)
-    try:
+    with _pushed(resolved):
         yield resolved
-    finally:
-        _stack.items.pop()
 
 
 def active_pipeline(kernel: Any = None) -> Optional[Pipeline]:
-    """The pipeline bound to ``kernel``, else this thread's innermost ``use_pipeline``, else the global one."""
+    """The pipeline bound to ``kernel``, else this context's innermost ``use_pipeline``, else the global one."""
     if kernel is not None:
         bound = getattr(kernel, "tritium_pipeline", None)
         if bound is not None:
             return bound
-    if _stack.items:
-        return _stack.items[-1]
-    return _global
+    items = _stack.get()
+    return items[-1] if items else _global
 
 
 def effective_pipelines(kernel: Any = None) -> tuple[Pipeline, ...]:
@@ -94,7 +98,7 @@ def pipelines_key(kernel: Any = None) -> tuple[str, str]:
     """
     active = getattr(kernel, "tritium_pipeline", None)  # active_pipeline(), inlined: once per launch
     if active is None:
-        items = _stack.items
+        items = _stack.get()
         active = items[-1] if items else _global
     hit = _keys.get(active)
     if hit is not None and hit[0] == Generation.value:
@@ -128,12 +132,8 @@ def bind(pipeline: Optional[PipelineLike], kernel: Any = None) -> Any:
         fn.tritium_pipeline = resolved
         if not compat.track_kernel_keys(fn):
             def bound_run(*args: Any, **kwargs: Any) -> Any:
-                stack = _stack.items  # Triton asks for keys without naming the kernel: make it active
-                stack.append(resolved)
-                try:
+                with _pushed(resolved):  # Triton asks for keys without naming the kernel: make it active
                     return run(fn, *args, **kwargs)
-                finally:
-                    stack.pop()
 
             fn.run = bound_run
         return fn
