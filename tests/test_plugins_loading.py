@@ -184,3 +184,23 @@ def test_a_library_that_is_not_a_plugin_is_refused(tmp_path):
     with pytest.raises(PluginLoadError, match="loading the native plugin failed: Plugin entry point not found"):
         tp.load_plugin(str(build_library(tmp_path, "plain", source)))
     compiles_normally()
+
+
+@pytest.mark.parametrize("field,source,says", [
+    ("passes", 'passes={"f": lambda mod, ctx: None}', "decorate the function with @mlir_pass"),
+    ("pipelines", 'pipelines=[Pipeline("p")]', "expected a mapping of name -> a Pipeline, got list"),
+    ("ops", 'ops={"x": 42}', "'x' is a int, expected a callable"),
+    ("auto_pipelines", 'auto_pipelines=Pipeline("p")', "expected a sequence of Pipelines"),
+    ("content", "content=3", "expected a string or None"),
+])
+def test_malformed_plugin_fails_alone_naming_its_field(tmp_path, monkeypatch, field, source, says):
+    bad = write_plugin(tmp_path, "malformed", "from tritium.plugins import Plugin, Pipeline\n"
+                       f"tritium_plugin = Plugin('malformed', '1', {source})\n")
+    good = write_plugin(tmp_path, "wellformed")
+    monkeypatch.setenv(registry.PATHS_ENV, f"{bad}:{good}")
+    with pytest.warns(UserWarning, match=f"plugin 'malformed': field '{field}': .*{says}") as caught:
+        tp.discover(strict=False)
+    assert len(caught) == 1
+    names = {lp.plugin.name for lp in tp.loaded_plugins()}
+    assert "wellformed" in names and "malformed" not in names
+    compiles_normally()  # the bad plugin broke nothing else

@@ -53,15 +53,47 @@ class Plugin:
             raise PluginLoadError(f"plugin name must be a non-empty string, got {self.name!r}")
         if not isinstance(self.version, str) or not self.version:
             raise PluginLoadError(f"plugin {self.name!r}: version must be a non-empty string")
+        self._check_fields()
         for p in [*self.pipelines.values(), *self.auto_pipelines]:
-            if not isinstance(p, Pipeline):
-                raise PluginLoadError(f"plugin {self.name!r}: {p!r} is not a Pipeline")
             p.plugin = self
         for pass_ in self.passes.values():
             object.__setattr__(pass_, "plugin", self.name)
         for pipeline in self.all_pipelines():
             for pass_ in pipeline.python_passes():
                 object.__setattr__(pass_, "plugin", self.name)
+
+    def _check_fields(self) -> None:
+        """Every field has the shape the plugin core relies on; a bad one fails here, alone, by name."""
+
+        def fail(field_name: str, why: str) -> None:
+            raise PluginLoadError(f"plugin {self.name!r}: field {field_name!r}: {why}")
+
+        def mapping(field_name: str, ok: Callable[[Any], bool], expected: str) -> None:
+            value = getattr(self, field_name)
+            if not isinstance(value, Mapping):
+                fail(field_name, f"expected a mapping of name -> {expected}, got {type(value).__name__}")
+            for key, item in value.items():
+                if not isinstance(key, str) or not key:
+                    fail(field_name, f"keys must be non-empty strings, got {key!r}")
+                if not ok(item):
+                    hint = (" (decorate the function with @mlir_pass or @text_pass)"
+                            if field_name == "passes" and callable(item) else "")
+                    fail(field_name, f"{key!r} is a {type(item).__name__}, expected {expected}{hint}")
+
+        mapping("pipelines", lambda v: isinstance(v, Pipeline), "a Pipeline")
+        mapping("passes", lambda v: isinstance(v, PythonPass), "a PythonPass")
+        mapping("ops", callable, "a callable")
+        if isinstance(self.auto_pipelines, (str, Mapping)) or not isinstance(self.auto_pipelines, Sequence):
+            fail("auto_pipelines", f"expected a sequence of Pipelines, got {type(self.auto_pipelines).__name__}")
+        for p in self.auto_pipelines:
+            if not isinstance(p, Pipeline):
+                fail("auto_pipelines", f"{p!r} is a {type(p).__name__}, expected a Pipeline")
+        if self.content is not None and not isinstance(self.content, str):
+            fail("content", f"expected a string or None, got {type(self.content).__name__}")
+        if not isinstance(self.description, str):
+            fail("description", f"expected a string, got {type(self.description).__name__}")
+        if isinstance(self.native_passes, str) or not all(isinstance(n, str) for n in self.native_passes):
+            fail("native_passes", "expected a sequence of stock pass names")
 
     def all_pipelines(self) -> list[Pipeline]:
         seen: dict[int, Pipeline] = {}
