@@ -15,11 +15,14 @@ Stock ``remove_layout_conversions`` then moves the conversions out of loops.
 """
 from __future__ import annotations
 
+import enum
+import math
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 import triton.language as tl
 from triton._C.libtriton import gluon_ir, ir
+from triton.runtime.jit import constexpr_function
 
 
 # --------------------------------------------------------------------------------------------
@@ -197,3 +200,322 @@ def wgmma_layout(M: int, N: int, num_warps: int, a_dtype: tl.dtype) -> NvidiaMma
 def wgmma_operand_layout(acc: NvidiaMmaLayout, a_dtype: tl.dtype) -> DotOperandLayout:
     """Register layout of a wgmma A operand held in registers."""
     return DotOperandLayout(0, acc, 32 // a_dtype.primitive_bitwidth)
+
+
+# --------------------------------------------------------------------------------------------
+# The TLX fork's explicit layout API (``tlx.local_alloc(layout=...)``, ``local_load(layout=...)``,
+# ``require_layout``, ``zeros(layout=...)``), mapped onto stock TritonGPU attributes
+# through the Gluon builder. ``to_ir`` takes the GluonOpBuilder; register layouts also take the
+# tensor's shape and element type, as in the fork.
+# --------------------------------------------------------------------------------------------
+def _ints(values, what: str) -> list[int]:
+    from triton.language.core import _unwrap_if_constexpr
+    values = _unwrap_if_constexpr(values)
+    try:
+        return [int(_unwrap_if_constexpr(v)) for v in values]
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a list of ints, got {values!r}") from None
+
+
+def _single_cta(what: str, *fields) -> None:
+    """Stock Triton 3.6 kernels run one CTA per program here: every CTA split/count must be 1."""
+    for field in fields:
+        if field is not None and any(v != 1 for v in _ints(field, what)):
+            raise NotImplementedError(f"{what}: CTA splits other than 1 need CTA clusters, which tritium's TLX "
+                                      f"does not launch (got {list(field)})")
+
+
+class layout_encoding:
+    """Base of every TLX layout; ``to_ir`` returns its TritonGPU attribute."""
+
+    def to_ir(self, g: gluon_ir.GluonOpBuilder, shape=None, element_type=None) -> ir.attribute:
+        raise NotImplementedError(f"{type(self).__name__}.to_ir must be overridden")
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, repr(sorted(vars(self).items()))))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+class shared_layout_encoding(layout_encoding):
+    """Base of shared-memory layouts (what ``local_alloc(layout=...)`` takes)."""
+
+    def resolve(self, shape: Sequence[int], dtype: tl.dtype):
+        """The layout value a buffer of ``shape``/``dtype`` carries (see :data:`SharedLayout`)."""
+        return self
+
+    def make_permute(self, dims):
+        raise NotImplementedError(f"{type(self).__name__}.make_permute is not supported")
+
+
+class swizzled_shared_layout_encoding(shared_layout_encoding):
+    """``#ttg.swizzled_shared<{vec, perPhase, maxPhase, order}>`` (Gluon ``SwizzledSharedLayout``)."""
+
+    def __init__(self, vectorSize, perPhase, maxPhase, order, numCTAs=None, numCTAsPerCGA=None, numCTASplit=None,
+                 numCTAOrder=None) -> None:
+        what = "tlx.swizzled_shared_layout_encoding"
+        _single_cta(what, numCTAs, numCTAsPerCGA, numCTASplit)
+        self.vectorSize, self.perPhase, self.maxPhase = _ints((vectorSize, perPhase, maxPhase), what)
+        self.order = _ints(order, f"{what}: order")
+
+    @staticmethod
+    @constexpr_function
+    def make_default(rank: int) -> "swizzled_shared_layout_encoding":
+        return swizzled_shared_layout_encoding(1, 1, 1, list(reversed(range(rank))))
+
+    def make_permute(self, dims) -> "swizzled_shared_layout_encoding":
+        return swizzled_shared_layout_encoding(self.vectorSize, self.perPhase, self.maxPhase,
+                                               [self.order[d] for d in dims])
+
+    def resolve(self, shape, dtype) -> SwizzledSharedLayout:
+        if len(self.order) != len(shape):
+            raise ValueError(f"tlx.swizzled_shared_layout_encoding: order {self.order} does not fit shape {list(shape)}")
+        return SwizzledSharedLayout(self.vectorSize, self.perPhase, self.maxPhase, tuple(self.order))
+
+    def to_ir(self, g, shape=None, element_type=None):
+        return g.get_swizzled_shared_layout(self.vectorSize, self.perPhase, self.maxPhase, self.order, [])
+
+
+class swizzled_layout(shared_layout_encoding):
+    """A CuTe ``Swizzle<bits, base, shift>``: ``vec = 2**base``, ``maxPhase = 2**bits`` and
+    ``perPhase = 2**(shift + base) / shape[order[0]]``, resolved when the buffer shape is known."""
+
+    def __init__(self, bits, base=0, shift=0, order=None) -> None:
+        self.bits, self.base, self.shift = _ints((bits, base, shift), "tlx.swizzled_layout")
+        self.order = None if order is None else _ints(order, "tlx.swizzled_layout: order")
+
+    @staticmethod
+    @constexpr_function
+    def make_default(rank: int) -> "swizzled_layout":
+        return swizzled_layout(0, 0, 0, list(reversed(range(rank))))
+
+    @property
+    def vectorSize(self) -> int:
+        return 1 << self.base
+
+    @property
+    def maxPhase(self) -> int:
+        return 1 << self.bits
+
+    def resolve(self, shape, dtype) -> SwizzledSharedLayout:
+        order = self.order if self.order is not None else list(reversed(range(len(shape))))
+        per_phase = 1
+        if self.bits:
+            span, contig = 1 << (self.shift + self.base), shape[order[0]]
+            if span % contig:
+                raise ValueError(f"tlx.swizzled_layout: Swizzle<{self.bits},{self.base},{self.shift}> gives perPhase "
+                                 f"< 1 for a contiguous extent of {contig} (need shift + base >= log2({contig}))")
+            per_phase = span // contig
+        return swizzled_shared_layout_encoding(self.vectorSize, per_phase, self.maxPhase, order).resolve(shape, dtype)
+
+
+class nv_mma_shared_layout_encoding(shared_layout_encoding):
+    """``#ttg.nvmma_shared`` (Gluon ``NVMMASharedLayout``) with the swizzle stock Triton picks for ``shape``."""
+
+    def __init__(self, shape, order, elemType, numCTAsPerCGA=None, numCTASplit=None, numCTAOrder=None,
+                 fp4Padded=False, swizzled=True) -> None:
+        from triton.language.core import _unwrap_if_constexpr
+        what = "tlx.nv_mma_shared_layout_encoding"
+        _single_cta(what, numCTAsPerCGA, numCTASplit)
+        if _unwrap_if_constexpr(fp4Padded):
+            raise NotImplementedError(f"{what}: fp4Padded is for Blackwell fp4 operands, not on sm_90/AMD")
+        self.shape = _ints(shape, f"{what}: shape")
+        self.order = _ints(order, f"{what}: order")
+        self.elemType = _unwrap_if_constexpr(elemType)
+        self.swizzled = bool(_unwrap_if_constexpr(swizzled))
+        if sorted(self.order) != list(range(len(self.shape))):
+            raise ValueError(f"{what}: order {self.order} is not a permutation of the shape's dims")
+        if len(self.shape) >= 2 and self.order[0] not in (len(self.shape) - 1, len(self.shape) - 2):
+            raise ValueError(f"{what}: the contiguous dim (order[0]) must be one of the last two, got {self.order}")
+
+    @staticmethod
+    @constexpr_function
+    def make_default(shape, elemType, fp4Padded=False) -> "nv_mma_shared_layout_encoding":
+        return nv_mma_shared_layout_encoding(shape, list(reversed(range(len(shape)))), elemType, fp4Padded=fp4Padded)
+
+    def make_permute(self, dims) -> "nv_mma_shared_layout_encoding":
+        return nv_mma_shared_layout_encoding(self.shape, [self.order[d] for d in dims], self.elemType,
+                                             swizzled=self.swizzled)
+
+    def resolve(self, shape, dtype) -> NVMMASharedLayout:
+        rank = len(shape)
+        transposed = rank >= 2 and self.order[0] != rank - 1
+        bits = self.elemType.primitive_bitwidth
+        if not self.swizzled or rank < 2:
+            return NVMMASharedLayout(0, bits, rank, transposed)
+        contig = shape[-2] if transposed else shape[-1]
+        plain = shared_layout(tuple(shape[:-2]) + (shape[-1] if transposed else shape[-2], contig), self.elemType,
+                              "sm90")
+        return NVMMASharedLayout(plain.swizzle_bytes, bits, rank, transposed)
+
+    def to_ir(self, g, shape=None, element_type=None):
+        return self.resolve(self.shape, self.elemType).to_ir(g)
+
+
+class padded_shared_layout_encoding(shared_layout_encoding):
+    """``#ttg.padded_shared`` (Gluon ``PaddedSharedLayout``): ``paddings[i]`` elements after every ``intervals[i]``."""
+
+    def __init__(self, intervals, paddings, order, shape, numCTAsPerCGA=None, numCTASplit=None, numCTAOrder=None,
+                 offset_bases=None, block_bases=None) -> None:
+        what = "tlx.padded_shared_layout_encoding"
+        _single_cta(what, numCTAsPerCGA, numCTASplit)
+        self.intervals, self.paddings = _ints(intervals, what), _ints(paddings, what)
+        self.order, self.shape = _ints(order, f"{what}: order"), _ints(shape, f"{what}: shape")
+        pow2 = lambda n: n > 0 and n & (n - 1) == 0  # noqa: E731
+        if len(self.intervals) != len(self.paddings) or not self.intervals:
+            raise ValueError(f"{what}: intervals and paddings must be non-empty and of one length")
+        if not all(map(pow2, self.intervals + self.paddings)) or len(set(self.intervals)) != len(self.intervals):
+            raise ValueError(f"{what}: intervals and paddings must be distinct powers of two")
+        if offset_bases is None:  # the identity mapping for shape/order
+            if not all(map(pow2, self.shape)):
+                raise ValueError(f"{what}: an identity mapping needs power-of-two dims, got {self.shape}")
+            rank = len(self.shape)
+            offset_bases = [[1 << b if i == d else 0 for i in range(rank)] for d in self.order
+                            for b in range(self.shape[d].bit_length() - 1)]
+        self.offset_bases = [_ints(b, f"{what}: offset_bases") for b in offset_bases]
+        self.block_bases = [_ints(b, f"{what}: block_bases") for b in (block_bases or [])]
+
+    @staticmethod
+    @constexpr_function
+    def with_identity_for(interval_padding_pairs, shape, order=None) -> "padded_shared_layout_encoding":
+        order = list(reversed(range(len(shape)))) if order is None else order
+        return padded_shared_layout_encoding([p[0] for p in interval_padding_pairs],
+                                             [p[1] for p in interval_padding_pairs], order, shape)
+
+    @staticmethod
+    @constexpr_function
+    def with_bases(interval_padding_pairs, offset_bases, shape, block_bases=None) -> "padded_shared_layout_encoding":
+        return padded_shared_layout_encoding([p[0] for p in interval_padding_pairs],
+                                             [p[1] for p in interval_padding_pairs], list(reversed(range(len(shape)))),
+                                             shape, offset_bases=offset_bases, block_bases=block_bases)
+
+    def resolve(self, shape, dtype):
+        if list(shape) != self.shape:
+            raise ValueError(f"tlx.padded_shared_layout_encoding: made for shape {self.shape}, used for {list(shape)}")
+        return self
+
+    def to_ir(self, g, shape=None, element_type=None):
+        return g.get_padded_shared_layout(self.intervals, self.paddings, self.offset_bases, self.block_bases,
+                                          self.shape)
+
+
+class shared_linear_layout_encoding(shared_layout_encoding):
+    """``#ttg.shared_linear`` (Gluon ``SharedLinearLayout``): one tensor coordinate per shared-offset bit."""
+
+    def __init__(self, offset_bases, block_bases=None, alignment=16) -> None:
+        what = "tlx.shared_linear_layout_encoding"
+        self.offset_bases = [_ints(b, f"{what}: offset_bases") for b in offset_bases]
+        self.block_bases = [_ints(b, f"{what}: block_bases") for b in (block_bases or [])]
+        (self.alignment, ) = _ints([alignment], f"{what}: alignment")
+        if not self.offset_bases or len({len(b) for b in self.offset_bases + self.block_bases}) != 1:
+            raise ValueError(f"{what}: offset_bases must be non-empty vectors of one rank")
+        if self.alignment <= 0 or self.alignment & (self.alignment - 1):
+            raise ValueError(f"{what}: alignment must be a positive power of two, got {self.alignment}")
+
+    def make_permute(self, dims) -> "shared_linear_layout_encoding":
+        return self  # a physical image: the view's memdesc_trans describes the permutation
+
+    def resolve(self, shape, dtype):
+        covered = [1 + sum(b[d] for b in self.offset_bases) for d in range(len(self.offset_bases[0]))]
+        if covered != list(shape):
+            raise ValueError(f"tlx.shared_linear_layout_encoding: its bases span {covered}, the buffer is {list(shape)}")
+        return self
+
+    def to_ir(self, g, shape=None, element_type=None):
+        return g.get_shared_linear_layout(self.offset_bases, self.block_bases, self.alignment)
+
+
+class amd_mfma_layout(layout_encoding):
+    """``#ttg.amd_mfma`` register layout (Gluon ``AMDMFMALayout``); versions 3 = gfx942, 4 = gfx950."""
+
+    def __init__(self, version, instr_shape, transposed, warps_per_cta, element_bitwidth=32, tiles_per_warp=None,
+                 cga_layout=None) -> None:
+        from triton.language.core import _unwrap_if_constexpr
+        what = "tlx.amd_mfma_layout"
+        (self.version, ) = _ints([version], what)
+        self.instr_shape = _ints(instr_shape, f"{what}: instr_shape")
+        self.transposed = bool(_unwrap_if_constexpr(transposed))
+        self.warps_per_cta = _ints(warps_per_cta, f"{what}: warps_per_cta")
+        (self.element_bitwidth, ) = _ints([element_bitwidth], what)
+        self.tiles_per_warp = _ints(tiles_per_warp or [1] * len(self.warps_per_cta), f"{what}: tiles_per_warp")
+        self.cga_layout = [_ints(b, f"{what}: cga_layout") for b in (cga_layout or [])]
+        if not 1 <= self.version <= 4 or len(self.instr_shape) != 3 or self.element_bitwidth not in (32, 64) \
+                or len(self.tiles_per_warp) != len(self.warps_per_cta):
+            raise ValueError(f"{what}: version 1-4, instr_shape (M, N, K), element_bitwidth 32/64 and one "
+                             f"tiles_per_warp per warp dim, got {self!r}")
+
+    def to_ir(self, g, shape=None, element_type=None):
+        return g.get_amd_mfma_layout(self.version, self.warps_per_cta, self.instr_shape, self.transposed,
+                                     self.cga_layout, self.tiles_per_warp, self.element_bitwidth)
+
+
+class dot_operand_layout(layout_encoding):
+    """``#ttg.dot_op<{opIdx, parent, kWidth}>`` register layout (Gluon ``DotOperandLayout``)."""
+
+    def __init__(self, operand_index, parent, k_width=8) -> None:
+        from triton.language.core import _unwrap_if_constexpr
+        (self.operand_index, self.k_width) = _ints((operand_index, k_width), "tlx.dot_operand_layout")
+        self.parent = _unwrap_if_constexpr(parent)
+        if self.operand_index not in (0, 1) or self.k_width <= 0:
+            raise ValueError(f"tlx.dot_operand_layout: operand_index must be 0 or 1 and k_width > 0, got {self!r}")
+        if not hasattr(self.parent, "to_ir"):
+            raise TypeError(f"tlx.dot_operand_layout: parent must be a TLX register layout, got {self.parent!r}")
+
+    def to_ir(self, g, shape=None, element_type=None):
+        return g.get_dot_operand_layout(self.operand_index, self.parent.to_ir(g), self.k_width)
+
+
+def _flat_bases(modes, strides) -> list[int]:
+    """Per-bit flat offsets of CuTe modes: a mode (2**k, s) gives s, 2s, ..., 2**(k-1) s."""
+    out = []
+    for extent, stride in zip(_ints(modes, "tlx.layout: shape"), _ints(strides, "tlx.layout: stride")):
+        if extent <= 0 or extent & (extent - 1):
+            raise ValueError(f"tlx.layout: mode extent {extent} must be a power of two")
+        out.extend(stride << b for b in range(extent.bit_length() - 1))
+    return out
+
+
+class layout(layout_encoding):
+    """A CuTe thread-value register layout: ``shape=(thread_shape, value_shape)`` and
+    ``stride=(thread_stride, value_stride)`` as flat row-major offsets into the tile; lowered to
+    ``#ttg.linear``. ``tlx.layout(tlx.swizzled_layout(...))`` is that shared layout instead."""
+
+    def __new__(cls, spec=None, *, shape=None, stride=None):
+        if isinstance(spec, swizzled_layout):
+            return spec
+        return super().__new__(cls)
+
+    def __init__(self, spec=None, *, shape=None, stride=None) -> None:
+        if shape is None or stride is None or len(shape) != 2 or len(stride) != 2:
+            raise TypeError("tlx.layout takes a swizzled_layout(...), or shape=(thread, value) and "
+                            "stride=(thread, value)")
+        self.thread_shape, self.value_shape = (_ints(s, "tlx.layout: shape") for s in shape)
+        self.thread_stride, self.value_stride = (_ints(s, "tlx.layout: stride") for s in stride)
+
+    def to_ir(self, g, shape=None, element_type=None, warp_size: int = 32):
+        if shape is None:
+            raise ValueError("tlx.layout needs the tensor shape it lays out")
+        shape = _ints(shape, "tlx.layout: tensor shape")
+
+        def coord(flat: int) -> list[int]:
+            out = []
+            for d in range(len(shape)):
+                inner = math.prod(shape[d + 1:])
+                out.append(flat // inner % shape[d])
+            return out
+
+        threads = _flat_bases(self.thread_shape, self.thread_stride)
+        lane_bits = warp_size.bit_length() - 1
+        regs = [coord(f) for f in _flat_bases(self.value_shape, self.value_stride)]
+        return g.get_distributed_linear_layout(regs, [coord(f) for f in threads[:lane_bits]],
+                                               [coord(f) for f in threads[lane_bits:]], [], shape)
+
+
+class storage_kind(enum.Enum):
+    smem = "smem"
+    tmem = "tmem"
+    smemCluster = "smemCluster"

@@ -5,6 +5,7 @@ boundaries and be passed to ``@triton.jit`` helpers like any tensor.
 """
 from __future__ import annotations
 
+import enum
 from typing import Any, List, Tuple
 
 import triton.language as tl
@@ -156,3 +157,18 @@ class tensor_descriptor(base_value):
     @property
     def dtype(self) -> tl.dtype:
         return self.type.block_type.element_ty
+
+
+class reuse_group_type(enum.Enum):
+    """How the members of a fork ``reuse_group`` share storage."""
+    shared = "shared"
+    distinct = "distinct"
+
+
+class reuse_group:
+    """The fork's buffer-overlap tree for ``storage_alias_spec.set_buffer_overlap``: not on stock Triton 3.6."""
+
+    def __init__(self, *args: Any, group_type: reuse_group_type = reuse_group_type.shared, group_size: int = 1):
+        raise NotImplementedError("tlx.reuse_group: placing buffers by reuse group needs the fork's buffer-overlap "
+                                  "planner pass, which stock Triton 3.6 lacks; alias one allocation with "
+                                  "local_alloc(..., reuse=<a local_alloc result>) instead")
