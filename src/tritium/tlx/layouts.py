@@ -163,6 +163,9 @@ def transposed(layout: SharedLayout, dims: Sequence[int]) -> SharedLayout:
         if list(dims) != [1, 0]:
             raise NotImplementedError(f"tlx.local_trans: NVMMA-swizzled buffers transpose as (1, 0) only, got {dims}")
         return NVMMASharedLayout(layout.swizzle_bytes, layout.element_bits, layout.rank, not layout.transposed)
+    if not isinstance(layout, SwizzledSharedLayout):
+        raise NotImplementedError(f"tlx.local_trans: transposed views of {type(layout).__name__} buffers are not "
+                                  "supported on the compile path; use a swizzled or NVMMA layout")
     return SwizzledSharedLayout(layout.vec, layout.per_phase, layout.max_phase,
                                 tuple(list(dims).index(o) for o in layout.order))
 
