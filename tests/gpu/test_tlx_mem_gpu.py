@@ -1,0 +1,66 @@
+"""TLX shared-memory views, gather/scatter, explicit layouts, reuse and jit helpers on the GPU.
+
+The kernels are those of tests/tlx/test_conformance_mem.py, which checks their codegen on the CPU
+and their numerics under the interpreter; here they run against torch on the device.
+"""
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tlx"))
+import test_conformance_mem as mem  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+CUDA = "cuda"
+
+
+def test_local_view_of_a_single_buffer():
+    x, y, z = (torch.randn(2 * 16 * 32, device=CUDA), torch.empty(16, 32, device=CUDA), torch.empty(1, device=CUDA))
+    mem.view_single_kernel[(1, )](x, y, z, R=16, C=32)
+    torch.testing.assert_close(y, x.reshape(2, 16, 32)[1])
+    torch.testing.assert_close(z, x[3:4])
+
+
+def test_local_reinterpret_to_other_shapes():
+    x = torch.randn(4 * 16 * 32, device=CUDA).half()
+    y, z = torch.empty(1, 2048, dtype=torch.int16, device=CUDA), torch.empty(16, 16, device=CUDA)
+    mem.reinterpret_kernel[(1, )](x, y, z, R=16, C=32)
+    assert torch.equal(y.flatten(), x.view(torch.int16))
+    assert torch.equal(z.view(torch.int32), x[512:1024].view(torch.int32).reshape(16, 16))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_local_gather_scatter(axis):
+    x = torch.randn(16, 16, device=CUDA)
+    idx = mem._gs_indices(16, 16, axis).to(CUDA)
+    g, s = torch.empty_like(x), torch.empty_like(x)
+    mem.gather_scatter_kernel[(1, )](x, idx, g, s, R=16, C=16, AXIS=axis)
+    torch.testing.assert_close(g, torch.gather(x, axis, idx.long()))
+    torch.testing.assert_close(s, torch.zeros_like(x).scatter_(axis, idx.long(), x + 100.0))
+
+
+@pytest.mark.parametrize("kind", list(mem.SHARED_KINDS))
+def test_explicit_shared_layouts(kind):
+    x = torch.randn(64, 32, device=CUDA).half()
+    y = torch.empty_like(x)
+    mem.shared_layouts_kernel[(1, )](x, y, R=64, C=32, KIND=kind)
+    assert torch.equal(x, y)
+
+
+def test_explicit_register_layout():
+    x = torch.randn(64, 64, device=CUDA).half()
+    y = torch.empty_like(x)
+    mem.register_layouts_kernel[(1, )](x, y, R=64, C=64, KIND="linear32", num_warps=4)
+    assert torch.equal(x, y)
+
+
+def test_buffers_cross_jit_helpers_and_reuse():
+    x, y = torch.randn(16, 32, device=CUDA), torch.empty(16, 32, device=CUDA)
+    mem.helpers_kernel[(1, )](x, y, R=16, C=32)
+    torch.testing.assert_close(y, 4 * x)
+    bits = torch.empty(16, 32, dtype=torch.int32, device=CUDA)
+    mem.reuse_kernel[(1, )](x, bits, R=16, C=32)
+    assert torch.equal(bits, x.view(torch.int32))
