@@ -26,9 +26,13 @@ import linecache
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from triton.runtime import interpreter as _interp
+
+from tritium import compat
+
+from .tasks import check_tasks, region_config, task_config
 
 
 class TLXDeadlockError(RuntimeError):
@@ -170,11 +174,10 @@ class _Scheduler:
 class AsyncTask:
     """One ``with async_task(...)`` region; only its configuration is used (see module doc)."""
 
-    def __init__(self, *args: Any, replicate: int = 1, **kwargs: Any) -> None:
-        self.name = str(args[0]) if args else None
-        self.replicate = int(getattr(replicate, "value", replicate))
-        if self.replicate < 1:
-            raise ValueError(f"async_task: replicate must be >= 1, got {self.replicate}")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.config = task_config(args, **kwargs)
+        self.name = "default" if self.config.default else None
+        self.replicate = self.config.replicate
 
     def __enter__(self) -> None:
         raise _TasksAlreadyRun()
@@ -184,20 +187,28 @@ class AsyncTask:
 
 
 class AsyncTasks:
-    """``with async_tasks():``: runs every task replica cooperatively, then skips the region body."""
+    """``with async_tasks(...):``: runs every task replica cooperatively, then skips the region body."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.config = region_config(**kwargs)
 
     def __enter__(self) -> None:
         frame, with_node = _find_region(sys._getframe(1))
         kernel_locals = dict(frame.f_locals)
         scheduler = _Scheduler()
-        tasks = _compile_tasks(frame.f_code.co_filename, with_node, tuple(kernel_locals))
-        for index, (config_code, body_code) in enumerate(tasks):
-            task = eval(config_code, frame.f_globals, kernel_locals)
+        tasks = []
+        for guards, config_code, body_code in _compile_tasks(frame.f_code.co_filename, with_node,
+                                                              tuple(kernel_locals)):
+            if all(bool(eval(cond, frame.f_globals, kernel_locals)) == branch for cond, branch in guards):
+                tasks.append((eval(config_code, frame.f_globals, kernel_locals), body_code))
+        check_tasks([task.config for task, _ in tasks])
+        for index, (task, body_code) in enumerate(tasks):
             namespace: dict = {}
             exec(body_code, frame.f_globals, namespace)
             body = functools.partial(namespace["_tlx_async_task"], **kernel_locals)
             for replica in range(task.replicate):
-                scheduler.add(task.name or f"task{index}", replica, body)
+                scheduler.add(task.name or f"task{index}", replica, body,
+                              task.config.num_warps or compat.interpreter_num_warps())
         scheduler.run(current_context().program)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
@@ -228,19 +239,31 @@ def _find_region(frame: Any) -> tuple[Any, ast.With]:
                        "the TLX interpreter needs kernels defined in source files")
 
 
+def _guarded_tasks(filename: str, stmts: list[ast.stmt], guards: tuple) -> Iterator[tuple[tuple, ast.With]]:
+    """The ``with async_task`` statements of a region body, each with the ``if`` conditions that select it
+    (the fork allows compile-time ``if`` guards around tasks): ((condition code, branch taken), ...)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            cond = compile(ast.Expression(stmt.test), filename, "eval")
+            yield from _guarded_tasks(filename, stmt.body, guards + ((cond, True), ))
+            yield from _guarded_tasks(filename, stmt.orelse, guards + ((cond, False), ))
+        elif (isinstance(stmt, ast.With) and len(stmt.items) == 1
+              and _is_call_to(stmt.items[0].context_expr, "async_task")):
+            yield guards, stmt
+        else:
+            raise SyntaxError(f"{filename}:{stmt.lineno}: only `with async_task(...):` blocks, or `if` statements "
+                              "around them, may appear directly inside `with async_tasks():`")
+
+
 @functools.lru_cache(maxsize=None)
-def _compile_tasks(filename: str, region: ast.With, params: tuple[str, ...]) -> list[tuple[Any, Any]]:
-    """Compile each task of a region into (config expression, body function over the kernel's locals)."""
+def _compile_tasks(filename: str, region: ast.With, params: tuple[str, ...]) -> list[tuple[tuple, Any, Any]]:
+    """Compile each task of a region into (guards, config expression, body function over the kernel's locals)."""
     tasks = []
-    for stmt in region.body:
-        if not (isinstance(stmt, ast.With) and len(stmt.items) == 1
-                and _is_call_to(stmt.items[0].context_expr, "async_task")):
-            raise SyntaxError(f"{filename}:{stmt.lineno}: only `with async_task(...):` blocks may appear directly "
-                              "inside `with async_tasks():`")
+    for guards, stmt in _guarded_tasks(filename, region.body, ()):
         config = compile(ast.Expression(stmt.items[0].context_expr), filename, "eval")
         fn = ast.parse(f"def _tlx_async_task({', '.join(params)}): pass").body[0]  # portable across ast versions
         fn.body = copy.deepcopy(stmt.body)
         module = ast.Module(body=[ast.copy_location(fn, stmt)], type_ignores=[])
         module = _interp.ASTTransformer().visit(module)
-        tasks.append((config, compile(ast.fix_missing_locations(module), filename, "exec")))
+        tasks.append((guards, config, compile(ast.fix_missing_locations(module), filename, "exec")))
     return tasks
