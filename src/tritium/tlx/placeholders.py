@@ -715,7 +715,7 @@ def _region_text(tasks: list[_Task], ind: str, loc: str, defs: dict[str, str], k
         prefix = f"t{k}_"
         # one result of a multi-result op (%r#1) arrives as a block argument of its own (%tK_r_1)
         results = {f"%{prefix}{n[1:]}": f"%{prefix}{n[1:].replace('#', '_')}" for n, _ in operands if "#" in n}
-        args = ", ".join(f"%{prefix}{n[1:].replace('#', '_')}: {t}" for n, t in operands)
+        args = ", ".join(f"%{prefix}{n[1:].replace('#', '_')}: {t}{loc}" for n, t in operands)  # at the region's line
         text.append(f"{ind}partition{k}({args}) num_warps({warps}) {{")
         for line in [*(f"{ind}  {c}" for c in clones), *task.lines]:
             line = _rename(line, prefix)
