@@ -178,3 +178,95 @@ def test_binding_wins_over_contexts_and_conflicts_are_errors(fake_driver, listen
     with pytest.raises(PipelineError, match="is bound to pipeline 'mark5'"):
         compile_kernel(bound, sig, "sm90", constexprs=const, pipeline=mark(6))
     assert "tritium.mark = 5" in compile_kernel(bound, sig, "sm90", constexprs=const).asm["ttgir"]
+
+
+# --- what a Python pass's cache key follows (issue 11, item 1) ---------------------------------
+SCALE = 1
+
+
+def _helper(value):
+    return value * SCALE
+
+
+def _digest(fn):
+    return Pipeline("p").insert("ttgir", mlir_pass(fn, name="p"), at="end").digest()
+
+
+def test_key_follows_defaults_and_keyword_defaults():
+    def with_default(mod, ctx, value=1, *, other=2):
+        return value + other
+    before = _digest(with_default)
+    with_default.__defaults__ = (5, )
+    after_default = _digest(with_default)
+    with_default.__kwdefaults__ = {"other": 7}
+    assert len({before, after_default, _digest(with_default)}) == 3
+
+
+def test_key_follows_callable_object_state_and_partial_arguments():
+    import functools
+
+    class Scaled:
+        def __init__(self, factor):
+            self.factor = factor
+
+        def __call__(self, mod, ctx):
+            return self.factor
+    assert _digest(Scaled(1)) == _digest(Scaled(1)) != _digest(Scaled(2))
+
+    def set_value(mod, ctx, value):
+        return value
+    assert _digest(functools.partial(set_value, value=1)) != _digest(functools.partial(set_value, value=2))
+
+
+def test_key_follows_globals_helpers_and_mutated_closures(monkeypatch):
+    def uses_helper(mod, ctx):
+        return _helper(3)
+    before = _digest(uses_helper)
+    monkeypatch.setattr(sys.modules[__name__], "SCALE", 2)  # a module constant the helper reads
+    assert _digest(uses_helper) != before
+    table = {"k": 1}
+
+    def uses_table(mod, ctx):
+        return table["k"]
+    first = _digest(uses_table)
+    table["k"] = 2
+    assert _digest(uses_table) != first
+
+
+def test_state_tritium_cannot_see_needs_an_explicit_cache_key():
+    from tritium.plugins.passes import PythonPass, Unfingerprintable
+    opaque = object()
+
+    def uses_opaque(mod, ctx):
+        return opaque
+    p = Pipeline("p").insert("ttgir", mlir_pass(uses_opaque, name="opaque"), at="end")
+    with pytest.raises(Unfingerprintable, match="pass 'opaque'.*explicit cache key"):
+        p.digest()
+    keyed = Pipeline("p").insert("ttgir", PythonPass(uses_opaque, name="opaque", cache_key="v1"), at="end")
+    assert keyed.digest() != Pipeline("p").insert("ttgir", PythonPass(uses_opaque, name="opaque",
+                                                                      cache_key="v2"), at="end").digest()
+
+
+def test_fingerprints_are_stable_across_processes(tmp_path):
+    plugin = tmp_path / "stable_plugin.py"
+    source = textwrap.dedent("""
+        import functools
+        from tritium.plugins import Pipeline, mlir_pass
+        LIMITS = {{"a", "b", "c"}}
+        SCALE = {scale}
+        def helper(x):
+            return x * SCALE
+        def mark(mod, ctx, value=1):
+            return helper(value) in LIMITS
+        PIPELINE = Pipeline("stable").insert("ttgir", mlir_pass(functools.partial(mark, value=2), name="m"),
+                                             at="end")
+    """)
+    script = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import stable_plugin; print(stable_plugin.PIPELINE.digest())"
+
+    def digest(scale, seed):
+        plugin.write_text(source.format(scale=scale))
+        env = dict(os.environ, PYTHONHASHSEED=str(seed))
+        return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    assert digest(1, 1) == digest(1, 2)  # set order and partial reprs hold no per-process detail
+    assert digest(2, 1) != digest(1, 1)  # editing a module constant between runs changes the key

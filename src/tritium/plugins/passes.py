@@ -1,8 +1,13 @@
 """The three kinds of pass a pipeline can hold, and how each is fingerprinted for cache keys."""
 from __future__ import annotations
 
+import enum
+import functools
 import hashlib
-import marshal
+import logging
+import re
+import threading
+import types
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any, Callable, Optional, Union
@@ -14,38 +19,148 @@ from .errors import PipelineError
 TEXT_KINDS = ("llir", "ptx", "amdgcn")
 
 
-def fingerprint(obj: Any) -> str:
-    """A stable digest of a function's code (constants and nested code included), or of ``repr``.
+#: Attribute that gives an object an explicit cache key, in place of its fingerprint.
+CACHE_KEY_ATTR = "__tritium_cache_key__"
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, enum.Enum)
+#: Objects a pass may reach that never decide its output (synchronization, logging).
+_STATELESS = (type(threading.Lock()), type(threading.RLock()), threading.Condition, threading.Event,
+              logging.Logger)
 
-    Pass code is hashed by default so that editing a pass recompiles every kernel it touched.
-    """
-    h = hashlib.sha256()
 
-    def feed(code: CodeType) -> None:
-        h.update(code.co_code)
-        h.update(repr(code.co_names).encode())
+class Unfingerprintable(PipelineError):
+    """A pass depends on something whose state cannot be hashed stably: it needs an explicit cache key."""
+
+
+class _Fingerprint:
+    """Hashes everything a callable's behaviour depends on, the way Triton hashes a JIT function's
+    dependencies: its code, defaults, closure contents, the globals and helper functions it reaches
+    (transitively), a callable object's state, ``functools.partial`` arguments. Stable across
+    processes: nothing that holds an address or a hash-seeded order goes in."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.seen: dict[int, int] = {}  # id -> position, so cycles hash as back-references
+        self.h = hashlib.sha256()
+
+    def feed(self, tag: str, text: str = "") -> None:
+        self.h.update(f"{tag}:{len(text)}:{text};".encode())
+
+    def value(self, obj: Any) -> None:
+        explicit = getattr(obj, CACHE_KEY_ATTR, None) if not isinstance(obj, type) else None
+        if isinstance(explicit, str):
+            return self.feed("key", explicit)
+        if isinstance(obj, _PLAIN):
+            return self.feed(type(obj).__qualname__, repr(obj))
+        if id(obj) in self.seen:
+            return self.feed("ref", str(self.seen[id(obj)]))
+        self.seen[id(obj)] = len(self.seen)
+        if isinstance(obj, (tuple, list)):
+            self.feed(type(obj).__name__, str(len(obj)))
+            for item in obj:
+                self.value(item)
+        elif isinstance(obj, dict):
+            self.feed("dict", str(len(obj)))
+            for key in sorted(obj, key=repr):
+                self.value(key)
+                self.value(obj[key])
+        elif isinstance(obj, (set, frozenset)):
+            self.feed("set", ",".join(sorted(_Fingerprint.of(item) for item in obj)))
+        elif isinstance(obj, functools.partial):
+            self.feed("partial")
+            self.value(obj.func)
+            self.value(obj.args)
+            self.value(obj.keywords)
+        elif isinstance(obj, types.FunctionType):
+            self.function(obj)
+        elif isinstance(obj, types.MethodType):
+            self.feed("method")
+            self.value(obj.__func__)
+            self.value(obj.__self__)
+        elif isinstance(obj, types.ModuleType):
+            self.feed("module", f"{obj.__name__}=={getattr(obj, '__version__', '')}")
+        elif isinstance(obj, type):
+            self.feed("class", f"{obj.__module__}.{obj.__qualname__}")
+        elif isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+            self.feed("builtin", f"{getattr(obj, '__module__', '')}.{obj.__qualname__}")
+        elif isinstance(obj, CodeType):
+            self.code(obj)
+        elif hasattr(obj, "identity") and isinstance(obj, (StockPass, PythonPass)):
+            self.feed("pass", obj.identity())
+        elif isinstance(obj, _STATELESS):
+            self.feed("stateless", type(obj).__qualname__)
+        else:
+            self.instance(obj)
+
+    def code(self, code: CodeType) -> None:
+        self.feed("code", code.co_name)
+        self.h.update(code.co_code)
+        self.feed("names", repr(code.co_names))
         for const in code.co_consts:
-            if isinstance(const, CodeType):
-                feed(const)
-            else:
-                h.update(repr(const).encode())
+            self.code(const) if isinstance(const, CodeType) else self.value(const)
 
-    fn = getattr(obj, "__func__", obj)
-    code = getattr(fn, "__code__", None)
-    if code is None and callable(obj) and hasattr(type(obj), "__call__"):
-        code = getattr(type(obj).__call__, "__code__", None)
-    if code is not None:
-        h.update(getattr(fn, "__qualname__", type(obj).__qualname__).encode())
-        feed(code)
-        for cell in getattr(fn, "__closure__", None) or ():
+    def function(self, fn: types.FunctionType) -> None:
+        self.feed("function", f"{fn.__module__}.{fn.__qualname__}")
+        self.code(fn.__code__)
+        self.value(fn.__defaults__)
+        self.value(fn.__kwdefaults__)
+        for cell in fn.__closure__ or ():
             try:
-                value = cell.cell_contents
-            except ValueError:
-                continue
-            h.update(fingerprint(value).encode() if callable(value) else repr(value).encode())
-    else:
-        h.update(marshal.dumps(repr(obj)))
-    return h.hexdigest()[:16]
+                self.value(cell.cell_contents)
+            except ValueError:  # an empty cell
+                self.feed("empty")
+        names: set[str] = set()
+        stack = [fn.__code__]
+        while stack:
+            code = stack.pop()
+            names.update(code.co_names)
+            stack.extend(c for c in code.co_consts if isinstance(c, CodeType))
+        for name in sorted(names):
+            if name in fn.__globals__:
+                self.feed("global", name)
+                self.value(fn.__globals__[name])
+
+    def instance(self, obj: Any) -> None:
+        cls = type(obj)
+        self.feed("instance", f"{cls.__module__}.{cls.__qualname__}")
+        call = getattr(cls, "__call__", None)
+        if isinstance(call, types.FunctionType):
+            self.function(call)
+        state = getattr(obj, "__dict__", None)
+        slots = [n for k in cls.__mro__ for n in getattr(k, "__slots__", ()) if hasattr(obj, n)]
+        if state is not None or slots:
+            self.value(dict(state or {}))
+            self.value({n: getattr(obj, n) for n in slots})
+            return
+        text = repr(obj)
+        if _ADDRESS.search(text) or "..." in text:
+            raise Unfingerprintable(
+                f"cannot fingerprint {text[:80]!r} ({cls.__qualname__}), which {_describe(self.root)} depends on: "
+                f"its state is not visible to tritium, so a cached binary could go stale. Give the pass an explicit "
+                f"cache key (PythonPass(..., cache_key=...), or set {CACHE_KEY_ATTR} on the object) that changes "
+                "whenever its behaviour does")
+        self.feed("repr", text)
+
+    @staticmethod
+    def of(obj: Any) -> str:
+        f = _Fingerprint(obj)
+        f.value(obj)
+        return f.h.hexdigest()[:16]
+
+
+def _describe(obj: Any) -> str:
+    return f"{getattr(obj, '__qualname__', type(obj).__qualname__)!r}"
+
+
+def fingerprint(obj: Any) -> str:
+    """A digest of everything ``obj``'s behaviour depends on (see :class:`_Fingerprint`), so editing a
+    pass, a default, a helper it calls or a module constant it reads recompiles every kernel it touched.
+
+    Raises:
+        Unfingerprintable: ``obj`` depends on state tritium cannot hash stably, and has no
+            explicit cache key.
+    """
+    return _Fingerprint.of(obj)
 
 
 @dataclass(frozen=True)
@@ -75,12 +190,15 @@ class PythonPass:
     """A pass written in Python: on an MLIR module, or on LLVM IR / PTX / AMDGCN text.
 
     MLIR passes get ``(module, ctx)`` and return ``None`` (edited in place) or a new module.
-    Text passes get ``(text, ctx)`` and return the new text.
+    Text passes get ``(text, ctx)`` and return the new text. The cache key follows ``fn``'s
+    fingerprint, or ``cache_key`` when given (for passes whose state tritium cannot see, e.g. a
+    native object); change ``cache_key`` whenever the pass's output changes.
     """
     fn: Callable[..., Any]
     kind: str = "mlir"
     name: str = ""
     plugin: Optional[str] = field(default=None, compare=False)
+    cache_key: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.kind != "mlir" and self.kind not in TEXT_KINDS:
@@ -88,9 +206,17 @@ class PythonPass:
                                 f"use 'mlir' or one of {', '.join(TEXT_KINDS)}")
         if not self.name:
             object.__setattr__(self, "name", getattr(self.fn, "__name__", type(self.fn).__name__))
+        if self.cache_key is not None and not isinstance(self.cache_key, str):
+            raise PipelineError(f"pass {self.name!r}: cache_key must be a string, got {type(self.cache_key).__name__}")
 
     def identity(self) -> str:
-        return f"py:{self.kind}:{self.name}:{fingerprint(self.fn)}"
+        if self.cache_key is not None:
+            return f"py:{self.kind}:{self.name}:key:{self.cache_key}"
+        try:
+            return f"py:{self.kind}:{self.name}:{fingerprint(self.fn)}"
+        except Unfingerprintable as e:
+            owner = f" of plugin {self.plugin!r}" if self.plugin else ""
+            raise Unfingerprintable(f"pass {self.name!r}{owner}: {e}") from None
 
     def __call__(self, ir_or_text: Any, ctx: Any) -> Any:
         return self.fn(ir_or_text, ctx)
@@ -99,18 +225,18 @@ class PythonPass:
 Pass = Union[StockPass, PythonPass]
 
 
-def mlir_pass(fn: Optional[Callable] = None, *, name: str = "") -> Any:
-    """Decorator: make ``fn(module, ctx)`` a Python MLIR pass."""
+def mlir_pass(fn: Optional[Callable] = None, *, name: str = "", cache_key: Optional[str] = None) -> Any:
+    """Decorator: make ``fn(module, ctx)`` a Python MLIR pass (``cache_key``: see :class:`PythonPass`)."""
     if fn is None:
-        return lambda f: PythonPass(f, "mlir", name)
-    return PythonPass(fn, "mlir", name)
+        return lambda f: PythonPass(f, "mlir", name, cache_key=cache_key)
+    return PythonPass(fn, "mlir", name, cache_key=cache_key)
 
 
-def text_pass(kind: str, *, name: str = "") -> Callable[[Callable], PythonPass]:
+def text_pass(kind: str, *, name: str = "", cache_key: Optional[str] = None) -> Callable[[Callable], PythonPass]:
     """Decorator: make ``fn(text, ctx) -> text`` a pass on ``kind`` text (llir, ptx or amdgcn)."""
     if kind not in TEXT_KINDS:
         raise PipelineError(f"text_pass: unknown IR kind {kind!r}; use one of {', '.join(TEXT_KINDS)}")
-    return lambda f: PythonPass(f, kind, name)
+    return lambda f: PythonPass(f, kind, name, cache_key=cache_key)
 
 
 def as_pass(obj: Any) -> Pass:
