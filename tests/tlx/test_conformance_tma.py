@@ -158,14 +158,10 @@ def _options(x, M, N, OPTION: tl.constexpr):
     buf = tlx.local_alloc((64, 64), tl.float16, 1)[0]
     bar = tlx.alloc_barriers(1)[0]
     desc = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
-    if OPTION == "evict_first":
-        tlx.async_descriptor_load(desc, buf, [0, 0], bar, eviction_policy="evict_first")
-    elif OPTION == "cache":
+    if OPTION == "cache":
         tlx.async_descriptor_load(desc, buf, [0, 0], bar, cache_modifier=".cg")
     elif OPTION == "multicast":
         tlx.async_descriptor_load(desc, buf, [0, 0], bar, multicast_targets=[0, 1])
-    elif OPTION == "store_evict":
-        tlx.async_descriptor_store(desc, buf, [0, 0], eviction_policy="evict_last")
     elif OPTION == "bad_policy":
         tlx.async_descriptor_store(desc, buf, [0, 0], eviction_policy="evict_sometimes")
     elif OPTION == "bad_reduce":
@@ -175,17 +171,148 @@ def _options(x, M, N, OPTION: tl.constexpr):
 
 
 @pytest.mark.parametrize("option,message", [
-    ("evict_first", "async_descriptor_load: eviction_policy='evict_first' cannot be compiled on stock Triton"),
-    ("cache", "async_descriptor_load: cache_modifier='.cg' cannot be compiled on stock Triton"),
+    ("cache", "async_descriptor_load: cache_modifier='.cg' has no PTX form on a TMA load"),
     ("multicast", "async_descriptor_load: multicast_targets needs thread-block clusters"),
-    ("store_evict", "async_descriptor_store: eviction_policy='evict_last' cannot be compiled on stock Triton"),
     ("bad_policy", "async_descriptor_store: eviction_policy must be one of"),
     ("bad_reduce", "async_descriptor_store: store_reduce must be one of"),
 ])
 def test_options_stock_triton_cannot_lower_raise_at_the_kernel_line(option, message):
     text = compile_error(_options, {"x": "*fp16", "M": "i32", "N": "i32"}, {"OPTION": option})
-    assert message in text
-    assert "tlx.async_descriptor_" in text.splitlines()[-3] or "tlx.async_descriptor_" in text
+    assert message in text and "tlx.async_descriptor_" in text
+
+
+@triton.jit
+def _l2_hints(x, y, M, N, LOAD: tl.constexpr, STORE: tl.constexpr, REDUCE: tl.constexpr):
+    """The fork's test_descriptor_load/store_l2_cache_hint."""
+    desc_in = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    desc_out = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, 64 * 64 * 2)
+    tlx.async_descriptor_load(desc_in, buf, [0, 0], bar, eviction_policy=LOAD)
+    tlx.barrier_wait(bar, 0)
+    tlx.fence("async_shared")
+    tlx.async_descriptor_store(desc_out, buf, [0, 0], eviction_policy=STORE, store_reduce=REDUCE)
+    tlx.async_descriptor_store_wait(0)
+
+
+@pytest.mark.parametrize("load,store,reduce", [("evict_first", "", ""), ("evict_last", "", ""), ("", "evict_first", ""),
+                                               ("", "evict_last", "add"), ("", "", ""), ("evict_normal", "", "")])
+def test_eviction_policy_becomes_an_l2_cache_hint(load, store, reduce):
+    k = compile_(_l2_hints, constexprs={"LOAD": load, "STORE": store, "REDUCE": reduce})
+    ptx = k.asm["ptx"]
+    loads = [l for l in ptx.splitlines() if "cp.async.bulk.tensor" in l and "shared::cluster.global" in l]
+    stores = [l for l in ptx.splitlines() if ".global.shared::cta" in l and "bulk.tensor" in l]
+    assert len(loads) == 1 and len(stores) == 1
+    for lines, policy in ((loads, load), (stores, store)):
+        hinted = policy in ("evict_first", "evict_last")
+        assert ("L2::cache_hint" in lines[0]) == hinted
+        assert (f"createpolicy.fractional.L2::{policy}.b64" in ptx) == hinted
+    if not load and not store:
+        assert "createpolicy" not in ptx and "L2::cache_hint" not in ptx
+    assert ("cp.reduce.async.bulk.tensor" in stores[0]) == bool(reduce)
+
+
+@triton.jit
+def _prefetch(in_desc, x, y, M, N, SOURCE: tl.constexpr, POLICY: tl.constexpr):
+    """The fork's test_descriptor_load with USE_PREFETCH, for each kind of descriptor."""
+    if SOURCE == "host":
+        desc_in = in_desc
+    elif SOURCE == "tl":
+        desc_in = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    else:
+        ptrs = tlx.allocate_tensor_descriptor(num=1)
+        tlx.make_tensor_descriptor(ptrs[0], x, [M, N], [N, 1], [64, 64])
+        desc_in = tlx.reinterpret_tensor_descriptor(ptrs[0], [64, 64], tl.float16)
+    desc_out = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, 64 * 64 * 2)
+    off_m = tl.program_id(0) * 64
+    tlx.async_descriptor_prefetch_tensor(desc_in, [off_m, 0], eviction_policy=POLICY)
+    tlx.async_descriptor_load(desc_in, buf, [off_m, 0], bar)
+    tlx.barrier_wait(bar, 0)
+    tlx.fence("async_shared")
+    tlx.async_descriptor_store(desc_out, buf, [off_m, 0])
+    tlx.async_descriptor_store_wait(0)
+
+
+@pytest.mark.parametrize("source", ["host", "tl", "slot"])
+@pytest.mark.parametrize("policy", ["", "evict_last"])
+def test_descriptor_prefetch(source, policy):
+    sig = {"in_desc": "tensordesc<fp16[64, 64]>", **SIG}
+    k = compile_(_prefetch, sig, {"SOURCE": source, "POLICY": policy})
+    ptx = k.asm["ptx"]
+    prefetches = [l for l in ptx.splitlines() if "cp.async.bulk.prefetch.tensor" in l]
+    assert len(prefetches) == 1 and "cp.async.bulk.prefetch.tensor.2d.L2.global.tile" in prefetches[0]
+    assert ("L2::cache_hint" in prefetches[0]) == bool(policy)
+    assert "elect.sync" in ptx and compat.ptx_tma_load(2) in ptx
+    if source == "host":  # the tensor map is the kernel parameter
+        assert re.search(r"cp\.async\.bulk\.prefetch\.tensor\.2d\.L2\.global\.tile\S* \[%rd\d+, ", prefetches[0])
+
+
+@triton.jit
+def _prefetch_ws(in_desc, y, M, N):
+    """The fork's test_descriptor_load_prefetch_ws, with a host descriptor."""
+    desc_out = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)[0]
+    full = tlx.alloc_barriers(1)[0]
+    empty = tlx.alloc_barriers(1)[0]
+    off_m = tl.program_id(0) * 64
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tlx.barrier_arrive(empty)
+            tlx.barrier_wait(full, 0)
+            tlx.fence_async_shared()
+            tlx.async_descriptor_store(desc_out, buf, [off_m, 0])
+            tlx.async_descriptor_store_wait(0)
+        with tlx.async_task(num_warps=1):
+            tlx.async_descriptor_prefetch_tensor(in_desc, [off_m, 0])
+            tlx.barrier_wait(empty, 0)
+            tlx.barrier_expect_bytes(full, 64 * 64 * 2)
+            tlx.async_descriptor_load(in_desc, buf, [off_m, 0], full)
+
+
+def test_descriptor_prefetch_in_a_partition():
+    k = compile_(_prefetch_ws, {"in_desc": "tensordesc<fp16[64, 64]>", "y": "*fp16", "M": "i32", "N": "i32"})
+    assert "ttg.warp_specialize" in k.asm["ttgir"]
+    assert k.asm["ptx"].count("cp.async.bulk.prefetch.tensor.2d.L2.global.tile") == 1
+
+
+@triton.jit
+def _bulk_roundtrip(src_ptr, dst_ptr, CHUNK: tl.constexpr, SIZE: tl.constexpr):
+    """The fork's test_async_bulk_copy_roundtrip, with the load done by TMA-free local_store."""
+    buf = tlx.local_alloc((CHUNK, ), tl.uint8, num=1)[0]
+    tlx.local_store(buf, tl.load(src_ptr + tl.arange(0, CHUNK)))
+    tlx.fence("async_shared")
+    tlx.async_store(dst_ptr, buf, SIZE)
+    tlx.async_descriptor_store_wait(0)
+
+
+@pytest.mark.parametrize("chunk", [256, 1024])
+def test_async_store_is_a_bulk_copy(chunk):
+    k = compile_(_bulk_roundtrip, {"src_ptr": "*u8", "dst_ptr": "*u8"}, {"CHUNK": chunk, "SIZE": chunk},
+                 num_warps=1)
+    ptx = k.asm["ptx"]
+    copies = [l for l in ptx.splitlines() if "cp.async.bulk." in l and "shared::cta" in l]
+    assert len(copies) == 1 and "cp.async.bulk.global.shared::cta.bulk_group [" in copies[0]
+    assert "bulk.tensor" not in ptx and "cp.async.bulk.commit_group" in ptx
+    assert re.search(r"cp\.async\.bulk\.wait_group\.read\s+0;", ptx)
+
+
+@triton.jit
+def _bulk_misuse(dst_ptr, CASE: tl.constexpr):
+    buf = tlx.local_alloc((64, ), tl.uint8, num=1)[0]
+    if CASE == "size":
+        tlx.async_store(dst_ptr, buf, 24)
+    else:
+        tlx.async_store(dst_ptr + tl.arange(0, 16), buf, 16)
+
+
+@pytest.mark.parametrize("case,message", [("size", "tlx.async_store: size=24 must be a positive multiple of 16"),
+                                          ("ptr", "tlx.async_store: dst_global_ptr must be a scalar pointer")])
+def test_async_store_misuse(case, message):
+    assert message in compile_error(_bulk_misuse, {"dst_ptr": "*u8"}, {"CASE": case})
 
 
 def test_default_options_compile():

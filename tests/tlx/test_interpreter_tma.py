@@ -86,3 +86,51 @@ def _unwritten_slot(x):
 def test_reading_an_unwritten_slot_is_an_error():
     with pytest.raises(Exception, match="descriptor slot 0 was never written"):
         _unwritten_slot[(1, )](torch.zeros(16, 16, dtype=torch.float16))
+
+
+@triton.jit
+def _hinted_copy(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """The fork's L2-hint and prefetch tests: hints change no value."""
+    desc_in = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    desc_out = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    buf = tlx.local_alloc((BM, BN), tl.float16, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    tlx.async_descriptor_prefetch_tensor(desc_in, [off_m, off_n], eviction_policy="evict_last")
+    tlx.barrier_expect_bytes(bar, BM * BN * 2)
+    tlx.async_descriptor_load(desc_in, buf, [off_m, off_n], bar, eviction_policy="evict_first")
+    tlx.barrier_wait(bar, 0)
+    tlx.async_descriptor_store(desc_out, buf, [off_m, off_n], eviction_policy="evict_last")
+    tlx.async_descriptor_store_wait(0)
+
+
+def test_prefetch_and_l2_hints_copy_exactly():
+    M, N = 48, 40
+    x = torch.randn(M, N, dtype=torch.float16)
+    y = torch.zeros_like(x)
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8))
+    _hinted_copy[(triton.cdiv(M, 16), triton.cdiv(N, 16))](x, y, M, N, 16, 16)
+    torch.testing.assert_close(y, x)
+
+
+@triton.jit
+def _bulk_roundtrip(src_ptr, dst_ptr, CHUNK: tl.constexpr, SIZE: tl.constexpr):
+    buf = tlx.local_alloc((CHUNK, ), tl.uint8, num=1)[0]
+    tlx.local_store(buf, tl.load(src_ptr + tl.arange(0, CHUNK)))
+    tlx.fence("async_shared")
+    tlx.async_store(dst_ptr, buf, SIZE)
+    tlx.async_descriptor_store_wait(0)
+
+
+@pytest.mark.parametrize("chunk,size", [(256, 256), (1024, 1024), (256, 128)])
+def test_async_store_copies_size_bytes(chunk, size):
+    src = torch.randint(0, 256, (chunk, ), dtype=torch.uint8)
+    dst = torch.zeros(chunk, dtype=torch.uint8)
+    _bulk_roundtrip[(1, )](src, dst, chunk, size)
+    torch.testing.assert_close(dst[:size], src[:size])
+    assert not dst[size:].any()
+
+
+def test_async_store_size_must_be_a_multiple_of_16():
+    with pytest.raises(Exception, match="size=24 must be a positive multiple of 16"):
+        _bulk_roundtrip[(1, )](torch.zeros(64, dtype=torch.uint8), torch.zeros(64, dtype=torch.uint8), 64, 24)

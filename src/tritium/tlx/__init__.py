@@ -9,6 +9,7 @@ import hashlib
 from pathlib import Path
 
 from .async_copy import async_load, async_load_commit_group, async_load_wait_group, prefetch
+from .buffer_ops import buffer_atomic_add, buffer_load, buffer_load_to_local, buffer_store
 from .barriers import alloc_barriers, barrier_arrive, barrier_expect_bytes, barrier_wait
 from .barriers import alloc_warp_barrier, named_barrier_arrive, named_barrier_wait
 from .cluster import cluster_barrier, cluster_cta_rank, cluster_size_1d, fence_mbarrier_init_cluster, remote_view
@@ -27,8 +28,8 @@ from .misc import clock64, dtype_of, fence, fence_async_shared, size_of, thread_
 from .mma import async_dot, async_dot_wait
 from .tasks import async_task, async_task_replica_id, async_tasks
 from .tma import async_descriptor_load, async_descriptor_store, async_descriptor_store_wait, make_tensor_descriptor
-from .tma import (allocate_tensor_descriptor, reinterpret_tensor_descriptor, tensor_descriptor_ptr,
-                  tensor_descriptor_ptr_type)
+from .tma import (allocate_tensor_descriptor, async_descriptor_prefetch_tensor, async_store,
+                  reinterpret_tensor_descriptor, tensor_descriptor_ptr, tensor_descriptor_ptr_type)
 from .types import async_token, buffered_tensor, tensor_descriptor
 
 __version__ = "0.1.0"
@@ -57,8 +58,9 @@ OPS.update({fn.__name__: fn for fn in (named_barrier_wait, named_barrier_arrive,
                                        cluster_cta_rank, cluster_size_1d, fence_mbarrier_init_cluster, remote_view,
                                        get_fp8_format_name, vote_ballot_sync, warp_redux)})
 # Descriptor slots (tlx/tma.py).
-OPS.update({fn.__name__: fn for fn in (allocate_tensor_descriptor, reinterpret_tensor_descriptor)})
-OPS["prefetch"] = prefetch
+OPS.update({fn.__name__: fn for fn in (allocate_tensor_descriptor, reinterpret_tensor_descriptor,
+                                        async_descriptor_prefetch_tensor, async_store)})
+OPS.update({fn.__name__: fn for fn in (prefetch, buffer_load, buffer_store, buffer_atomic_add, buffer_load_to_local)})
 
 
 def _source_digest() -> str:
@@ -94,3 +96,4 @@ for _name in _unsupported.REASONS:
     globals().setdefault(_name, getattr(_unsupported, _name))
 del _name
 __all__ += [n for n in _unsupported.REASONS if n not in __all__]
+_unsupported.accept_ctas_per_cga()

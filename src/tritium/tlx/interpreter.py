@@ -13,6 +13,7 @@ See docs/tlx-interpreter.md.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import sys
 import time
@@ -39,8 +40,9 @@ __all__ = [
 __all__ += ["ThreadBarrier", "RemoteBarrier", "named_barrier_wait", "named_barrier_arrive", "alloc_warp_barrier",
             "cluster_cta_rank", "cluster_size_1d", "cluster_barrier", "fence_mbarrier_init_cluster", "remote_view",
             "vote_ballot_sync", "warp_redux", "get_fp8_format_name"]
-__all__ += ["DescriptorPtr", "allocate_tensor_descriptor", "reinterpret_tensor_descriptor"]
-__all__ += ["prefetch"]
+__all__ += ["DescriptorPtr", "allocate_tensor_descriptor", "reinterpret_tensor_descriptor",
+            "async_descriptor_prefetch_tensor", "async_store"]
+__all__ += ["prefetch", "buffer_load", "buffer_store", "buffer_atomic_add", "buffer_load_to_local"]
 
 _STORAGE_KINDS = ("smem", "tmem", "smemCluster")
 _FENCE_SCOPES = ("gpu", "sys", "async_shared")
@@ -387,6 +389,23 @@ def prefetch(pointer: Any, level: Any = "L2", mask: Any = None, tensormap: Any =
             if not pointer.type.is_block():
                 raise ValueError(f"prefetch: mask of shape {list(mask.shape)} for a scalar pointer")
             _semantic().broadcast_impl_shape(mask, list(pointer.shape))  # raises unless it broadcasts
+
+
+def _buffer_op(name: str) -> Any:
+    """The AMD buffer op ``name`` (tlx/buffer_ops.py): the same code, on the interpreter's semantic."""
+
+    def op(*args: Any, **kwargs: Any) -> Any:
+        from . import buffer_ops
+        return getattr(buffer_ops, name).__wrapped__(*args, _semantic=_semantic(), **kwargs)
+
+    op.__name__ = op.__qualname__ = name
+    return op
+
+
+buffer_load = _buffer_op("buffer_load")
+buffer_store = _buffer_op("buffer_store")
+buffer_atomic_add = _buffer_op("buffer_atomic_add")
+buffer_load_to_local = _buffer_op("buffer_load_to_local")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -774,6 +793,30 @@ def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], evict
         else:
             value = combine(old, value)
     sem.descriptor_store(desc, value, list(offsets))
+
+
+def async_descriptor_prefetch_tensor(desc: Any, offsets: Sequence[Any], pred: Any = None,
+                                     eviction_policy: str = "") -> None:
+    """An L2 prefetch changes no value: only the arguments are checked."""
+    desc = _value(desc)
+    if not isinstance(desc, tl.core.tensor_descriptor_base):
+        raise TypeError(f"async_descriptor_prefetch_tensor: desc must be a tensor descriptor, got {type(desc).__name__}")
+    if len(offsets) != len(desc.block_shape):
+        raise ValueError(f"async_descriptor_prefetch_tensor: {len(offsets)} offsets for a rank-"
+                         f"{len(desc.block_shape)} block")
+
+
+def async_store(dst_global_ptr: Any, src_smem: Any, size: Any) -> None:
+    """Copy ``size`` bytes of the buffer to ``dst_global_ptr`` at issue, like ``async_descriptor_store``."""
+    src, size = _buffer(src_smem, "async_store"), _as_int(size)
+    if size <= 0 or size % 16 or size > src.data.nbytes:
+        raise ValueError(f"async_store: size={size} must be a positive multiple of 16 of at most the buffer's "
+                         f"{src.data.nbytes} bytes")
+    dst = _value(dst_global_ptr)
+    if not isinstance(dst, tl.tensor) or dst.type.is_block() or not dst.dtype.is_ptr():
+        raise TypeError(f"async_store: dst_global_ptr must be a scalar pointer, got {getattr(dst, 'type', dst)}")
+    data = np.ascontiguousarray(src.data).view(np.uint8).reshape(-1)[:size]
+    ctypes.memmove(int(dst.handle.data.item()), data.ctypes.data, size)
 
 
 def async_descriptor_store_wait(pendings: Any) -> None:

@@ -19,6 +19,7 @@ from tritium.plugins import Pipeline, mlir_pass
 from .diagnostics import reporting_stage
 from .copy_fallback import amd_coalesce_async_copy, async_copy_fallback
 from .placeholders import is_tlx_module, lower
+from .tma_llvm import finish_tma
 
 #: Target family -> (does a compile target belong to it, stock passes that pipeline or warp-specialize loops).
 FAMILIES: dict[str, tuple[Callable[[str, Any], bool], tuple[str, ...]]] = {
@@ -88,6 +89,8 @@ def make_pipeline(family: str) -> Pipeline:
     if family.startswith("cuda-sm"):  # the families with TMA; this pass must come before the lowering
         p.insert("ttgir", descriptor_encodings, after="ttir.convert_to_ttgpuir")
         p.disable("ttgir", DESCRIPTOR_ENCODING)
+        # TMA PTX that stock TTGIR cannot ask for (tlx/tma_llvm.py), once partitions are in the kernel.
+        p.insert("llir", finish_tma, after="nvidia.ttnvgpuir.warp_specialize_to_llvm")
     p.insert("ttgir", lower_placeholders, async_copy_fallback, after="ttir.convert_to_ttgpuir")
     for name in disabled:
         p.disable("ttgir", name)

@@ -151,6 +151,7 @@ class _Lowering:
     def __init__(self, args: list[tuple[str, str]]) -> None:
         self.names: _Names = _Names()
         self.memdesc: dict[int, str] = {}
+        self.by_result: dict[str, int] = {}  # dummy i32 result of a view-making placeholder -> its id
         self.native: dict[str, tuple[str, str]] = {}  # placeholder result -> (laid-out value, its type)
         self.types: dict[str, str] = {}  # SSA name of each lowered handle -> its type (see _warp_specialize)
         self.wgmma_a: dict[int, str] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
@@ -230,6 +231,11 @@ class _Lowering:
         a, pid, ind, loc = p.payload, p.payload["id"], p.indent, p.loc
         out: list[str] = []
         handle = self.names.__getitem__
+        if p.op == "anchor":  # a buffer from another function, by SSA value when it names one (see tlx/mem.py)
+            src = self.by_result.get(p.operands[0], a["src"])
+            self.names[pid], self.memdesc[pid] = handle(src), self.memdesc[src]
+            self.by_result[p.result] = pid
+            return []
         h = self.define(pid)
         if p.op == "local_alloc":
             self.memdesc[pid] = a["type"]
@@ -355,6 +361,8 @@ class _Lowering:
             raise ValueError(f"tlx: no lowering for placeholder op {p.op!r}")
         if pid in self.memdesc:
             self.types[h] = self.memdesc[pid]
+            if p.result:
+                self.by_result[p.result] = pid
         return out
 
 
@@ -555,7 +563,7 @@ def lower(text: str) -> str:
         try:
             lines.extend(state.lower(p))
         except _MadeOutside as e:
-            raise ValueError(f"tlx.{p.op} at {source_location(text, p.loc)}: its buffer (or descriptor) was made "
+            raise ValueError(f"tlx.{p.payload.get('use', p.op)} at {source_location(text, p.loc)}: its buffer (or descriptor) was made "
                              f"outside the function {e.args[1]}, which was not inlined. TLX buffers can be passed "
                              "to @triton.jit helpers that are inlined, not to noinline=True ones") from None
     return "\n".join(_warp_specialize(lines, state)) + "\n"

@@ -28,7 +28,7 @@ from . import layouts
 from . import barriers
 from .barriers import check_target, predicate
 from .emit import _code_generator, emit, tlx_builtin, types
-from .mem import _buffer
+from .mem import _buffer, _memdesc_type
 from .types import buffered_tensor, tensor_descriptor, tensor_descriptor_type
 
 #: Bytes of one CUtensorMap, and its required alignment (``allocate_tensor_descriptor``).
@@ -126,13 +126,11 @@ def _one_buffer(buf: Any, op: str, arg: str) -> buffered_tensor:
     return buf
 
 
-def _no_cache_hint(value: str, name: str, op: str) -> None:
-    """Stock Triton 3.6 lowers no L2 hint on TMA copies (its TMA-to-LLVM lowering fails with
-    "cache modifiers / eviction policy not supported yet"), so a hint is refused instead of dropped."""
-    if value not in ("", "evict_normal"):
-        raise NotImplementedError(f"tlx.{op}: {name}={value!r} cannot be compiled on stock Triton: its TMA "
-                                  "lowering has no L2 cache hint (it rejects the attribute with 'not supported "
-                                  f"yet'); drop {name} or pass ''")
+def _l2_hint(eviction_policy: Any, op: str) -> dict:
+    """Payload of an L2 eviction priority. Stock Triton's TMA lowering rejects the hint ("eviction policy
+    not supported yet"), so the op is marked and tlx/tma_llvm.py adds ``.L2::cache_hint`` to its PTX."""
+    evict = _choice(eviction_policy, EVICTION_POLICIES, "eviction_policy", op)
+    return {"evict": evict} if evict in ("evict_first", "evict_last") else {}
 
 
 @tlx_builtin
@@ -142,7 +140,11 @@ def async_descriptor_load(desc, result, offsets, barrier, pred=None, cache_modif
     op = "async_descriptor_load"
     check_target(_semantic, op, 90)
     cache = _choice(cache_modifier, ("", ".ca", ".cg", "ca", "cg"), "cache_modifier", op)
-    evict = _choice(eviction_policy, EVICTION_POLICIES, "eviction_policy", op)
+    if cache:
+        raise NotImplementedError(f"tlx.{op}: cache_modifier={cache!r} has no PTX form on a TMA load "
+                                  "(cp.async.bulk.tensor has no cache operator, only an L2 policy: use "
+                                  "eviction_policy); stock Triton rejects it too ('cache modifiers not supported yet')")
+    hint = _l2_hint(eviction_policy, op)
     targets = _unwrap_if_constexpr(multicast_targets)
     if targets is not None and len(targets):
         raise NotImplementedError(f"tlx.{op}: multicast_targets needs thread-block clusters, which TLX on stock "
@@ -151,13 +153,11 @@ def async_descriptor_load(desc, result, offsets, barrier, pred=None, cache_modif
     if _unwrap_if_constexpr(two_ctas):
         raise NotImplementedError(f"tlx.{op}: two_ctas=True is the Blackwell 2-CTA mode (.cta_group::2); "
                                   "it needs sm_100 clusters, which stock Triton TLX does not have")
-    _no_cache_hint(cache, "cache_modifier", op)
-    _no_cache_hint(evict, "eviction_policy", op)
     dst = _one_buffer(result, op, "result")
     bar = barriers.barrier(barrier, op)
     ref = _descriptor(_semantic, desc, dst, op, "result")
     operands = _offsets(_semantic, offsets, len(dst.shape), op) + [predicate(_semantic, pred)]
-    _emit_tma(_semantic, "tma_load", ref, operands, dst=dst.type.id, bar=bar.type.id)
+    _emit_tma(_semantic, "tma_load", ref, operands, dst=dst.type.id, bar=bar.type.id, **hint)
 
 
 @tlx_builtin
@@ -166,14 +166,64 @@ def async_descriptor_store(desc, source, offsets, eviction_policy="", store_redu
     ``store_reduce`` (``cp.reduce.async.bulk.tensor``); wait with ``async_descriptor_store_wait``."""
     op = "async_descriptor_store"
     check_target(_semantic, op, 90)
-    evict = _choice(eviction_policy, EVICTION_POLICIES, "eviction_policy", op)
+    hint = _l2_hint(eviction_policy, op)
     reduce = _choice(store_reduce, ("", *STORE_REDUCE), "store_reduce", op)
-    _no_cache_hint(evict, "eviction_policy", op)
     src = _one_buffer(source, op, "source")
     ref = _descriptor(_semantic, desc, src, op, "source")
     _emit_tma(_semantic, "tma_reduce" if reduce else "tma_store", ref,
               _offsets(_semantic, offsets, len(src.shape), op), src=src.type.id,
-              **({"kind": STORE_REDUCE[reduce]} if reduce else {}))
+              **({"kind": STORE_REDUCE[reduce]} if reduce else {}), **hint)
+
+
+@tlx_builtin
+def async_descriptor_prefetch_tensor(desc, offsets, pred=None, eviction_policy="", _semantic=None) -> None:
+    """Hint TMA to bring the tile of ``desc`` at ``offsets`` into L2 (``cp.async.bulk.prefetch.tensor``)."""
+    op = "async_descriptor_prefetch_tensor"
+    check_target(_semantic, op, 90)
+    hint = _l2_hint(eviction_policy, op)
+    ref = _descriptor_only(_semantic, desc, op)
+    operands = _offsets(_semantic, offsets, len(ref["_desc"].block_shape), op) + [predicate(_semantic, pred)]
+    _emit_tma(_semantic, "tma_prefetch", ref, operands, **hint)
+
+
+#: A bulk copy is one TMA box here: at most 256 x 256 bytes, rows of at least 16 bytes.
+_MAX_BOX = 256
+
+
+@tlx_builtin
+def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
+    """Copy ``size`` bytes of ``src_smem`` to ``dst_global_ptr`` (``cp.async.bulk.global.shared::cta``), in the
+    bulk group that ``async_descriptor_store_wait`` waits on. ``size`` and both addresses: multiples of 16.
+
+    Stock Triton has no such op. It is emitted as a TMA store of the buffer's bytes seen as one box,
+    through a descriptor that is only the destination pointer, and tlx/tma_llvm.py rewrites that store's
+    PTX into the bulk copy (so it is ordered like a TMA store: the same proxy fence and bulk group)."""
+    op = "async_store"
+    check_target(_semantic, op, 90)
+    dst = _unwrap_if_constexpr(dst_global_ptr)
+    if not isinstance(dst, tl.tensor) or dst.type.is_block() or not dst.dtype.is_ptr():
+        raise TypeError(f"tlx.{op}: dst_global_ptr must be a scalar pointer, got {getattr(dst, 'type', dst)}")
+    src = _one_buffer(src_smem, op, "src_smem")
+    nbytes = src.dtype.primitive_bitwidth // 8
+    for d in src.shape:
+        nbytes *= d
+    size = _unwrap_if_constexpr(size)
+    if isinstance(size, int) and not isinstance(size, bool):
+        if size <= 0 or size % 16 or size > nbytes:
+            raise ValueError(f"tlx.{op}: size={size} must be a positive multiple of 16 of at most the buffer's "
+                             f"{nbytes} bytes")
+    size = _semantic.to_tensor(size)
+    if size.type.is_block() or not size.dtype.is_int():
+        raise TypeError(f"tlx.{op}: size must be an integer scalar (bytes), got {size.type}")
+    size = _semantic.cast(size, tl.int32) if size.dtype != tl.int32 else size
+    cols = next((c for c in range(min(nbytes, _MAX_BOX), 15, -16) if nbytes % c == 0), None)
+    if nbytes % 16 or cols is None or nbytes // cols > _MAX_BOX:
+        raise ValueError(f"tlx.{op}: a buffer of {nbytes} bytes is not one TMA box (a multiple of 16 bytes, at most "
+                         f"{_MAX_BOX * _MAX_BOX}); copy it in pieces with tlx.local_slice")
+    box = (nbytes // cols, cols)
+    flat = layouts.NVMMASharedLayout(0, 8, 2)
+    emit(_semantic, "bulk_store", operands=[dst, size], src=src.type.id,
+         desc=_desc_type(_semantic, tl.int8, box, flat), view=_memdesc_type(_semantic, tl.int8, box, flat, box))
 
 
 @tlx_builtin
