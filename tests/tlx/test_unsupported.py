@@ -62,3 +62,11 @@ def test_no_name_is_both_implemented_and_unsupported():
     """A name someone implements must leave unsupported.REASONS (the implementation wins on import)."""
     shadowed = [n for n in unsupported.REASONS if not isinstance(getattr(tlx, n), unsupported.UnsupportedOp)]
     assert not shadowed, f"implemented now, remove from tlx/unsupported.py REASONS: {shadowed}"
+
+
+def test_ctas_per_cga_one_cta_is_the_stock_launch_more_raises_why():
+    assert triton.Config({"BM": 64}, num_warps=4, ctas_per_cga=(1, 1, 1)).all_kwargs() == triton.Config(
+        {"BM": 64}, num_warps=4).all_kwargs()
+    with pytest.raises(NotImplementedError, match=r"ctas_per_cga=\(2, 1, 1\)\): ctas_per_cga is the TLX fork's "
+                       r"launch option .* stock Triton 3.6 has no launch path for it"):
+        triton.Config({"BM": 64}, ctas_per_cga=(2, 1, 1))

@@ -7,7 +7,10 @@ and the hardware feature it needs, and saying that stock Triton 3.6 has no path 
 """
 from __future__ import annotations
 
-from typing import Any, NoReturn
+import functools
+from typing import Any, Callable, NoReturn
+
+import triton
 
 _STOCK = "stock Triton 3.6 has no path for it (no such op or pass), so tritium cannot provide it"
 _TCGEN05 = ("needs Blackwell (sm_100) tensor memory and tcgen05 instructions; Hopper (sm_90) and AMD CDNA have "
@@ -71,11 +74,36 @@ REASONS: dict[str, str] = {
     "amd_descriptor_prefetch_tensor": _TDM,
     # AMD warp pipelining
     "warp_pipeline_stage": ("needs the fork's AMD warp-pipeline pass, which splits a loop at the stage markers "
-                            "and staggers the two warp groups with conditional barriers and s_setprio; the AMD "
-                            "backend of stock Triton 3.6 has no such pass"),
+                            "and staggers the two warp groups with conditional barriers and s_setprio"),
 }
 
 _UNSUPPORTED = {name: UnsupportedOp(name, why) for name, why in REASONS.items()}
+
+CTAS_PER_CGA = ("ctas_per_cga is the TLX fork's launch option for clusters of independent CTAs (thread-block "
+                "clusters); stock Triton 3.6 has no launch path for it (its num_ctas splits one program over a "
+                "cluster instead), so tritium cannot provide it. A cluster of one CTA, ctas_per_cga=(1, 1, 1), is "
+                "the stock launch and is accepted")
+
+
+def _config_init(init: Callable[..., None]) -> Callable[..., None]:
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, ctas_per_cga: Any = None, **kwargs: Any) -> None:
+        if ctas_per_cga is not None and tuple(ctas_per_cga) != (1, 1, 1):
+            raise NotImplementedError(f"triton.Config(ctas_per_cga={tuple(ctas_per_cga)}): {CTAS_PER_CGA}")
+        init(self, *args, **kwargs)
+
+    __init__.tritium_ctas_per_cga = True
+    return __init__
+
+
+def accept_ctas_per_cga() -> None:
+    """Let ``triton.Config`` take the fork's ``ctas_per_cga``: one CTA per cluster passes, more raises why.
+
+    Fork kernels put it in their autotune configs, which are built when the module is imported; stock
+    Triton's ``Config`` would fail there with a bare ``TypeError``.
+    """
+    if not getattr(triton.Config.__init__, "tritium_ctas_per_cga", False):
+        triton.Config.__init__ = _config_init(triton.Config.__init__)
 globals().update(_UNSUPPORTED)
 
 __all__ = ["UnsupportedOp", "REASONS", *REASONS]
