@@ -461,6 +461,14 @@ def is_mlir_module(obj: Any) -> bool:
     return isinstance(obj, ir.module)
 
 
+def run_amd_coalesce_async_copy(mod: Any, arch: str) -> None:
+    """Run AMD's ``coalesce_async_copy`` (clip each async copy's source vector to a width the CDNA
+    direct-to-LDS loads support) on ``mod`` now, outside any recorded pipeline."""
+    pm = new_pass_manager(mod.context, False)
+    stock_pass_builder("amd.ttgpuir.coalesce_async_copy").fn(pm, arch)
+    run_plain(pm, mod, "tlx-coalesce-async-copy")
+
+
 def parse_module(text: str, context: Any) -> Any:
     """Parse MLIR text in ``context`` (the bindings only parse files)."""
     import os

@@ -1,5 +1,15 @@
-"""cp.async-style global -> shared copies and their commit/wait groups."""
+"""Asynchronous global -> shared copies (cp.async on NVIDIA, direct-to-LDS loads on AMD CDNA3/CDNA4),
+their commit/wait groups, and L2 prefetch hints.
+
+Each ``async_load`` lowers to ``ttg.async_copy_global_to_local``; ``async_load_commit_group`` and
+``async_load_wait_group`` to ``ttg.async_commit_group`` / ``ttg.async_wait``, which stock Triton lowers
+to ``cp.async.commit_group`` / ``cp.async.wait_group`` on NVIDIA and to ``s_waitcnt vmcnt`` on AMD.
+A copy the hardware cannot run asynchronously (fewer than 4 provable bytes per thread, or a non-zero
+``other``) compiles to a synchronous copy with a warning (:mod:`.copy_fallback`).
+"""
 from __future__ import annotations
+
+from typing import Any, Sequence
 
 import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
@@ -9,52 +19,117 @@ from tritium import compat
 from . import layouts
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
-from .types import async_token
+from .types import async_token, buffered_tensor
+
+#: AMD targets with direct-to-LDS loads that stock Triton lowers ``ttg.async_copy_global_to_local`` to.
+AMD_ASYNC_COPY_ARCHS = ("gfx942", "gfx950")
 
 
 def _check_target(arch: str, op: str) -> None:
     cap = layouts.cuda_capability(arch)
-    if cap is None or cap < 80:
-        raise NotImplementedError(f"tlx.{op} needs cp.async (NVIDIA sm_80 or newer); the target is {arch}")
+    if (cap is not None and cap >= 80) or arch in AMD_ASYNC_COPY_ARCHS:
+        return
+    raise NotImplementedError(f"tlx.{op} needs cp.async (NVIDIA sm_80 or newer); the target is {arch} "
+                              f"(on AMD, direct-to-LDS copies exist on {' and '.join(AMD_ASYNC_COPY_ARCHS)})")
+
+
+def _is_zero(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == 0
+
+
+def _check_tokens(tokens: Any, op: str) -> None:
+    tokens = _unwrap_if_constexpr(tokens)
+    items = list(getattr(tokens, "values", tokens)) if isinstance(tokens, (list, tuple, tl.tuple)) else None
+    if items is None:
+        raise TypeError(f"tlx.{op}: tokens must be a list of async tokens, got {tokens!r}")
+    bad = [t for t in items if not isinstance(_unwrap_if_constexpr(t), async_token)]
+    if bad:
+        raise TypeError(f"tlx.{op}: tokens must be async tokens (from tlx.async_load / commit / wait), got {bad[0]!r}")
+
+
+def check_bulk_args(shape: Sequence[int], dtype_bits: int, bulk_size: Any, barrier: Any, mask: Any, other: Any,
+                    is_barrier: bool) -> None:
+    """The fork's rules for ``async_load(bulk=True)``, shared by the compile path and the interpreter."""
+    if len(shape) != 1:
+        raise ValueError(f"tlx.async_load(bulk=True): the result buffer must be 1-D, got shape {list(shape)}")
+    if barrier is None:
+        raise ValueError("tlx.async_load(bulk=True): barrier (an mbarrier the copy completes on) is required")
+    if not is_barrier:
+        raise TypeError(f"tlx.async_load(bulk=True): barrier must be one mbarrier, got {barrier!r}")
+    if mask is not None or other is not None:
+        raise ValueError("tlx.async_load(bulk=True): mask and other are not supported with bulk copies")
+    if isinstance(bulk_size, int) and not 0 < bulk_size <= shape[0] * dtype_bits // 8:
+        raise ValueError(f"tlx.async_load(bulk=True): bulk_size={bulk_size} must be in 1..{shape[0] * dtype_bits // 8} "
+                         "(the destination buffer's bytes)")
 
 
 @tlx_builtin
-def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_policy="", is_volatile=False,
-               _semantic=None) -> async_token:
-    """Start copying the elements ``src`` points to into buffer ``result``; returns a token."""
+def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_policy="", is_volatile=False, bulk=False,
+               bulk_size=None, barrier=None, _semantic=None) -> async_token:
+    """Start copying the elements ``src`` points to into buffer ``result``; returns a token.
+
+    Masked-off elements get ``other``, zero when it is omitted (what the hardware writes). The copy
+    lands at the ``async_load_wait_group`` that retires its commit group.
+    """
     opts = _semantic.builder.options
     _check_target(opts.arch, "async_load")
     result = _buffer(result, "async_load")
     if result.type.num:
         raise TypeError("tlx.async_load: pick one buffer with tlx.local_view first")
+    mask, other = _unwrap_if_constexpr(mask), _unwrap_if_constexpr(other)
+    bulk_size, barrier = _unwrap_if_constexpr(bulk_size), _unwrap_if_constexpr(barrier)
+    if _unwrap_if_constexpr(bulk):
+        check_bulk_args(result.shape, result.dtype.primitive_bitwidth, bulk_size, barrier, mask, other,
+                        isinstance(barrier, buffered_tensor) and bool(barrier.type.barrier) and not barrier.type.num)
+        raise NotImplementedError(
+            "tlx.async_load(bulk=True): stock Triton has no operation for a non-tensor cp.async.bulk completing on "
+            "an mbarrier (the fork adds one to ttg.async_copy_global_to_local), and an inline-PTX copy cannot "
+            "name a shared-memory buffer's address; copy with tlx.async_descriptor_load (TMA) and a 1-D descriptor, "
+            "or with bulk=False")
+    if bulk_size is not None:
+        raise ValueError("tlx.async_load: bulk_size requires bulk=True")
+    if barrier is not None:
+        raise ValueError("tlx.async_load: barrier requires bulk=True")
     if not isinstance(src, tl.tensor) or not src.type.is_block() or not src.dtype.is_ptr():
         raise TypeError(f"tlx.async_load: src must be a tensor of pointers, got {getattr(src, 'type', src)}")
+    if src.dtype.element_ty.is_block():
+        raise NotImplementedError("tlx.async_load: src as a block pointer is not supported (nor in the fork)")
     if tuple(src.shape) != tuple(result.shape):
         raise ValueError(f"tlx.async_load: src shape {list(src.shape)} != buffer shape {list(result.shape)}")
     if src.dtype.element_ty != result.dtype:
         raise TypeError(f"tlx.async_load: src points to {src.dtype.element_ty}, buffer holds {result.dtype}")
     shape = list(result.shape)
-    mask = _unwrap_if_constexpr(mask)
-    other = _unwrap_if_constexpr(other)
+    if other is not None and mask is None:
+        raise ValueError("tlx.async_load: other requires mask")
     if mask is not None:
         mask = _semantic.broadcast_impl_shape(_semantic.to_tensor(mask), shape)
+        if mask.dtype != tl.int1:
+            raise TypeError(f"tlx.async_load: mask must be a boolean tensor, got {mask.dtype}")
+    sync = None
+    if other is not None and _is_zero(other):
+        other = None  # zero-fill is what the copy does anyway
     if other is not None:
         other = _semantic.cast(_semantic.broadcast_impl_shape(_semantic.to_tensor(other), shape), result.dtype)
+        sync = "other"
     cache_attrs = compat.async_copy_cache_attrs(_semantic, _unwrap_if_constexpr(cache_modifier),
                                                 _unwrap_if_constexpr(eviction_policy))
+    volatile = _unwrap_if_constexpr(is_volatile)
+    if not isinstance(volatile, bool):
+        raise TypeError(f"tlx.async_load: is_volatile must be a compile-time bool, got {volatile!r}")
     blocked = layouts.coalesced_layout(shape, result.dtype, opts.num_warps, opts.warp_size)
     operands = [x for x in (src, mask, other) if x is not None]
     emit(_semantic, "async_copy", operands=operands, dst=result.type.id,
          want=[tensor_type(_semantic, x.dtype, shape, blocked) for x in operands],
-         has_mask=mask is not None, has_other=other is not None, cache_attrs=cache_attrs,
-         volatile=bool(_unwrap_if_constexpr(is_volatile)))
+         has_mask=mask is not None, has_other=other is not None, cache_attrs=cache_attrs, volatile=volatile, sync=sync)
     return async_token()
 
 
 @tlx_builtin
 def async_load_commit_group(tokens=[], _semantic=None) -> async_token:
-    """Close the current group of async copies."""
+    """Close the current group of async copies: every copy issued since the last commit, whatever
+    ``tokens`` lists (tokens only document which copies the caller means)."""
     _check_target(_semantic.builder.options.arch, "async_load_commit_group")
+    _check_tokens(tokens, "async_load_commit_group")
     emit(_semantic, "commit_group")
     return async_token()
 
@@ -64,7 +139,55 @@ def async_load_wait_group(pendings, tokens=[], _semantic=None) -> async_token:
     """Wait until at most ``pendings`` groups of async copies are in flight."""
     _check_target(_semantic.builder.options.arch, "async_load_wait_group")
     pendings = _unwrap_if_constexpr(pendings)
-    if not isinstance(pendings, int) or pendings < 0:
+    if isinstance(pendings, bool) or not isinstance(pendings, int) or pendings < 0:
         raise ValueError(f"tlx.async_load_wait_group: pendings must be a non-negative compile-time int, got {pendings!r}")
+    _check_tokens(tokens, "async_load_wait_group")
     emit(_semantic, "wait_group", num=pendings)
     return async_token()
+
+
+PREFETCH_LEVELS = ("L1", "L2")
+
+
+def check_prefetch_args(level: Any, tensormap: Any) -> None:
+    """Argument rules of ``prefetch`` shared by the compile path and the interpreter."""
+    if not isinstance(tensormap, bool):
+        raise TypeError(f"tlx.prefetch: tensormap must be a compile-time bool, got {tensormap!r}")
+    if not tensormap and level not in PREFETCH_LEVELS:
+        raise ValueError(f"tlx.prefetch: level must be 'L1' or 'L2', got {level!r}")
+
+
+@tlx_builtin
+def prefetch(pointer, level="L2", mask=None, tensormap=False, _semantic=None) -> None:
+    """Hint the hardware to fetch the elements ``pointer`` points to into L2 (``level="L2"``) or L1 and
+    L2 (``"L1"``): one ``prefetch.global.L2``/``.L1`` per element, skipped where ``mask`` is false."""
+    level, mask, tensormap = (_unwrap_if_constexpr(x) for x in (level, mask, tensormap))
+    check_prefetch_args(level, tensormap)
+    arch = _semantic.builder.options.arch
+    if tensormap:
+        raise NotImplementedError(
+            "tlx.prefetch(tensormap=True): stock Triton cannot hand a tensor descriptor's address to inline PTX "
+            "(prefetch.tensormap), and has no operation for it")
+    if layouts.cuda_capability(arch) is None:
+        raise NotImplementedError(f"tlx.prefetch: the target {arch} has no global-memory prefetch instruction "
+                                  "(CDNA3/CDNA4 have none; NVIDIA emits prefetch.global.L1/L2)")
+    if not isinstance(pointer, tl.tensor) or not pointer.dtype.is_ptr() or pointer.dtype.element_ty.is_block():
+        raise TypeError(f"tlx.prefetch: pointer must be a pointer or a tensor of pointers, got "
+                        f"{getattr(pointer, 'type', pointer)}")
+    operands = [pointer]
+    asm = f"prefetch.global.{level} [$1];"
+    constraints = "=r,l"
+    if mask is not None:
+        mask = _semantic.to_tensor(mask)
+        if mask.dtype != tl.int1:
+            raise TypeError(f"tlx.prefetch: mask must be boolean, got {mask.dtype}")
+        if pointer.type.is_block():
+            mask = _semantic.broadcast_impl_shape(mask, list(pointer.shape))
+        elif mask.type.is_block():
+            raise ValueError(f"tlx.prefetch: mask of shape {list(mask.shape)} for a scalar pointer")
+        operands.append(_semantic.cast(mask, tl.int32))
+        asm = f"{{ .reg .pred p; setp.ne.b32 p, $2, 0; @p prefetch.global.{level} [$1]; }}"
+        constraints += ",r"
+    # Not pure, so it stays; its i32 result is an unused dummy (inline asm must have one).
+    tl.inline_asm_elementwise(f"mov.u32 $0, 0; {asm}", constraints, operands, tl.int32, is_pure=False, pack=1,
+                              _semantic=_semantic)

@@ -1,0 +1,97 @@
+"""AMD buffer ops with the fork's signatures: a scalar base pointer plus a tensor of i32 element offsets.
+
+The fork emits ``amdg.buffer_load``/``buffer_store``/``buffer_atomic_rmw``/``buffer_load_to_local``
+directly. Stock Triton's AMD pipeline already rewrites ``base + offsets`` loads, stores, atomics and
+async copies into exactly those ops (``convert_to_buffer_ops``) when it can prove the offsets are
+32-bit and non-negative, which these signatures guarantee. So each op here is the plain Triton (or
+TLX async-copy) op on ``base + offsets``, with the fork's argument checks; the buffer instruction is
+chosen by the stock pass. They are AMD-only, as in the fork: NVIDIA has no buffer instructions.
+The same code runs under the interpreter (``_semantic`` is then the interpreter's).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import triton.language as tl
+from triton.language.core import _unwrap_if_constexpr
+
+from . import layouts
+from .emit import _interpreted, tlx_builtin
+from .types import async_token
+
+
+def _check(_semantic: Any, op: str, ptr: Any, offsets: Any, mask: Any = None, other: Any = None) -> None:
+    if not _interpreted(_semantic) and not layouts.is_amd(_semantic.builder.options.arch):
+        raise NotImplementedError(f"tlx.{op} is an AMD buffer instruction; the target "
+                                  f"{_semantic.builder.options.arch} has none (use base + offsets with tl ops)")
+    if not isinstance(ptr, tl.tensor) or ptr.type.is_block() or not ptr.dtype.is_ptr():
+        raise TypeError(f"tlx.{op}: ptr must be a scalar pointer, got {getattr(ptr, 'type', ptr)}")
+    if not isinstance(offsets, tl.tensor) or not offsets.type.is_block() or offsets.dtype not in (tl.int32, tl.uint32):
+        raise TypeError(f"tlx.{op}: offsets must be a tensor of int32 or uint32 element offsets, got "
+                        f"{getattr(offsets, 'type', offsets)}")
+    if other is not None and mask is None:
+        raise ValueError(f"tlx.{op}: other requires mask")
+
+
+def _contiguity(value: Any, op: str) -> int:
+    value = _unwrap_if_constexpr(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1):
+        raise ValueError(f"tlx.{op}: contiguity must be a positive power of two, got {value!r}")
+    return value
+
+
+def _addresses(_semantic: Any, ptr: Any, offsets: Any, contiguity: int) -> tl.tensor:
+    """``ptr + offsets``, with the caller's promise that runs of ``contiguity`` offsets are contiguous
+    and start at multiples of ``contiguity`` along the last dimension (what lets the load vectorize)."""
+    if contiguity > 1 and not _interpreted(_semantic):  # hints mean nothing to the interpreter
+        hint = [tl.constexpr(1)] * (len(offsets.shape) - 1) + [tl.constexpr(contiguity)]
+        offsets = tl.max_contiguous(tl.multiple_of(offsets, hint, _semantic=_semantic), hint, _semantic=_semantic)
+    return _semantic.add(ptr, offsets, True)
+
+
+def _mask(_semantic: Any, mask: Any) -> Optional[tl.tensor]:
+    mask = _unwrap_if_constexpr(mask)
+    return None if mask is None else _semantic.cast(_semantic.to_tensor(mask), tl.int1)
+
+
+@tlx_builtin
+def buffer_load(ptr, offsets, mask=None, other=None, cache=None, contiguity=1, _semantic=None) -> tl.tensor:
+    """Load ``ptr[offsets]`` into registers (masked elements get ``other``; undefined without it)."""
+    mask, other = _mask(_semantic, mask), _unwrap_if_constexpr(other)
+    _check(_semantic, "buffer_load", ptr, offsets, mask, other)
+    addresses = _addresses(_semantic, ptr, offsets, _contiguity(contiguity, "buffer_load"))
+    return tl.load(addresses, mask=mask, other=other, cache_modifier=_unwrap_if_constexpr(cache) or "",
+                   _semantic=_semantic)
+
+
+@tlx_builtin
+def buffer_store(stored_value, ptr, offsets, mask=None, cache=None, _semantic=None) -> None:
+    """Store ``stored_value`` to ``ptr[offsets]`` where ``mask`` holds."""
+    mask = _mask(_semantic, mask)
+    _check(_semantic, "buffer_store", ptr, offsets, mask)
+    tl.store(_semantic.add(ptr, offsets, True), stored_value, mask=mask, cache_modifier=_unwrap_if_constexpr(cache) or "",
+             _semantic=_semantic)
+
+
+@tlx_builtin
+def buffer_atomic_add(ptr, offsets, value, mask=None, sem=None, scope=None, contiguity=1, _semantic=None) -> tl.tensor:
+    """Atomically add ``value`` to ``ptr[offsets]``; returns the old values."""
+    mask = _mask(_semantic, mask)
+    _check(_semantic, "buffer_atomic_add", ptr, offsets, mask)
+    element = ptr.dtype.element_ty
+    if not (element.is_floating() and element.primitive_bitwidth >= 16 or element in (tl.int32, tl.int64)):
+        raise TypeError(f"tlx.buffer_atomic_add supports f16, bf16, f32, f64, i32 and i64 values, got {element}")
+    addresses = _addresses(_semantic, ptr, offsets, _contiguity(contiguity, "buffer_atomic_add"))
+    return tl.atomic_add(addresses, value, mask=mask, sem=_unwrap_if_constexpr(sem), scope=_unwrap_if_constexpr(scope),
+                         _semantic=_semantic)
+
+
+@tlx_builtin
+def buffer_load_to_local(dest, ptr, offsets, mask=None, other=None, cache_modifier="", _semantic=None) -> async_token:
+    """Asynchronously copy ``ptr[offsets]`` into shared buffer ``dest`` (``tlx.async_load`` semantics:
+    commit, then wait for it; masked elements get ``other``, zero without it)."""
+    from .async_copy import async_load
+    mask, other = _mask(_semantic, mask), _unwrap_if_constexpr(other)
+    _check(_semantic, "buffer_load_to_local", ptr, offsets, mask, other)
+    return async_load(_semantic.add(ptr, offsets, True), dest, mask=mask, other=other, cache_modifier=cache_modifier,
+                      _semantic=_semantic)

@@ -1,0 +1,401 @@
+"""Asynchronous global -> shared copies, as the TLX fork defines them: async_load (cp.async / direct-to-LDS,
+bulk), commit/wait groups, prefetch, and the synchronous fallback for copies the hardware cannot run.
+
+Compile tests run in a normal process; the interpreter tests need TRITON_INTERPRET=1 before triton is
+imported, so :func:`test_interpreter_part_in_own_process` reruns this file in such a process.
+"""
+import os
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from interp_shim import interpret_mode
+import tritium.tlx as tlx
+from unaligned_gemm import INTERPRETER_TILE, TILE, matmul, unaligned_gemm
+
+INTERPRETED = interpret_mode()
+compile_only = pytest.mark.skipif(INTERPRETED, reason="compile test; this process is interpreted")
+interpreted_only = pytest.mark.skipif(not INTERPRETED, reason="runs in the TRITON_INTERPRET=1 process")
+DIV16 = [["tt.divisibility", 16]]
+
+
+@triton.jit
+def _copy_kernel(x_ptr, y_ptr, n, stride, OTHER: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.arange(0, BM)
+    offs_k = tl.arange(0, BK)
+    buf = tlx.local_alloc((BM, BK), tlx.dtype_of(x_ptr), 1)
+    tok = tlx.async_load(x_ptr + offs_m[:, None] * stride + offs_k[None, :], buf[0], mask=offs_k[None, :] < n,
+                         other=OTHER)
+    tlx.async_load_commit_group([tok])
+    tlx.async_load_wait_group(0, [tok])
+    tl.store(y_ptr + offs_m[:, None] * BK + offs_k[None, :], tlx.local_load(buf[0]))
+
+
+@triton.jit
+def _prefetch_kernel(x_ptr, y_ptr, n, LEVEL: tl.constexpr, MASKED: tl.constexpr):
+    offs = tl.arange(0, 128)
+    if MASKED:
+        tlx.prefetch(x_ptr + offs, level=LEVEL, mask=offs < n)
+    else:
+        tlx.prefetch(x_ptr + offs, level=LEVEL)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=0.0), mask=offs < n)
+
+
+@triton.jit
+def _bulk_kernel(x_ptr, y_ptr, SIZE: tl.constexpr, BULK_SIZE: tl.constexpr):
+    buf = tlx.local_alloc((SIZE, ), tl.uint8, 1)
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, BULK_SIZE)
+    tlx.async_load(x_ptr, buf[0], bulk=True, bulk_size=BULK_SIZE, barrier=bar)
+    tlx.barrier_wait(bar, 0)
+    offs = tl.arange(0, SIZE)
+    tl.store(y_ptr + offs, tlx.local_load(buf[0]), mask=offs < BULK_SIZE)
+
+
+@triton.jit
+def _two_groups_kernel(x_ptr, y_ptr, BM: tl.constexpr, BK: tl.constexpr):
+    offs = tl.arange(0, BM)[:, None] * BK + tl.arange(0, BK)[None, :]
+    bufs = tlx.local_alloc((BM, BK), tlx.dtype_of(x_ptr), 2)
+    t0 = tlx.async_load(x_ptr + offs, bufs[0])
+    tlx.async_load_commit_group([t0])
+    t1 = tlx.async_load(x_ptr + BM * BK + offs, bufs[1])
+    tlx.async_load_commit_group([t1])
+    tlx.async_load_wait_group(1)  # the first group has landed, the second may still be in flight
+    tl.store(y_ptr + offs, tlx.local_load(bufs[0]))
+    tlx.async_load_wait_group(0)
+    tl.store(y_ptr + BM * BK + offs, tlx.local_load(bufs[1]))
+
+
+@triton.jit
+def _buffer_ops_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tlx.buffer_load(x_ptr, offs, mask=offs < n, other=0.0, contiguity=4)
+    tlx.buffer_store(v * 2, y_ptr, offs, mask=offs < n)
+    tlx.buffer_atomic_add(z_ptr, offs, v, mask=offs < n)
+    buf = tlx.local_alloc((BLOCK, ), tl.float32, 1)
+    tok = tlx.buffer_load_to_local(buf[0], x_ptr, offs)
+    tlx.async_load_commit_group([tok])
+    tlx.async_load_wait_group(0)
+    tlx.buffer_store(tlx.local_load(buf[0]), y_ptr, offs + BLOCK)
+
+
+BUFFER_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "n": "i32"}
+
+
+# --------------------------------------------------------------------------------------------
+# Compile path
+# --------------------------------------------------------------------------------------------
+def _targets():
+    from triton.backends.compiler import GPUTarget
+    return {"sm90": GPUTarget("cuda", 90, 32), "gfx942": GPUTarget("hip", "gfx942", 64),
+            "gfx950": GPUTarget("hip", "gfx950", 64)}
+
+
+def _compile(fn, signature, constexprs, aligned, target, forget=True, **options):
+    """Compile ``fn`` for ``target``; returns (kernel, AsyncCopyFallbackWarning messages)."""
+    from triton.compiler import ASTSource
+    from tritium.tlx.copy_fallback import AsyncCopyFallbackWarning, forget_warnings
+    if forget:
+        forget_warnings()  # warnings are once per process and kernel line; tests start fresh
+    names = list(fn.arg_names)
+    sig = {n: signature.get(n, "constexpr") for n in names}
+    attrs = {(names.index(n), ): DIV16 for n in aligned}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        k = triton.compile(ASTSource(fn, sig, constexprs, attrs), target=_targets()[target], options=options)
+    return k, [str(w.message) for w in caught if issubclass(w.category, AsyncCopyFallbackWarning)]
+
+
+COPY_SIG = {"x_ptr": "*fp16", "y_ptr": "*fp16", "n": "i32", "stride": "i32"}
+#: What each target's assembly shows for an asynchronous 16-bit-element copy of aligned 128-byte rows.
+ASYNC_ASM = {"sm90": r"cp\.async\.cg\.shared\.global \[[^]]+\], \[[^]]+\], 0x10", "gfx942": r"global_load_lds_dword\b",
+             "gfx950": r"global_load_lds_dwordx4\b"}
+
+
+@compile_only
+@pytest.mark.parametrize("target", ["sm90", "gfx942", "gfx950"])
+def test_aligned_async_load_stays_asynchronous(target):
+    k, warned = _compile(_copy_kernel, COPY_SIG, {"OTHER": 0, "BM": 32, "BK": 64},
+                         ("x_ptr", "y_ptr", "n", "stride"), target)
+    ttgir = k.asm["ttgir"]
+    asm = k.asm["ptx" if target == "sm90" else "amdgcn"]
+    assert not warned
+    assert ttgir.count("ttg.async_copy_global_to_local") == 1 and "tt.load" not in ttgir
+    assert "ttg.async_commit_group" in ttgir and "ttg.async_wait {num = 0 : i32}" in ttgir
+    assert re.search(ASYNC_ASM[target], asm), asm[:2000]
+    if target == "sm90":
+        assert "cp.async.commit_group" in asm and re.search(r"cp\.async\.wait_group\s+0;", asm)
+    else:
+        assert "s_waitcnt vmcnt(0)" in asm
+
+
+#: Per target: the copy instruction of a 32x64 fp16 tile over 4 warps, and the wait that leaves the newest
+#: group in flight. cp.async counts groups; AMD's vmcnt counts loads, so Triton's update_async_wait_count
+#: turns `async_wait {num = 1}` into the newest group's load count (4 x 32-bit on gfx942, 1 x 128-bit on gfx950,
+#: where the copy also becomes a buffer load).
+GROUP_ASM = {"sm90": (r"cp\.async\.cg\.shared\.global .*0x10", r"cp\.async\.wait_group\s+1;"),
+             "gfx942": (r"global_load_lds_dword\b", r"s_waitcnt vmcnt\(4\)"),
+             "gfx950": (r"buffer_load_dwordx4 .* lds", r"s_waitcnt vmcnt\(1\)")}
+
+
+@compile_only
+@pytest.mark.parametrize("target", ["sm90", "gfx942", "gfx950"])
+def test_wait_group_leaves_the_newest_groups_in_flight(target):
+    k, warned = _compile(_two_groups_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp16"}, {"BM": 32, "BK": 64},
+                         ("x_ptr", "y_ptr"), target, num_warps=4)
+    asm = k.asm["ptx" if target == "sm90" else "amdgcn"]
+    copy, wait = GROUP_ASM[target]
+    assert not warned
+    assert re.search(copy, asm) and re.search(wait, asm), asm[:3000]
+    assert "ttg.async_wait {num = 1 : i32}" in k.asm["ttgir"]
+
+
+@compile_only
+@pytest.mark.parametrize("target", ["sm90", "gfx942", "gfx950"])
+@pytest.mark.parametrize("aligned, other, reason", [
+    (("x_ptr", "y_ptr", "n"), 0, "cannot prove each thread copies at least 4"),  # row stride unknown
+    (("x_ptr", "y_ptr", "stride"), 0, "cannot prove each thread copies at least 4"),  # mask edge unknown
+    (("x_ptr", "y_ptr", "n", "stride"), 3.0, "non-zero `other`"),
+], ids=["stride", "mask", "other"])
+def test_copy_the_hardware_cannot_run_falls_back_to_a_synchronous_copy(target, aligned, other, reason):
+    k, warned = _compile(_copy_kernel, COPY_SIG, {"OTHER": other, "BM": 32, "BK": 64}, aligned, target)
+    ttgir = k.asm["ttgir"]
+    assert "ttg.async_copy_global_to_local" not in ttgir
+    assert "tt.load" in ttgir and "ttg.local_store" in ttgir
+    asm = k.asm["ptx" if target == "sm90" else "amdgcn"]
+    assert not re.search(ASYNC_ASM[target], asm)
+    line = 1 + Path(__file__).read_text().splitlines().index("    tok = tlx.async_load(x_ptr + offs_m[:, None] * "
+                                                            "stride + offs_k[None, :], buf[0], mask=offs_k[None, :] < n,")
+    assert warned == [w for w in warned if f"test_conformance_async.py:{line} " in w and reason in w]
+    assert len(warned) == 1
+
+
+GEMM_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", **{n: "i32" for n in (
+    "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")}}
+
+
+@compile_only
+def test_gemm_on_1000_cubed_compiles_for_sm90_and_warns_once_per_line():
+    """The issue's case: M = N = K = 1000 fp16. The JIT marks none of the sizes or strides divisible by 16."""
+    consts = dict(TILE, stride_ak=1, stride_bn=1, stride_cn=1)
+    k, warned = _compile(unaligned_gemm, GEMM_SIG, consts, ("a_ptr", "b_ptr", "c_ptr"), "sm90", num_warps=4)
+    ptx = k.asm["ptx"]
+    assert "wgmma.mma_async" in ptx and "cp.async.cg" not in ptx
+    assert "fence.proxy.async" in ptx  # generic-proxy smem writes made visible to wgmma
+    # Three copies of each async_load line after unrolling, but one warning per line.
+    source = Path(unaligned_gemm.fn.__code__.co_filename).read_text().splitlines()
+    lines = sorted(int(re.search(r"unaligned_gemm\.py:(\d+) ", w).group(1)) for w in warned)
+    assert [source[n - 1].strip()[:19] for n in lines] == ["ta = tlx.async_load", "tb = tlx.async_load"]
+    assert k.asm["ttgir"].count("tt.load") >= 4
+    # Compiling the kernel again (another specialization) does not repeat the warnings.
+    _, again = _compile(unaligned_gemm, GEMM_SIG, consts, ("a_ptr", "b_ptr", "c_ptr"), "sm90", forget=False,
+                        num_warps=8)
+    assert again == []
+
+
+@compile_only
+def test_shipped_hopper_gemm_keeps_its_asynchronous_copies():
+    from tritium.kernels import gemm_pipelined_hopper as hopper, specialize
+    from tritium.tlx.copy_fallback import AsyncCopyFallbackWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AsyncCopyFallbackWarning)
+        k = triton.compile(specialize.gemm_source(hopper.matmul_kernel_pipelined_hopper, hopper.SMALL),
+                           target=_targets()["sm90"], options={"num_warps": 4})
+    assert k.asm["ptx"].count("cp.async.cg.shared.global") >= 2
+
+
+@compile_only
+@pytest.mark.parametrize("level", ["L1", "L2"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_prefetch_emits_ptx_prefetch(level, masked):
+    k, _ = _compile(_prefetch_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                    {"LEVEL": level, "MASKED": masked}, ("x_ptr", "y_ptr"), "sm90")
+    ptx = k.asm["ptx"]
+    # 128 elements over 128 threads: one prefetch each, predicated on the mask when there is one.
+    assert ptx.count(f"prefetch.global.{level} [") == 1
+    assert ("@p prefetch" in ptx) == masked
+
+
+@triton.jit
+def _bad_prefetch_level(x_ptr):
+    tlx.prefetch(x_ptr + tl.arange(0, 16), level="L3")
+
+
+@triton.jit
+def _prefetch_tensormap(x_ptr):
+    tlx.prefetch(x_ptr, tensormap=True)
+
+
+@triton.jit
+def _bulk_no_barrier(x_ptr):
+    buf = tlx.local_alloc((256, ), tl.uint8, 1)
+    tlx.async_load(x_ptr, buf[0], bulk=True)
+
+
+@triton.jit
+def _barrier_without_bulk(x_ptr):
+    buf = tlx.local_alloc((256, ), tl.uint8, 1)
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.async_load(x_ptr + tl.arange(0, 256), buf[0], barrier=bar)
+
+
+@triton.jit
+def _other_without_mask(x_ptr):
+    buf = tlx.local_alloc((256, ), tl.uint8, 1)
+    tlx.async_load(x_ptr + tl.arange(0, 256), buf[0], other=1)
+
+
+@triton.jit
+def _int_mask(x_ptr):
+    buf = tlx.local_alloc((256, ), tl.uint8, 1)
+    tlx.async_load(x_ptr + tl.arange(0, 256), buf[0], mask=tl.arange(0, 256))
+
+
+@triton.jit
+def _bad_tokens(x_ptr):
+    tlx.async_load_commit_group([1])
+
+
+@triton.jit
+def _bad_pendings(x_ptr):
+    tlx.async_load_wait_group(-1)
+
+
+@compile_only
+@pytest.mark.parametrize("kernel, target, message, line", [
+    (_bulk_kernel, "sm90", "stock Triton has no operation for a non-tensor cp.async.bulk", "tlx.async_load("),
+    (_bulk_no_barrier, "sm90", "async_load(bulk=True): barrier (an mbarrier the copy completes on) is required",
+     "tlx.async_load("),
+    (_barrier_without_bulk, "sm90", "tlx.async_load: barrier requires bulk=True", "tlx.async_load("),
+    (_other_without_mask, "gfx950", "tlx.async_load: other requires mask", "tlx.async_load("),
+    (_int_mask, "sm90", "tlx.async_load: mask must be a boolean tensor", "tlx.async_load("),
+    (_bad_tokens, "sm90", "tlx.async_load_commit_group: tokens must be async tokens", "async_load_commit_group("),
+    (_bad_pendings, "gfx942", "pendings must be a non-negative compile-time int", "async_load_wait_group("),
+    (_bad_prefetch_level, "sm90", "tlx.prefetch: level must be 'L1' or 'L2', got 'L3'", "tlx.prefetch("),
+    (_prefetch_tensormap, "sm90", "tlx.prefetch(tensormap=True): stock Triton cannot", "tlx.prefetch("),
+    (_bad_prefetch_level, "gfx950", "level must be 'L1' or 'L2'", "tlx.prefetch("),
+])
+def test_misuse_names_the_op_argument_and_kernel_line(kernel, target, message, line):
+    from triton.compiler.errors import CompilationError
+    signature = {"x_ptr": "*u8", "y_ptr": "*u8"}
+    consts = {"SIZE": 256, "BULK_SIZE": 256} if kernel is _bulk_kernel else {}
+    with pytest.raises(CompilationError) as info:
+        _compile(kernel, signature, consts, ("x_ptr", ), target)
+    assert message in str(info.value) and line in str(info.value)
+
+
+@compile_only
+def test_prefetch_on_amd_says_why_not():
+    from triton.compiler.errors import CompilationError
+    with pytest.raises(CompilationError, match="has no global-memory prefetch instruction"):
+        _compile(_prefetch_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}, {"LEVEL": "L2", "MASKED": False},
+                 ("x_ptr", ), "gfx942")
+
+
+@compile_only
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_amd_buffer_ops_become_buffer_instructions(target):
+    k, _ = _compile(_buffer_ops_kernel, BUFFER_SIG, {"BLOCK": 256}, ("x_ptr", "y_ptr", "z_ptr"), target)
+    ttgir, gcn = k.asm["ttgir"], k.asm["amdgcn"]
+    for op in ("amdg.buffer_load ", "amdg.buffer_store ", "amdg.buffer_atomic_rmw ", "amdg.buffer_load_to_local "):
+        assert op in ttgir, op
+    assert re.search(r"buffer_load_dword v\d+, s\[\d+:\d+\], 0 offen lds", gcn)  # the copy straight to LDS
+    assert "buffer_store_dword" in gcn and "buffer_atomic_add_f32" in gcn
+
+
+@compile_only
+def test_buffer_ops_are_amd_only():
+    from triton.compiler.errors import CompilationError
+    with pytest.raises(CompilationError, match="tlx.buffer_load is an AMD buffer instruction; the target sm90"):
+        _compile(_buffer_ops_kernel, BUFFER_SIG, {"BLOCK": 256}, ("x_ptr", ), "sm90")
+
+
+@compile_only
+def test_interpreter_part_in_own_process():
+    here = Path(__file__).resolve().parent
+    src = str(here.parents[1] / "src")
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
+                          cwd=here.parents[1], env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout and "failed" not in proc.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# Interpreter (TRITON_INTERPRET=1)
+# --------------------------------------------------------------------------------------------
+@interpreted_only
+def test_gemm_on_1000_cubed_matches_torch():
+    torch.manual_seed(0)
+    a = torch.randn(1000, 1000, dtype=torch.float16)
+    b = torch.randn(1000, 1000, dtype=torch.float16)
+    c = matmul(a, b, **INTERPRETER_TILE)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), atol=5e-2, rtol=1e-2)
+
+
+@interpreted_only
+@pytest.mark.parametrize("other", [0, 3.0])
+def test_masked_elements_get_other_or_zero(other):
+    x = torch.randn(32, 80, dtype=torch.float16)
+    y = torch.empty(32, 64, dtype=torch.float16)
+    _copy_kernel[(1, )](x, y, 37, x.stride(0), OTHER=other, BM=32, BK=64)
+    assert torch.equal(y[:, :37], x[:, :37])
+    assert (y[:, 37:] == other).all()
+
+
+@interpreted_only
+@pytest.mark.parametrize("bulk_size", [256, 96])
+def test_bulk_copy_lands_when_its_barrier_completes(bulk_size):
+    x = torch.randint(0, 256, (256, ), dtype=torch.uint8)
+    y = torch.zeros(256, dtype=torch.uint8)
+    _bulk_kernel[(1, )](x, y, SIZE=256, BULK_SIZE=bulk_size)
+    assert torch.equal(y[:bulk_size], x[:bulk_size]) and (y[bulk_size:] == 0).all()
+
+
+@interpreted_only
+def test_prefetch_is_a_checked_no_op():
+    x = torch.randn(100)
+    y = torch.zeros(100)
+    _prefetch_kernel[(1, )](x, y, 100, LEVEL="L1", MASKED=True)
+    assert torch.equal(x, y)
+    from triton.runtime.errors import InterpreterError
+    with pytest.raises(InterpreterError, match="level must be 'L1' or 'L2'"):
+        _bad_prefetch_level[(1, )](x)
+
+
+@interpreted_only
+def test_interpreter_rejects_what_the_compile_path_rejects():
+    from triton.runtime.errors import InterpreterError
+    x = torch.zeros(256, dtype=torch.uint8)
+    for kernel, message in [(_bulk_no_barrier, "barrier (an mbarrier the copy completes on) is required"),
+                            (_barrier_without_bulk, "barrier requires bulk=True"),
+                            (_bad_tokens, "tokens must be a list of async tokens")]:
+        with pytest.raises(InterpreterError, match=re.escape(message)):
+            kernel[(1, )](x)
+
+
+@interpreted_only
+def test_buffer_ops_numerics():
+    x = torch.randn(256)
+    y = torch.zeros(512)
+    z = torch.ones(256)
+    _buffer_ops_kernel[(1, )](x, y, z, 200, BLOCK=256)
+    assert torch.equal(y[:200], x[:200] * 2) and (y[200:256] == 0).all()
+    assert torch.allclose(z[:200], 1 + x[:200]) and (z[200:] == 1).all()
+    assert torch.equal(y[256:], x)  # the buffer_load_to_local copy, through shared memory
+
+
+@interpreted_only
+def test_two_groups_numerics():
+    x = torch.randn(2 * 32 * 64, dtype=torch.float16)
+    y = torch.zeros_like(x)
+    _two_groups_kernel[(1, )](x, y, BM=32, BK=64)
+    assert torch.equal(x, y)

@@ -1,0 +1,70 @@
+"""A pipelined TLX GEMM with no alignment hints: on M=N=K=1000 fp16 the JIT cannot prove its rows
+16-byte aligned (1000 is not a multiple of 16), so its cp.async copies fall back to synchronous ones.
+
+Used by test_conformance_async.py (compile + interpreter) and tests/gpu/test_tlx_async_copy_gpu.py.
+"""
+import triton
+import triton.language as tl
+
+import tritium.tlx as tlx
+
+
+@triton.jit
+def _issue(a_ptrs, b_ptrs, buf_a, buf_b, k_left, offs_k):
+    ta = tlx.async_load(a_ptrs, buf_a, mask=offs_k[None, :] < k_left)
+    tb = tlx.async_load(b_ptrs, buf_b, mask=offs_k[:, None] < k_left)
+    tlx.async_load_commit_group([ta, tb])
+
+
+@triton.jit
+def unaligned_gemm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_am = (pid_m * BM + tl.arange(0, BM)) % M
+    offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn
+    buf_a = tlx.local_alloc((BM, BK), tlx.dtype_of(a_ptr), NUM_STAGES)
+    buf_b = tlx.local_alloc((BK, BN), tlx.dtype_of(b_ptr), NUM_STAGES)
+    for i in tl.range(0, NUM_STAGES - 1, loop_unroll_factor=NUM_STAGES - 1):
+        _issue(a_ptrs, b_ptrs, tlx.local_view(buf_a, i), tlx.local_view(buf_b, i), K - i * BK, offs_k)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BK), num_stages=0):
+        buf = k % NUM_STAGES
+        tlx.async_load_wait_group(NUM_STAGES - 2)
+        acc = tlx.async_dot(tlx.local_view(buf_a, buf), tlx.local_view(buf_b, buf), acc)
+        acc = tlx.async_dot_wait(1, acc)
+        i = k + NUM_STAGES - 1
+        _issue(a_ptrs, b_ptrs, tlx.local_view(buf_a, i % NUM_STAGES), tlx.local_view(buf_b, i % NUM_STAGES),
+               K - i * BK, offs_k)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    acc = tlx.async_dot_wait(0, acc)
+    tlx.async_load_wait_group(0)
+    offs_cm = pid_m * BM + tl.arange(0, BM)
+    offs_cn = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn, acc.to(tlx.dtype_of(c_ptr)),
+             mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+TILE = dict(BM=64, BN=128, BK=64, NUM_STAGES=3)
+#: Fewer, larger programs: the interpreter's cost is per program and op, not per element.
+INTERPRETER_TILE = dict(BM=128, BN=256, BK=128, NUM_STAGES=3)
+NUM_WARPS = 4
+
+
+def matmul(a, b, **tile):
+    """``a @ b`` (fp16, row-major) with :func:`unaligned_gemm`, whatever the sizes (``tile``: TILE's keys)."""
+    import torch
+    tile = {**TILE, **tile}
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=torch.float16)
+    grid = (triton.cdiv(M, tile["BM"]), triton.cdiv(N, tile["BN"]))
+    unaligned_gemm[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+                         c.stride(1), num_warps=NUM_WARPS, **tile)
+    return c
