@@ -385,7 +385,44 @@ def noinline_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
     _not_inlined(a[0], y_ptr, R, C)
 
 
+@triton.jit
+def _new_buffer(R: tl.constexpr, C: tl.constexpr):
+    return tlx.local_alloc((R, C), tl.float32, 1)
+
+
+@triton.jit
+def _view_of(bufs, i):
+    return tlx.local_view(bufs, i)
+
+
+@triton.jit
+def returned_buffers_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
+    # two calls of one helper return two buffers (one inlined body, so one id): they must stay apart
+    a = _new_buffer(R, C)
+    b = _new_buffer(R, C)
+    tlx.local_store(a[0], tl.load(x_ptr + _offs(R, C)))
+    tlx.local_store(b[0], tl.load(x_ptr + _offs(R, C)) + 1.0)
+    bufs = tlx.local_alloc((R, C), tl.float32, 2)
+    v0 = _view_of(bufs, tl.program_id(0))  # run-time indices: one body for both calls
+    v1 = _view_of(bufs, tl.program_id(0) + 1)
+    tlx.local_store(v0, tlx.local_load(a[0]) * 2.0)
+    tlx.local_store(v1, tlx.local_load(b[0]))
+    tl.store(y_ptr + _offs(R, C), tlx.local_load(v0) + tlx.local_load(tlx.local_view(bufs, 1)))
+
+
 HELP_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "R": "constexpr", "C": "constexpr"}
+
+
+@compiled
+@pytest.mark.parametrize("target", TARGETS)
+def test_buffers_returned_by_two_calls_stay_apart(target):
+    import re
+    ttgir = compile_ttgir(returned_buffers_kernel, HELP_SIG, {"R": 16, "C": 32}, target)
+    allocs = re.findall(r"(%\S+) = ttg.local_alloc", ttgir)
+    assert len(allocs) == 3
+    index_of = dict(re.findall(r"(%\S+) = ttg.memdesc_index (%\S+)\[", ttgir))
+    stores = [index_of[m] for m in re.findall(r"ttg.local_store %\S+, (%\S+) :", ttgir)]
+    assert stores == [allocs[0], allocs[1], allocs[2], allocs[2]]  # a[0], b[0], v0, v1
 
 
 @compiled
@@ -400,6 +437,13 @@ def test_buffers_cross_jit_helpers_numerics():
     x, y = torch.randn(16, 32), torch.empty(16, 32)
     helpers_kernel[(1, )](x, y, R=16, C=32)
     torch.testing.assert_close(y, 4 * x)
+
+
+@interpreted
+def test_buffers_returned_by_two_calls_numerics():
+    x, y = torch.randn(16, 32), torch.empty(16, 32)
+    returned_buffers_kernel[(1, )](x, y, R=16, C=32)
+    torch.testing.assert_close(y, 3 * x + 1)
 
 
 @compiled

@@ -9,7 +9,7 @@ import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .emit import emit, tensor_type, tlx_builtin, types
+from .emit import _code_generator, emit, tensor_type, tlx_builtin, types
 from .types import buffered_tensor, buffered_tensor_type
 
 
@@ -23,10 +23,38 @@ def _int_tuple(value: Any, what: str) -> tuple[int, ...]:
     return items
 
 
-def _buffer(x: Any, op: str) -> buffered_tensor:
+def _buffer(x: Any, op: str, _semantic: Any = None) -> buffered_tensor:
     if not isinstance(x, buffered_tensor) or x.type.barrier:
         raise TypeError(f"tlx.{op} expects a TLX buffer (from tlx.local_alloc), got {x}")
-    return x
+    return x if _semantic is None else _anchored(_semantic, x, op)
+
+
+_MAKERS = "_tlx_view_makers"  # on the module: placeholder id -> the builder (function) that made the view
+
+
+def _made_here(_semantic: Any, buf: buffered_tensor) -> buffered_tensor:
+    _code_generator(_semantic.builder).module.__dict__.setdefault(_MAKERS, {})[buf.type.id] = _semantic.builder
+    return buf
+
+
+def _anchored(_semantic: Any, buf: Any, op: str) -> Any:
+    """``buf`` as used in this function: re-anchored on its SSA value if another function made it.
+
+    A ``@triton.jit`` helper's body is generated once and inlined at every call, so the views it makes
+    carry one id in all copies, and a view passed in carries its maker's id. An ``anchor`` placeholder
+    takes the buffer's dummy ``i32`` as its operand; after inlining that is the value of the right
+    copy, and the lowering resolves the anchor through it (ids are the fallback, e.g. for loop-carried
+    values). So two views returned by two calls of one helper stay two buffers.
+    """
+    b = _semantic.builder
+    if _code_generator(b).module.__dict__.get(_MAKERS, {}).get(buf.type.id, b) is b:
+        return buf
+    # One anchor per use (it lowers to nothing): a cache could outlive the blocks Triton's codegen
+    # builds and erases (a loop body is generated twice).
+    pid, _ = emit(_semantic, "anchor", operands=[tl.tensor(buf.handle, tl.int32)], src=buf.type.id, use=op)
+    t = buf.type
+    ty = buffered_tensor_type(t.element_ty, t.shape, t.layout, t.alloc_shape, t.num, pid, t.memdesc, t.barrier)
+    return _made_here(_semantic, buffered_tensor(buf.handle, ty))
 
 
 def _memdesc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: layouts.SharedLayout,
@@ -41,7 +69,7 @@ def _view(_semantic: Any, op: str, dtype: tl.dtype, shape: Sequence[int], layout
     memdesc = _memdesc_type(_semantic, dtype, shape if not num else alloc_shape, layout, alloc_shape)
     pid, handle = emit(_semantic, op, operands=operands, type=memdesc, **attrs)
     ty = buffered_tensor_type(dtype, tuple(shape), layout, tuple(alloc_shape), num, pid, memdesc, barrier)
-    return buffered_tensor(handle, ty)
+    return _made_here(_semantic, buffered_tensor(handle, ty))
 
 
 @tlx_builtin
@@ -66,7 +94,7 @@ def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _sem
     reuse = _unwrap_if_constexpr(reuse)
     if reuse is None:
         return _view(_semantic, "local_alloc", dtype, shape, layout, (num, *shape), num)
-    root = _buffer(reuse, "local_alloc(reuse=...)")
+    root = _buffer(reuse, "local_alloc(reuse=...)", _semantic)
     if not root.type.num or root.type.alloc_shape != (root.type.num, *root.shape):
         raise TypeError("tlx.local_alloc: reuse= must be a local_alloc result (the whole allocation), not a view")
     need, have = _nbytes((num, *shape), dtype), _nbytes(root.type.alloc_shape, root.dtype)
@@ -110,6 +138,7 @@ def local_view(buf, idx, _semantic=None) -> buffered_tensor:
     """Buffer ``idx`` of a multi-buffer allocation (or barrier ``idx`` of ``alloc_barriers``)."""
     if not isinstance(buf, buffered_tensor):
         raise TypeError(f"tlx.local_view expects a TLX buffer or barrier array, got {type(buf).__name__}")
+    buf = _anchored(_semantic, buf, "local_view")
     idx = _unwrap_if_constexpr(idx)
     if isinstance(idx, bool) or not isinstance(idx, (int, tl.tensor)):
         raise TypeError(f"tlx.local_view: index must be an integer, got {type(idx).__name__}")
@@ -150,13 +179,14 @@ def _row_view(_semantic: Any, buf: buffered_tensor, index: tl.tensor) -> buffere
     shape = buf.shape[1:]
     memdesc = _memdesc_type(_semantic, buf.dtype, shape, layout, shape)
     pid, handle = emit(_semantic, "memdesc_index", operands=[index], type=memdesc, src=buf.type.id)
-    return buffered_tensor(handle, buffered_tensor_type(buf.dtype, shape, layout, shape, 0, pid, memdesc))
+    return _made_here(_semantic, buffered_tensor(handle, buffered_tensor_type(buf.dtype, shape, layout, shape, 0, pid,
+                                                                               memdesc)))
 
 
 @tlx_builtin
 def local_slice(buf, offset, shape, _semantic=None) -> buffered_tensor:
     """A same-rank sub-view starting at compile-time ``offset``."""
-    buf = _buffer(buf, "local_slice")
+    buf = _buffer(buf, "local_slice", _semantic)
     offset = tuple(_unwrap_if_constexpr(o) for o in _unwrap_if_constexpr(offset))
     shape = _int_tuple(shape, "tlx.local_slice: shape")
     if len(offset) != len(buf.shape) or len(shape) != len(buf.shape):
@@ -170,7 +200,7 @@ def local_slice(buf, offset, shape, _semantic=None) -> buffered_tensor:
 @tlx_builtin
 def local_trans(buf, dims=(1, 0), _semantic=None) -> buffered_tensor:
     """The buffer seen with its dimensions permuted (no data movement)."""
-    buf = _buffer(buf, "local_trans")
+    buf = _buffer(buf, "local_trans", _semantic)
     dims = tuple(_unwrap_if_constexpr(d) for d in _unwrap_if_constexpr(dims))
     if sorted(dims) != list(range(len(buf.shape))):
         raise ValueError(f"tlx.local_trans: dims {dims} is not a permutation of the buffer's {len(buf.shape)} dims")
@@ -182,7 +212,7 @@ def local_trans(buf, dims=(1, 0), _semantic=None) -> buffered_tensor:
 @tlx_builtin
 def local_reshape(buf, shape, _semantic=None) -> buffered_tensor:
     """The buffer seen with another shape of the same size (no data movement)."""
-    buf = _buffer(buf, "local_reshape")
+    buf = _buffer(buf, "local_reshape", _semantic)
     shape = _int_tuple(shape, "tlx.local_reshape: shape")
     if math.prod(shape) != math.prod(buf.shape):
         raise ValueError(f"tlx.local_reshape: cannot reshape {buf.shape} into {shape}")
@@ -199,7 +229,7 @@ def local_reinterpret(buf, dtype, shape=None, layout=None, _semantic=None) -> bu
     gets the planner's default. The bytes map to elements in row-major order as the interpreter
     models them only when both layouts are unswizzled; pass ``layout=`` to choose.
     """
-    buf = _buffer(buf, "local_reinterpret")
+    buf = _buffer(buf, "local_reinterpret", _semantic)
     dtype = _unwrap_if_constexpr(dtype)
     if not isinstance(dtype, tl.dtype) or isinstance(dtype, tl.pointer_type):
         raise TypeError(f"tlx.local_reinterpret: dtype must be a scalar Triton dtype, got {dtype!r}")
@@ -247,7 +277,7 @@ def local_load(src, token=None, layout=None, relaxed=False, rematerialize_coordi
     ``relaxed`` and ``rematerialize_coordinates(_group)`` are the fork's AMD scheduling hints; stock
     Triton has no counterpart, so they are checked and have no effect.
     """
-    src = _buffer(src, "local_load")
+    src = _buffer(src, "local_load", _semantic)
     if src.type.num:
         raise TypeError("tlx.local_load: pick one buffer with tlx.local_view first")
     for name, value in (("relaxed", relaxed), ("rematerialize_coordinates", rematerialize_coordinates)):
@@ -267,7 +297,7 @@ def local_load(src, token=None, layout=None, relaxed=False, rematerialize_coordi
 @tlx_builtin
 def local_store(dst, src, _semantic=None) -> None:
     """Registers -> shared memory."""
-    dst = _buffer(dst, "local_store")
+    dst = _buffer(dst, "local_store", _semantic)
     if dst.type.num:
         raise TypeError("tlx.local_store: pick one buffer with tlx.local_view first")
     src = _semantic.to_tensor(src)
@@ -303,7 +333,7 @@ def local_gather(src, indices, axis, token=None, _semantic=None) -> tl.tensor:
     Stock Triton 3.6 has no shared-memory gather op: this is a ``local_load`` of ``src`` and a
     stock ``tt.gather``, whose lowering goes through shared memory again.
     """
-    src = _buffer(src, "local_gather")
+    src = _buffer(src, "local_gather", _semantic)
     if src.type.num:
         raise TypeError("tlx.local_gather: pick one buffer with tlx.local_view first")
     indices, axis = _gather_args("local_gather", src, indices, axis, _semantic)
@@ -322,7 +352,7 @@ def local_scatter(dst, src, indices, axis, token=None, _semantic=None) -> None:
     ``i`` that writes it (a compare of every index against every row, at most
     :data:`SCATTER_LIMIT` elements), gathers those values with ``tt.gather`` and stores ``dst`` back.
     """
-    dst = _buffer(dst, "local_scatter")
+    dst = _buffer(dst, "local_scatter", _semantic)
     if dst.type.num:
         raise TypeError("tlx.local_scatter: pick one buffer with tlx.local_view first")
     indices, axis = _gather_args("local_scatter", dst, indices, axis, _semantic)

@@ -151,7 +151,7 @@ class _Lowering:
     def __init__(self, args: list[tuple[str, str]]) -> None:
         self.names: _Names = _Names()
         self.memdesc: dict[int, str] = {}
-        self.by_result: dict[str, int] = {}  # dummy i32 result of a view-making placeholder -> its id
+        self.by_result: dict[str, tuple[str, str]] = {}  # dummy i32 result of a view -> (lowered name, type)
         self.native: dict[str, tuple[str, str]] = {}  # placeholder result -> (laid-out value, its type)
         self.types: dict[str, str] = {}  # SSA name of each lowered handle -> its type (see _warp_specialize)
         self.wgmma_a: dict[int, str] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
@@ -232,9 +232,8 @@ class _Lowering:
         out: list[str] = []
         handle = self.names.__getitem__
         if p.op == "anchor":  # a buffer from another function, by SSA value when it names one (see tlx/mem.py)
-            src = self.by_result.get(p.operands[0], a["src"])
-            self.names[pid], self.memdesc[pid] = handle(src), self.memdesc[src]
-            self.by_result[p.result] = pid
+            view = self.by_result.get(p.operands[0]) or (handle(a["src"]), self.memdesc[a["src"]])
+            self.names[pid], self.memdesc[pid] = self.by_result[p.result] = view
             return []
         h = self.define(pid)
         if p.op == "local_alloc":
@@ -362,7 +361,7 @@ class _Lowering:
         if pid in self.memdesc:
             self.types[h] = self.memdesc[pid]
             if p.result:
-                self.by_result[p.result] = pid
+                self.by_result[p.result] = (h, self.memdesc[pid])
         return out
 
 
@@ -550,12 +549,14 @@ def lower(text: str) -> str:
             continue
         if line.lstrip().startswith("tt.func"):
             line, state.args = _typed_signature(line, plan.arg_types(line))
+            state.by_result = {}  # SSA names are per function too
             state.names = _Names(re.search(r'@"?([\w.$-]+?)(?:__|"|\()', line).group(1))
         p = parse(line)
         # A printed name is unique only within its region: sibling regions (the two loops of a
         # static_range, say) reuse names, so a redefined name's laid-out twin no longer applies.
         for name in _SSA_DEF.findall(_code(line)):
             state.native.pop(name, None)
+            state.by_result.pop(name, None)
         if p is None or p.op in _WS_OPS:
             lines.append(line)
             continue
