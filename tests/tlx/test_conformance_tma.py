@@ -407,3 +407,50 @@ def test_descriptors_made_outside_tasks_reach_the_partitions():
     part = ttgir[ttgir.index("partition0"):]
     assert "ttng.async_tma_copy_global_to_local" in part
     assert compat.ptx_tma_load(2) in k.asm["ptx"]
+
+
+@triton.jit
+def _prefetch_tensormap(in_desc, x, y, M, N, HOST: tl.constexpr):
+    """The fork's test_prefetch_tensormap (host and device descriptors)."""
+    if HOST:
+        desc_in = in_desc
+    else:
+        desc_in = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    desc_out = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    tlx.prefetch(desc_in, tensormap=True)
+    tlx.prefetch(desc_out, tensormap=True)
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)[0]
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, 64 * 64 * 2)
+    tlx.async_descriptor_load(desc_in, buf, [0, 0], bar)
+    tlx.barrier_wait(bar, 0)
+    tlx.fence("async_shared")
+    tlx.async_descriptor_store(desc_out, buf, [0, 0])
+    tlx.async_descriptor_store_wait(0)
+
+
+@pytest.mark.parametrize("host", [True, False], ids=["host", "device"])
+def test_prefetch_tensormap(host):
+    k = compile_(_prefetch_tensormap, {"in_desc": "tensordesc<fp16[64, 64]>", **SIG}, {"HOST": host})
+    assert k.asm["ptx"].count("prefetch.tensormap [") == 2
+
+
+@triton.jit
+def _amd(x, M, N, OP: tl.constexpr):
+    desc = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[64, 64])
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)[0]
+    if OP == "prefetch":
+        tlx.async_descriptor_prefetch_tensor(desc, [0, 0])
+    elif OP == "store":
+        tlx.async_store(x, buf, 64)
+    else:
+        tlx.allocate_tensor_descriptor(1)
+
+
+@pytest.mark.parametrize("op,name", [("prefetch", "async_descriptor_prefetch_tensor"), ("store", "async_store"),
+                                     ("slots", "allocate_tensor_descriptor")])
+def test_amd_targets_have_no_tma(op, name):
+    with pytest.raises(CompilationError) as info:
+        triton.compile(ASTSource(_amd, {"x": "*fp16", "M": "i32", "N": "i32", "OP": "constexpr"}, {"OP": op}),
+                       target=GPUTarget("hip", "gfx950", 64))
+    assert f"tlx.{name} needs NVIDIA sm_90 or newer" in str(info.value)

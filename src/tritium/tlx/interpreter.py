@@ -25,6 +25,7 @@ from triton.runtime import interpreter as _interp
 
 from tritium import compat
 
+from . import alias
 from .interp_tasks import AsyncTask, AsyncTasks, TLXDeadlockError, current_context, wait_until
 
 __all__ = [
@@ -145,6 +146,8 @@ def local_alloc(shape: Any, dtype: Any, num: Any, storage: Any = "smem", reuse: 
         raise ValueError(f"local_alloc: num must be >= 1, got {num}")
     np_dtype = _np_dtype(dtype)
     nbytes = num * math.prod(shape) * np_dtype.itemsize
+    if isinstance(_value(reuse), AliasSpec):
+        return _value(reuse).add(AliasMember(num, shape, dtype))
     if reuse is None:
         raw = np.full(nbytes, _POISON, dtype=np.uint8)
     else:
@@ -159,6 +162,8 @@ def local_view(buf: Any, idx: Any) -> Any:
     buf, idx = _value(buf), _as_int(idx)
     if isinstance(buf, BarrierArray):
         return buf[idx]
+    if isinstance(buf, AliasMember):
+        return buf.at(idx)
     buf = _buffer(buf, "local_view")
     if not 0 <= idx < buf.shape[0]:
         raise IndexError(f"local_view: index {idx} out of range for {buf.shape[0]} buffers")
@@ -286,9 +291,78 @@ def dump_layout(x: Any) -> None:
     print(f"dump_layout: {buf!r} (the interpreter keeps buffers row-major)", file=sys.stderr)
 
 
-def storage_alias_spec(storage: Any = "smem", buffer_size_bytes: Any = None) -> None:
-    raise NotImplementedError("storage_alias_spec: the fork's reuse-group planner has no stock Triton counterpart; "
-                              "alias one allocation with local_alloc(..., reuse=<a local_alloc result>)")
+class AliasMember(SharedBuffer):
+    """An allocation made with ``reuse=<storage_alias_spec>``: its buffers live where the spec's plan puts them."""
+
+    def __init__(self, num: int, shape: tuple[int, ...], dtype: tl.dtype) -> None:
+        self.num, self.item_shape, self.group = num, shape, 1
+        self.nbytes = math.prod(shape) * _np_dtype(dtype).itemsize
+        raw = np.full(num * self.nbytes, _POISON, dtype=np.uint8)
+        super().__init__(raw.view(_np_dtype(dtype)).reshape((num, ) + shape), dtype, raw)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.num, ) + self.item_shape
+
+    def place(self, raw: np.ndarray, stride: int, offset: int, group: int) -> None:
+        """Buffer ``i`` at byte ``(i // group) * stride + offset + (i % group) * nbytes`` of ``raw``."""
+        item = _np_dtype(self.dtype).itemsize
+        inner = tuple(item * math.prod(self.item_shape[d + 1:]) for d in range(len(self.item_shape)))
+        base = raw[offset:offset + (raw.nbytes - offset) // item * item].view(_np_dtype(self.dtype))
+        self.data = np.lib.stride_tricks.as_strided(base, (self.num // group, group) + self.item_shape,
+                                                    (stride, self.nbytes) + inner)
+        self.storage, self.group = raw, group
+
+    def at(self, idx: int) -> SharedBuffer:
+        if not 0 <= idx < self.num:
+            raise IndexError(f"local_view: index {idx} out of range for {self.num} buffers")
+        data = self.data[idx // self.group, idx % self.group] if self.data.ndim > len(self.item_shape) + 1 \
+            else self.data[idx]
+        return SharedBuffer(data, self.dtype, self.storage)
+
+
+class AliasSpec:
+    """``storage_alias_spec``: one region for its members, placed as ``tritium.tlx.alias.place`` says."""
+
+    def __init__(self, size: Optional[int]) -> None:
+        self.size, self.members, self.explicit = size, [], False
+        self.buffer_size_bytes = size
+
+    def add(self, member: AliasMember) -> AliasMember:
+        if self.explicit:
+            raise ValueError("local_alloc: reuse=<storage_alias_spec> after its set_buffer_overlap")
+        self.members.append(member)
+        if len({m.num for m in self.members}) == 1:  # until set_buffer_overlap: all at one offset
+            self._apply(alias.reuse_group(*self.members))
+        return member
+
+    def set_buffer_overlap(self, overlap_def: Any) -> None:
+        overlap_def = _value(overlap_def)
+        if not isinstance(overlap_def, alias.reuse_group):
+            raise TypeError(f"set_buffer_overlap: overlap_def must be a reuse_group, got {overlap_def!r}")
+        self.explicit = True
+        self._apply(overlap_def)
+
+    def _apply(self, tree: Any) -> None:
+        members = {id(m): alias.Member(id(m), m.num, m.nbytes) for m in self.members}
+        plan = alias.place(tree, members, id, "set_buffer_overlap")
+        total = plan.stride * plan.slots
+        if self.size is not None and total > self.size:
+            raise ValueError(f"set_buffer_overlap: the allocations need {total} bytes, more than "
+                             f"buffer_size_bytes={self.size}")
+        raw = np.full(self.size or total, _POISON, dtype=np.uint8)
+        for m in self.members:
+            if id(m) not in plan.where:
+                raise ValueError("set_buffer_overlap: every allocation made with reuse=<this spec> must be in the tree")
+            m.place(raw, plan.stride, *plan.where[id(m)])
+
+
+def storage_alias_spec(storage: Any = "smem", buffer_size_bytes: Any = None) -> AliasSpec:
+    kind = getattr(_value(storage), "value", _value(storage))
+    if kind != "smem":
+        raise NotImplementedError(f"storage_alias_spec: storage={kind} is not shared memory")
+    size = _value(buffer_size_bytes)
+    return AliasSpec(None if size is None else _as_int(size))
 
 
 # ----------------------------------------------------------------------------------------------

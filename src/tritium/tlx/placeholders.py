@@ -28,6 +28,8 @@ from triton._C.libtriton import ir
 
 from tritium import compat
 
+from . import tma_llvm
+
 PREFIX = "tlx:"
 #: Module attribute marking kernels that use TLX ops (the TLX pipelines apply only to them).
 MODULE_ATTR = "tlx.kernel"
@@ -145,6 +147,28 @@ class _MadeOutside(KeyError):
     pass
 
 
+#: CUtensorMapDataType and size per printed element type (8-bit types travel as bytes).
+_TENSORMAP_ELEM = {"f16": (6, 2), "bf16": (9, 2), "f32": (7, 4), "f64": (8, 8), "i16": (1, 2), "i32": (3, 4),
+                   "i64": (5, 8)}
+
+
+@dataclass
+class _TensorMap:
+    """What ``tensormap_create`` needs besides operands: the block, element type and size, padding, encoding."""
+    block: list[int]
+    elem_type: int
+    elem_bytes: int
+    fill: int
+    desc_type: str
+
+    @classmethod
+    def of(cls, desc_type: str, fill: int) -> "_TensorMap":
+        m = re.search(r"tensor<((?:\d+x)+)(\w+)", desc_type)
+        block = [int(d) for d in m.group(1).rstrip("x").split("x")]
+        elem_type, elem_bytes = _TENSORMAP_ELEM.get(m.group(2), (0, 1))
+        return cls(block, elem_type, elem_bytes, fill, desc_type)
+
+
 class _Lowering:
     """State while lowering one module: handle types, and the laid-out twin of each result."""
 
@@ -152,11 +176,16 @@ class _Lowering:
         self.names: _Names = _Names()
         self.memdesc: dict[int, str] = {}
         self.by_result: dict[str, tuple[str, str]] = {}  # dummy i32 result of a view -> (lowered name, type)
+        self.overlaps: dict[int, dict] = {}  # storage_alias_spec id -> its last plan (tlx/alias.py)
+        self.index_map: dict[str, tuple[int, int, int]] = {}  # aliased buffer -> (scale, off, group) of its index
         self.native: dict[str, tuple[str, str]] = {}  # placeholder result -> (laid-out value, its type)
         self.types: dict[str, str] = {}  # SSA name of each lowered handle -> its type (see _warp_specialize)
         self.wgmma_a: dict[int, str] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
         self.args = args  # the kernel's (name, type) arguments
         self.fresh = 0
+        self.marks: list[str] = []  # location aliases made by :meth:`mark`, appended to the module
+        self.text = ""  # the module being lowered (for source locations in errors)
+        self.desc_ptr: dict[Any, str] = {}  # descriptor (SSA name or slot placeholder id) -> its tensor map's address
 
     def value(self, name: str, have: str, want: str, lines: list[str], p: Placeholder) -> str:
         """``name`` (of type ``have``) in type ``want``: the op's own laid-out twin, or a conversion."""
@@ -190,19 +219,17 @@ class _Lowering:
             return a["desc_name"], a["desc_type"]
         return self.names[a["desc_id"]], a["desc_type"]
 
-    def tensormap_create(self, p: Placeholder) -> list[str]:
-        """Write the tensor map of a ``make_desc_slot`` placeholder into its slot, as stock ``tma_lowering``
-        writes the one of ``tt.make_tensor_descriptor``: dims innermost first, outer strides in bytes,
-        boxes clipped to the swizzle width (and to 256 rows), then the proxy fence before TMA reads it."""
-        a, ind, loc = p.payload, p.indent, p.loc
-        rank, block = a["rank"], a["block"]
-        slot, base, rest = p.operands[0], p.operands[1], p.operands[2:]
-        shape, strides = rest[:rank], rest[rank:]
-        m = re.search(r"swizzlingByteWidth = (\d+)", a["desc_type"])
+    def tensormap_create(self, ind: str, loc: str, slot: str, base: str, base_type: str, shape: list[str],
+                         strides: list[str], t: "_TensorMap") -> list[str]:
+        """Write a tensor map into ``slot`` as stock ``tma_lowering`` writes the one of
+        ``tt.make_tensor_descriptor``: dims innermost first, outer strides in bytes, boxes clipped to the
+        swizzle width (and to 256 rows), then the proxy fence before TMA reads it."""
+        rank = len(t.block)
+        m = re.search(r"swizzlingByteWidth = (\d+)", t.desc_type)
         swizzle = int(m.group(1)) if m else 0
-        box = [min(b, 256) for b in block]
+        box = [min(b, 256) for b in t.block]
         if swizzle:
-            box[-1] = min(box[-1], swizzle // a["elem_bytes"])
+            box[-1] = min(box[-1], swizzle // t.elem_bytes)
         out: list[str] = []
 
         def const(value: int, ty: str) -> str:
@@ -210,21 +237,75 @@ class _Lowering:
             out.append(f"{ind}{name} = arith.constant {value} : {ty}{loc}")
             return name
 
-        elem_bytes = const(a["elem_bytes"], "i64")
+        elem_bytes = const(t.elem_bytes, "i64")
         byte_strides = []
         for stride in reversed(strides[:-1]):
             byte_strides.append(self.temp())
             out.append(f"{ind}{byte_strides[-1]} = arith.muli {stride}, {elem_bytes} : i64{loc}")
         boxes = [const(b, "i32") for b in reversed(box)]
         one = const(1, "i32")
-        types = ", ".join([p.operand_types[0], p.operand_types[1]] + ["i32"] * (2 * rank) + ["i64"] * (rank - 1)
-                          + ["i32"] * rank)
+        types = ", ".join(["!tt.ptr<i8>", base_type] + ["i32"] * (2 * rank) + ["i64"] * (rank - 1) + ["i32"] * rank)
         mode = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle]
         out.append(f"{ind}ttng.tensormap_create {slot}, {base}, [{', '.join(boxes)}], [{', '.join(reversed(shape))}], "
-                   f"[{', '.join(byte_strides)}], [{', '.join([one] * rank)}] {{elem_type = {a['elem_type']} : i32, "
-                   f"fill_mode = {a['fill']} : i32, interleave_layout = 0 : i32, swizzle_mode = {mode} : i32}} : "
+                   f"[{', '.join(byte_strides)}], [{', '.join([one] * rank)}] {{elem_type = {t.elem_type} : i32, "
+                   f"fill_mode = {t.fill} : i32, interleave_layout = 0 : i32, swizzle_mode = {mode} : i32}} : "
                    f"({types}) -> (){loc}")
-        out.append(f"{ind}ttng.tensormap_fenceproxy_acquire {slot} : {p.operand_types[0]}{loc}")
+        out.append(f"{ind}ttng.tensormap_fenceproxy_acquire {slot} : !tt.ptr<i8>{loc}")
+        return out
+
+    def descriptor_in_scratch(self, line: str) -> list[str]:
+        """A ``tt.make_tensor_descriptor`` line expanded as stock ``tma_lowering`` would, done here because an
+        op (a TMA prefetch) needs the tensor map's address, which the expanded form names."""
+        m = re.match(r"^(?P<ind>\s*)(?P<name>%[\w$.-]+) = tt\.make_tensor_descriptor (?P<base>%[\w$.-]+), "
+                     r"\[(?P<shape>[^]]*)\], \[(?P<strides>[^]]*)\](?P<attrs> \{[^}]*\})? : (?P<types>.*?)"
+                     r"(?P<loc> loc\(.*\))?$", line)
+        base_type, desc_type = (t if t.startswith("!") else prefix + t
+                                for t, prefix in zip(split_types(m["types"]), ("!tt.ptr", "!tt.tensordesc")))
+        slot = self.temp()
+        ind, loc = m["ind"], m["loc"] or ""
+        out = [f"{ind}{slot} = ttg.global_scratch_alloc {{alignment = 128 : i32, nbytes = 128 : i32}} : "
+               f"!tt.ptr<i8>{loc}"]
+        out += self.tensormap_create(ind, loc, slot, m["base"], base_type, split_types(m["shape"]),
+                                     split_types(m["strides"]),
+                                     _TensorMap.of(desc_type, int("nan" in (m["attrs"] or ""))))
+        out.append(f"{ind}{m['name']} = ttng.reinterpret_tensor_descriptor {slot} : !tt.ptr<i8> to {desc_type}{loc}")
+        self.desc_ptr[m["name"]] = slot
+        self.types[slot] = "!tt.ptr<i8>"
+        return out
+
+    def mark(self, loc: str, key: str) -> str:
+        """``loc`` wrapped in the name location ``tlx.ptx:<key>`` (tlx/tma_llvm.py), through an alias appended to
+        the module: a location alias may not be used, nested, before it is defined."""
+        inner = loc.strip()[len("loc("):-1] if loc.strip() else "unknown"
+        alias = f"#tlx_mark{len(self.marks)}"
+        self.marks.append(f'{alias} = loc("{tma_llvm.MARK}{key}"({inner}))')
+        return f" loc({alias})"
+
+    def prefetch(self, p: Placeholder) -> list[str]:
+        """``cp.async.bulk.prefetch.tensor`` (``prefetch.tensormap`` without coordinates) as inline PTX. It needs
+        the tensor map's address: an operand for a device-made descriptor, or for a host one the kernel
+        argument, which TTGIR cannot name, added on the LLVM dialect (tlx/tma_llvm.py)."""
+        a, ind, loc = p.payload, p.indent, p.loc
+        *coords, pred = p.operands
+        desc = a.get("desc_name") or a["desc_id"]
+        arg = next((i for i, (name, _) in enumerate(self.args) if name == desc), None)
+        ptr = self.desc_ptr.get(desc)
+        if ptr is None and arg is None:
+            raise ValueError(f"tlx.{'async_descriptor_prefetch_tensor' if coords else 'prefetch'} at "
+                             f"{source_location(self.text, loc)}: the descriptor is neither a kernel argument nor "
+                             "made in the kernel, so its tensor map has no address to prefetch")
+        flag = self.temp()
+        out = [f"{ind}{flag} = arith.extui {pred} : i1 to i32{loc}"]
+        ins = ([] if ptr is None else [(ptr, "!tt.ptr<i8>", "l")]) + [(c, "i32", "r") for c in coords] + [
+            (flag, "i32", "r")]
+        regs = {v: f"${i + 1}" for i, (v, _, _) in enumerate(ins)}
+        text = tma_llvm.prefetch_asm("$D" if ptr is None else regs[ptr], [regs[c] for c in reversed(coords)],
+                                     regs[flag], a.get("evict", ""))
+        if ptr is None:
+            text = f"{tma_llvm.MARK}arg:{arg};{text}"
+        out.append(f'{ind}{p.result} = tt.elementwise_inline_asm "{text}" {{constraints = '
+                   f'"{",".join(["=r"] + [c for _, _, c in ins])}", packed_element = 1 : i32, pure = false}} '
+                   f"{', '.join(v for v, _, _ in ins)} : {', '.join(t for _, t, _ in ins)} -> {p.result_type}{loc}")
         return out
 
     def lower(self, p: Placeholder) -> list[str]:
@@ -239,9 +320,37 @@ class _Lowering:
         if p.op == "local_alloc":
             self.memdesc[pid] = a["type"]
             out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
+        elif p.op == "alias_spec":  # the backing allocation of the spec's members (tlx/alias.py)
+            plan = self.overlaps.get(pid)
+            if plan is None:
+                raise ValueError(f"tlx.storage_alias_spec at {source_location(self.text, loc)}: no local_alloc uses "
+                                 "it, or its allocations have no common placement; call set_buffer_overlap")
+            self.memdesc[pid] = plan["backing"]
+            out.append(f"{ind}{h} = ttg.local_alloc {{alignment = {plan['align']} : i32}} : () -> {plan['backing']}{loc}")
+        elif p.op == "alias_alloc":  # a member: the backing seen with its type, more buffers (tlx/alias.py)
+            member = self.overlaps[a["spec"]]["members"][str(pid)]
+            self.memdesc[pid] = member["type"]
+            self.index_map[h] = (member["scale"], member["off"], member["group"])
+            out.append(f"{ind}{h} = ttg.memdesc_reinterpret {handle(a['spec'])} : {self.memdesc[a['spec']]} -> "
+                       f"{member['type']}{loc}")
+        elif p.op == "buffer_overlap":
+            pass
         elif p.op == "memdesc_index":
             self.memdesc[pid] = a["type"]
-            out.append(f"{ind}{h} = ttg.memdesc_index {handle(a['src'])}[{p.operands[0]}] : "
+            index = p.operands[0]
+            if handle(a["src"]) in self.index_map:  # buffer i of an aliased member: (i // G) * scale + off + i % G
+                scale, off, group = self.index_map[handle(a["src"])]
+                names = [self.temp() for _ in range(7)]
+                out += [f"{ind}{names[0]} = arith.constant {group} : i32{loc}",
+                        f"{ind}{names[1]} = arith.divsi {index}, {names[0]} : i32{loc}",
+                        f"{ind}{names[2]} = arith.remsi {index}, {names[0]} : i32{loc}",
+                        f"{ind}{names[3]} = arith.constant {scale} : i32{loc}",
+                        f"{ind}{names[4]} = arith.muli {names[1]}, {names[3]} : i32{loc}",
+                        f"{ind}{names[5]} = arith.constant {off} : i32{loc}",
+                        f"{ind}{names[6]} = arith.addi {names[4]}, {names[5]} : i32{loc}"]
+                index = self.temp()
+                out.append(f"{ind}{index} = arith.addi {names[6]}, {names[2]} : i32{loc}")
+            out.append(f"{ind}{h} = ttg.memdesc_index {handle(a['src'])}[{index}] : "
                        f"{self.memdesc[a['src']]} -> {a['type']}{loc}")
         elif p.op in ("memdesc_subslice", "memdesc_trans", "memdesc_reshape", "memdesc_reinterpret"):
             self.memdesc[pid] = a["type"]
@@ -321,29 +430,65 @@ class _Lowering:
         elif p.op == "tma_load":
             desc, desc_type = self.descriptor(a)
             *coords, pred = p.operands
+            hinted = self.mark(loc, f"l2:{a['evict']}") if a.get("evict") else loc
             out.append(f"{ind}ttng.async_tma_copy_global_to_local {desc}[{', '.join(coords)}] {handle(a['dst'])}, "
                        f"{handle(a['bar'])}, {pred} : {desc_type}, {self.memdesc[a['bar']]} -> "
-                       f"{self.memdesc[a['dst']]}{loc}")
+                       f"{self.memdesc[a['dst']]}{hinted}")
         elif p.op in ("tma_store", "tma_reduce"):
             desc, desc_type = self.descriptor(a)
             head = (f"ttng.async_tma_reduce {a['kind']}, " if p.op == "tma_reduce"
                     else "ttng.async_tma_copy_local_to_global ")
+            hinted = self.mark(loc, f"l2:{a['evict']}") if a.get("evict") else loc
             out.append(f"{ind}{head}{desc}[{', '.join(p.operands)}] {handle(a['src'])} : "
-                       f"{desc_type}, {self.memdesc[a['src']]}{loc}")
+                       f"{desc_type}, {self.memdesc[a['src']]}{hinted}")
+        elif p.op == "tma_prefetch":
+            out.extend(self.prefetch(p))
+        elif p.op == "bulk_store":  # a TMA store that tlx/tma_llvm.py turns into a bulk copy
+            dst, size = p.operands
+            ptr, desc, view, zero = self.temp(), self.temp(), self.temp(), self.temp()
+            if p.operand_types[0] == "!tt.ptr<i8>":
+                ptr = dst
+            else:
+                out.append(f"{ind}{ptr} = tt.bitcast {dst} : {p.operand_types[0]} -> !tt.ptr<i8>{loc}")
+            out += [f"{ind}{desc} = ttng.reinterpret_tensor_descriptor {ptr} : !tt.ptr<i8> to {a['desc']}{loc}",
+                    f'{ind}{view} = "ttg.memdesc_reinterpret"({handle(a["src"])}) : ({self.memdesc[a["src"]]}) -> '
+                    f"{a['view']}{loc}",
+                    f"{ind}{zero} = arith.constant 0 : i32{loc}",
+                    f"{ind}ttng.async_tma_copy_local_to_global {desc}[{zero}, {size}] {view} : {a['desc']}, "
+                    f"{a['view']}{self.mark(loc, 'bulk_store')}"]
+        elif p.op == "bulk_load":  # a TMA load that tlx/tma_llvm.py turns into a bulk copy (tlx/async_copy.py)
+            src, size = p.operands
+            ptr, desc, view, zero, true = self.temp(), self.temp(), self.temp(), self.temp(), self.temp()
+            if p.operand_types[0] == "!tt.ptr<i8>":
+                ptr = src
+            else:
+                out.append(f"{ind}{ptr} = tt.bitcast {src} : {p.operand_types[0]} -> !tt.ptr<i8>{loc}")
+            out += [f"{ind}{desc} = ttng.reinterpret_tensor_descriptor {ptr} : !tt.ptr<i8> to {a['desc']}{loc}",
+                    f'{ind}{view} = "ttg.memdesc_reinterpret"({handle(a["dst"])}) : ({self.memdesc[a["dst"]]}) -> '
+                    f"{a['view']}{loc}",
+                    f"{ind}{zero} = arith.constant 0 : i32{loc}",
+                    f"{ind}{true} = arith.constant true{loc}",
+                    f"{ind}ttng.async_tma_copy_global_to_local {desc}[{zero}, {size}] {view}, {handle(a['bar'])}, "
+                    f"{true} : {a['desc']}, {self.memdesc[a['bar']]} -> {a['view']}{self.mark(loc, 'bulk_load')}"]
         elif p.op == "tma_store_wait":
             out.append(f"{ind}ttng.async_tma_store_wait {compat.tma_store_wait_attrs(a['pendings'])}{loc}")
         elif p.op == "alloc_desc":
             out.append(f"{ind}{p.result} = ttg.global_scratch_alloc {{alignment = {a['alignment']} : i32, "
                        f"nbytes = {a['nbytes']} : i32}} : {p.result_type}{loc}")
         elif p.op == "make_desc_slot":
-            out.extend(self.tensormap_create(p))
+            rank = a["rank"]
+            out.extend(self.tensormap_create(ind, loc, p.operands[0], p.operands[1], p.operand_types[1],
+                                             p.operands[2:2 + rank], p.operands[2 + rank:],
+                                             _TensorMap.of(a["desc_type"], a["fill"])))
             out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
                        f"{a['desc_type']}{loc}")
             self.types[h] = a["desc_type"]
+            self.desc_ptr[pid] = p.operands[0]
         elif p.op == "reinterpret_desc":
             out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
                        f"{a['desc_type']}{loc}")
             self.types[h] = a["desc_type"]
+            self.desc_ptr[pid] = p.operands[0]
         elif p.op == "cluster_barrier":
             out.append(f"{ind}ttng.cluster_arrive {{relaxed = false}}{loc}")
             out.append(f"{ind}ttng.cluster_wait{loc}")
@@ -414,9 +559,11 @@ def _typed_signature(line: str, desc_types: dict[int, str]) -> tuple[str, list[t
     return line[:start + 1] + ", ".join(parts) + line[end:], args
 
 
-def _check_named_barriers(text: str) -> None:
+def _check_barriers(text: str) -> None:
     """Reject named barriers that Triton itself uses: barrier 0 syncs the kernel's (or the default task's)
-    warps, and in a warp-specialized kernel barrier 1 switches tasks and barrier 2 + k syncs partition k."""
+    warps, and in a warp-specialized kernel barrier 1 switches tasks and barrier 2 + k syncs partition k.
+    Reject a cluster barrier outside the tasks of a warp-specialized kernel: the task warps wait in Triton's
+    task switch there and never arrive, so it would hang."""
     ps = list(placeholders(text))
     regions: dict[int, int] = {}
     for p in ps:
@@ -424,6 +571,10 @@ def _check_named_barriers(text: str) -> None:
             regions[p.payload["region"]] = regions.get(p.payload["region"], 0) + p.payload.get("replicate", 1)
     reserved = 2 + max(regions.values()) if regions else 1
     for p in ps:
+        if p.op == "cluster_barrier" and regions and not p.payload["in_task"]:
+            raise ValueError(f"tlx.cluster_barrier at {p.payload['where']}: outside the async_tasks of a "
+                             "warp-specialized kernel the task warps wait in Triton's task switch and never arrive, "
+                             "so every thread of the cluster cannot meet; call it in every task instead")
         if p.op == "named_barrier" and p.payload.get("bar", reserved) < reserved:
             partitions = "2" if reserved == 3 else f"2-{reserved - 1}"
             users = "the kernel's own barrier (0)" if not regions else (
@@ -458,6 +609,7 @@ class _DescriptorPlan:
         self.carried: dict[int, str] = {}  # placeholder line -> descriptor SSA name
         self.retype: dict[str, tuple[str, str]] = {}  # descriptor SSA name -> (printed type, wanted type)
         self.slot_types: dict[int, str] = {}  # slot placeholder id -> its descriptor type
+        self.addressed: set[str] = set()  # descriptors whose tensor map address an op needs (prefetch)
         by_id: dict[int, tuple[str, str]] = {}
         slots: list[Placeholder] = []
         for i, line in enumerate(lines):
@@ -471,6 +623,9 @@ class _DescriptorPlan:
                     raise ValueError(f"{where}: the descriptor carrier before it is gone (see tlx/tma.py)")
                 self.drop.add(i - 1)
                 self.carried[i] = m["name"]
+                if p.op == "tma_prefetch":  # any layout will do; it needs the tensor map's address
+                    self.addressed.add(m["name"])
+                    continue
                 have = split_types(m["types"])[0]
                 old = self.retype.setdefault(m["name"], (have, a["desc_type"]))
                 self._same(old[1], a["desc_type"], where)
@@ -525,6 +680,11 @@ class _DescriptorPlan:
                 line = line.replace(have, want)
         return line
 
+    def needs_address(self, line: str) -> bool:
+        """Whether ``line`` makes (``tt.make_tensor_descriptor``) a descriptor whose tensor map address is needed."""
+        m = re.match(r"^\s*(%[\w$.-]+) = tt\.make_tensor_descriptor ", line)
+        return m is not None and m.group(1) in self.addressed
+
     def annotate(self, i: int, p: Placeholder) -> None:
         if i in self.carried:
             p.payload["desc_name"] = self.carried[i]
@@ -539,13 +699,18 @@ class _DescriptorPlan:
 def lower(text: str) -> str:
     """Rewrite every TLX placeholder of printed TTGIR into its TritonGPU op(s)."""
     plan = _DescriptorPlan(text)
-    _check_named_barriers(text)
+    _check_barriers(text)
     state = _Lowering([])
+    state.overlaps = {p.payload["spec"]: p.payload for p in placeholders(text) if p.op == "buffer_overlap"}
     state.types.update(plan.local_types())
+    state.text = text
     lines = []
     for i, line in enumerate(text.splitlines()):
         line = plan.rewrite(i, line, text)
         if line is None:
+            continue
+        if plan.needs_address(line):
+            lines.extend(state.descriptor_in_scratch(line))
             continue
         if line.lstrip().startswith("tt.func"):
             line, state.args = _typed_signature(line, plan.arg_types(line))
@@ -567,7 +732,7 @@ def lower(text: str) -> str:
             raise ValueError(f"tlx.{p.payload.get('use', p.op)} at {source_location(text, p.loc)}: its buffer (or descriptor) was made "
                              f"outside the function {e.args[1]}, which was not inlined. TLX buffers can be passed "
                              "to @triton.jit helpers that are inlined, not to noinline=True ones") from None
-    return "\n".join(_warp_specialize(lines, state)) + "\n"
+    return "\n".join([*_warp_specialize(lines, state), *state.marks]) + "\n"
 
 
 # --------------------------------------------------------------------------------------------

@@ -72,15 +72,14 @@ def _descriptor(_semantic: Any, desc: Any, buf: buffered_tensor, op: str, arg: s
     return {"carried": True, "desc_type": want, "_desc": desc}
 
 
-def _descriptor_only(_semantic: Any, desc: Any, op: str) -> dict:
-    """Payload naming ``desc`` for ops without a buffer (prefetch): its default encoding is wanted."""
+def _descriptor_only(_semantic: Any, desc: Any, op: str, arg: str = "desc") -> dict:
+    """Payload naming ``desc`` for ops without a buffer (prefetches), which take any encoding."""
     desc = _unwrap_if_constexpr(desc)
     if not isinstance(desc, (tensor_descriptor, tl.core.tensor_descriptor_base)):
-        raise TypeError(f"tlx.{op}: desc must be a tensor descriptor, got {type(desc).__name__}")
-    shape = [_unwrap_if_constexpr(s) for s in desc.block_shape]
+        raise TypeError(f"tlx.{op}: {arg} must be a tensor descriptor, got {type(desc).__name__}")
     if isinstance(desc, tensor_descriptor):
         return {"desc_id": desc.type.id, "_desc": desc}
-    return {"carried": True, "_desc": desc, "desc_type": _default_desc_type(_semantic, desc.dtype, shape)}
+    return {"carried": True, "_desc": desc}
 
 
 def _emit_tma(_semantic: Any, op: str, ref: dict, operands: Sequence[tl.tensor], **attrs: Any) -> None:
@@ -186,8 +185,27 @@ def async_descriptor_prefetch_tensor(desc, offsets, pred=None, eviction_policy="
     _emit_tma(_semantic, "tma_prefetch", ref, operands, **hint)
 
 
+def prefetch_tensormap(desc: Any, _semantic: Any) -> None:
+    """``prefetch.tensormap`` of ``desc``'s tensor map: ``tlx.prefetch(desc, tensormap=True)``."""
+    check_target(_semantic, "prefetch", 90)
+    ref = _descriptor_only(_semantic, desc, "prefetch", "pointer (with tensormap=True)")
+    _emit_tma(_semantic, "tma_prefetch", ref, [predicate(_semantic, None)])
+
+
 #: A bulk copy is one TMA box here: at most 256 x 256 bytes, rows of at least 16 bytes.
 _MAX_BOX = 256
+
+
+def bulk_box(_semantic: Any, nbytes: int, op: str) -> tuple[str, str]:
+    """(descriptor type, int8 buffer view type) of the one TMA box a bulk copy of an ``nbytes`` buffer is
+    emitted as (tlx/tma_llvm.py rewrites it into the bulk copy); raises if no box holds it."""
+    cols = next((c for c in range(min(nbytes, _MAX_BOX), 15, -16) if nbytes % c == 0), None)
+    if nbytes % 16 or cols is None or nbytes // cols > _MAX_BOX:
+        raise ValueError(f"tlx.{op}: a buffer of {nbytes} bytes is not one TMA box (a multiple of 16 bytes, at most "
+                         f"{_MAX_BOX * _MAX_BOX}); copy it in pieces with tlx.local_slice")
+    box = (nbytes // cols, cols)
+    flat = layouts.NVMMASharedLayout(0, 8, 2)
+    return _desc_type(_semantic, tl.int8, box, flat), _memdesc_type(_semantic, tl.int8, box, flat, box)
 
 
 @tlx_builtin
@@ -216,14 +234,8 @@ def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
     if size.type.is_block() or not size.dtype.is_int():
         raise TypeError(f"tlx.{op}: size must be an integer scalar (bytes), got {size.type}")
     size = _semantic.cast(size, tl.int32) if size.dtype != tl.int32 else size
-    cols = next((c for c in range(min(nbytes, _MAX_BOX), 15, -16) if nbytes % c == 0), None)
-    if nbytes % 16 or cols is None or nbytes // cols > _MAX_BOX:
-        raise ValueError(f"tlx.{op}: a buffer of {nbytes} bytes is not one TMA box (a multiple of 16 bytes, at most "
-                         f"{_MAX_BOX * _MAX_BOX}); copy it in pieces with tlx.local_slice")
-    box = (nbytes // cols, cols)
-    flat = layouts.NVMMASharedLayout(0, 8, 2)
-    emit(_semantic, "bulk_store", operands=[dst, size], src=src.type.id,
-         desc=_desc_type(_semantic, tl.int8, box, flat), view=_memdesc_type(_semantic, tl.int8, box, flat, box))
+    desc, view = bulk_box(_semantic, nbytes, op)
+    emit(_semantic, "bulk_store", operands=[dst, size], src=src.type.id, desc=desc, view=view)
 
 
 @tlx_builtin

@@ -10,7 +10,8 @@ on the LLVM dialect (llir stage, after partitions are inlined) and edits their i
   ``.L2::cache_hint`` with a ``createpolicy`` of that eviction priority;
 * ``"tlx.ptx:bulk_store"``: a TMA store of a 1-message block, made only to get the buffer's shared
   address and the global pointer into PTX, becomes ``cp.async.bulk.global.shared::cta.bulk_group``
-  of the byte count it carries in its innermost coordinate;
+  of the byte count it carries in its innermost coordinate; ``"tlx.ptx:bulk_load"`` likewise turns a
+  TMA load into ``cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes`` (``async_load(bulk=True)``);
 * an inline asm whose text starts with ``tlx.ptx:arg:<i>;`` needs the kernel's ``i``-th argument (a
   host tensor map's address, which TTGIR cannot name) as an extra ``l`` operand, written ``$D``.
 """
@@ -43,13 +44,17 @@ def with_cache_hint(asm: str, policy: str) -> str:
     return f"{{ {policy_asm(policy)} {m['pred'] or ''}{m['op']}.L2::cache_hint {m['args']}, {POLICY}; }}"
 
 
-def prefetch_asm(rank: int, desc: str, coords: list[str], pred: str, policy: str) -> str:
-    """``cp.async.bulk.prefetch.tensor`` of the tile at ``coords``, issued by one lane of each warp when ``pred``."""
+def prefetch_asm(desc: str, coords: list[str], pred: str, policy: str) -> str:
+    """``cp.async.bulk.prefetch.tensor`` of the tile at ``coords`` (or, with no coordinates, ``prefetch.tensormap``
+    of the tensor map itself), issued by one lane of each warp when ``pred``."""
     hint = f" {policy_asm(policy)}" if policy else ""
+    if coords:
+        op = (f"cp.async.bulk.prefetch.tensor.{len(coords)}d.L2.global.tile{'.L2::cache_hint' if policy else ''} "
+              f"[{desc}, {{{', '.join(coords)}}}]{f', {POLICY}' if policy else ''}")
+    else:
+        op = f"prefetch.tensormap [{desc}]"
     return (f"{{ .reg .pred tlxp, tlxe;{hint} setp.ne.b32 tlxp, {pred}, 0; elect.sync _|tlxe, -1; "
-            f"and.pred tlxp, tlxp, tlxe; @tlxp cp.async.bulk.prefetch.tensor.{rank}d.L2.global.tile"
-            f"{'.L2::cache_hint' if policy else ''} [{desc}, {{{', '.join(coords)}}}]{f', {POLICY}' if policy else ''}; }}"
-            " mov.u32 $0, 0;")
+            f"and.pred tlxp, tlxp, tlxe; @tlxp {op}; }} mov.u32 $0, 0;")
 
 
 def _marks(loc: str, aliases: dict[str, str]) -> list[str]:
@@ -73,6 +78,16 @@ def _bulk_store(asm: str) -> str:
     if m is None:
         raise ValueError(f"tlx.async_store: unexpected TMA store {asm!r}")
     return f"{m[1]}cp.async.bulk.global.shared::cta.bulk_group [{m[2]}], [{m[4]}], {m[3]};"
+
+
+def _bulk_load(asm: str) -> str:
+    """The marked TMA load ``@$0 cp.async.bulk.tensor.Nd.shared::X.global.mbarrier::complete_tx::bytes [$s], [$1, {$2,
+    ..}], [$b];`` (tlx.async_load(bulk=True), tlx/async_copy.py) as a bulk copy of ``$2`` bytes from global ``$1``."""
+    m = re.fullmatch(r"(@\S+ )cp\.async\.bulk\.tensor\.\dd\.shared::\w+\.global\.mbarrier::complete_tx::bytes "
+                     r"\[(\$\d+)\], \[(\$\d+), \{(\$\d+)[^}]*\}\], \[(\$\d+)\];", asm.strip())
+    if m is None:
+        raise ValueError(f"tlx.async_load(bulk=True): unexpected TMA load {asm!r}")
+    return f"{m[1]}cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes [{m[2]}], [{m[3]}], {m[4]}, [{m[5]}];"
 
 
 def _args(text: str, upto: int) -> list[str]:
@@ -115,6 +130,8 @@ def _rewrite(m: re.Match, aliases: dict[str, str], text: str, pos: int) -> str:
     for mark in _marks(m["loc"] or "", aliases):
         if mark == "bulk_store" and "bulk.tensor" in asm:
             asm = _bulk_store(asm)
+        elif mark == "bulk_load" and "bulk.tensor" in asm:
+            asm = _bulk_load(asm)
         elif mark.startswith("l2:") and "bulk.tensor" in asm:
             asm = with_cache_hint(asm, mark[3:])
     return f'{m["head"]}"{asm}", "{cons}"{ops} : ({types}) -> {m["res"]}{m["loc"] or ""}'
