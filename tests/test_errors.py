@@ -75,3 +75,96 @@ def test_override_stage_that_raises_leaves_triton_working():
     with pytest.raises(PipelineError, match="pipeline 'o': the override of stage 'ttgir' raised RuntimeError: stage broke"):
         compile_add(Pipeline("o").override_stage("ttgir", broken))
     check_recovered()
+
+
+@pytest.mark.skipif(compat.NATIVE_HOOK_PROTOCOL, reason="Triton 3.7+ asks the hook itself for the key")
+def test_foreign_stages_hook_is_detected_not_cached_under_our_key(monkeypatch, tmp_path):
+    import triton
+
+    monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))
+    monkeypatch.setattr(compat._installed, "previous", compat._installed.previous)  # restored after the test
+    calls = []
+
+    def foreign(*args):
+        calls.append(args[0].target)
+
+    @mlir_pass
+    def noop(mod, ctx):
+        pass
+    marked = Pipeline("marked").insert("ttgir", noop, at="end")
+    triton.knobs.runtime.add_stages_inspection_hook = foreign
+    try:
+        with pytest.raises(PipelineError, match="was replaced by .*foreign.*nothing was compiled"):
+            compile_add(marked)
+        assert compile_add(None).asm["cubin"] and calls  # without a pipeline, keys are bare Triton's
+        tp.enable()  # chains the foreign hook into ours
+        calls.clear()
+        report = tp.CompileReport()
+        fn, sig, const = ADD
+        compile_kernel(fn, sig, "sm90", constexprs=const, pipeline=marked, report=report)
+        assert calls and "python:noop" in [p.name for p in report.stage("ttgir").passes]
+    finally:
+        if triton.knobs.runtime.add_stages_inspection_hook is foreign:
+            tp.enable()
+    check_recovered()
+
+
+def test_llvm_ir_that_does_not_parse_is_a_pass_error_not_an_abort(dump_dir):
+    @text_pass("llir", name="mangle")
+    def mangle(text, ctx):
+        return text.replace("define", "defin", 1)
+
+    with pytest.raises(PassError, match="pass 'mangle' in stage 'llir': returned LLVM IR that does not parse"):
+        compile_add(Pipeline("t").insert("llir", mangle, at="end"))
+    check_recovered()
+
+
+def test_module_from_another_context_is_refused(dump_dir):
+    from triton._C.libtriton import ir
+
+    @mlir_pass(name="elsewhere")
+    def elsewhere(mod, ctx):
+        other = ir.context()
+        ir.load_dialects(other)
+        return tp.parse_module(mod.str(), other)
+
+    with pytest.raises(PassError, match="pass 'elsewhere' in stage 'ttgir': returned a module that is not in the "
+                                        "compilation's MLIR context"):
+        compile_add(Pipeline("t").insert("ttgir", elsewhere, at="end"))
+    check_recovered()
+
+
+@pytest.mark.parametrize("target,kind", [("sm90", "ptx"), ("gfx950", "amdgcn")])
+def test_assembly_the_next_stage_rejects_names_the_pass(dump_dir, target, kind):
+    @text_pass(kind, name="scribble")
+    def scribble(text, ctx):
+        return text + "\nthis is not an instruction\n"
+
+    fn, sig, const = ADD
+    with pytest.raises(PassError, match=f"pass 'scribble' in stage '{kind}': stage '(cubin|hsaco)' rejected the "
+                                        f"{kind} this pass returned"):
+        compile_kernel(fn, sig, target, constexprs=const, pipeline=Pipeline("t").insert(kind, scribble, at="end"))
+    check_recovered()
+
+
+def test_raising_when_predicate_names_the_pipeline():
+    def picky(src, metadata):
+        return metadata["no such key"]
+
+    with pytest.raises(PipelineError, match="pipeline 'picky': its when= predicate raised KeyError"):
+        compile_add(Pipeline("picky", when=picky).disable("ttgir", "ttgpuir.coalesce"))
+    check_recovered()
+
+
+def test_stock_pass_arguments_are_checked_where_the_pass_is_named():
+    with pytest.raises(PipelineError, match="StockPass 'ttir.convert_to_ttgpuir': Triton's builder rejects the "
+                                            r"arguments \('x',\)"):
+        tp.StockPass("ttir.convert_to_ttgpuir", "x")
+
+
+def test_override_stage_must_return_the_stage_output():
+    p = Pipeline("lazy").override_stage("ttgir", lambda src, metadata, ctx: None)
+    with pytest.raises(PipelineError, match="the override of stage 'ttgir' returned NoneType; it must return the "
+                                            r"stage's output \(an MLIR module\)"):
+        compile_add(p)
+    check_recovered()

@@ -22,6 +22,8 @@ specialization).  This module gives the rest of tritium the 3.7 contract on both
 """
 from __future__ import annotations
 
+import faulthandler
+import functools
 import inspect
 import os
 import re
@@ -35,7 +37,7 @@ import triton.compiler.compiler as _compiler
 import triton.language.core as _tl_core
 import triton.runtime.jit as _jit
 from triton import knobs
-from triton._C.libtriton import ir, passes
+from triton._C.libtriton import ir, llvm, passes
 
 TRITON_VERSION: tuple[int, int] = tuple(int(p) for p in re.findall(r"\d+", triton.__version__)[:2])  # type: ignore
 #: Triton >= 3.7 calls the stages hook with no arguments for ``(key, hash)`` and folds them into its keys.
@@ -99,8 +101,21 @@ def _keyed_get_cache_key(src, backend, backend_options, env_vars):
     if _installed is not None:
         key, _ = _installed.key(kernel)
         if key:
+            _check_hook_is_ours(key)
             return f"{base}-tritium-{key}"
     return base
+
+
+def _check_hook_is_ours(key: str) -> None:
+    """A hook set over ours after import would skip the pipelines while their key still names them."""
+    current = knobs.runtime.add_stages_inspection_hook
+    if current is not _installed:
+        from .plugins.errors import PipelineError
+        raise PipelineError(
+            f"knobs.runtime.add_stages_inspection_hook was replaced by {current!r} after tritium installed its "
+            f"own, so the pipelines in effect ({key}) would not run and the binary would be cached under a key "
+            "that does not describe it; nothing was compiled. Call tritium.plugins.enable() to chain that hook "
+            "into tritium's, or restore the hook")
 
 
 def _keyed_compute_cache_key(kernel_key_cache, specialization, options):
@@ -145,10 +160,15 @@ def install_stages_hook(apply: Callable[..., None], key: Callable[[Any], tuple[s
     """Install ``apply(backend, stages, options, language, capability, kernel=...)`` as the stages hook.
 
     ``key(kernel)`` returns ``(key, hash)``: empty strings when nothing is active, so keys stay
-    exactly those of bare Triton.  Idempotent.
+    exactly those of bare Triton.  Idempotent; called again after another tool replaced the hook, it
+    puts ours back with that tool's hook chained in.
     """
     global _installed, _key_fn
     if _installed is not None:
+        current = knobs.runtime.add_stages_inspection_hook
+        if current is not _installed:  # another tool set its hook over ours: chain it behind ours
+            _installed.previous = current
+            knobs.runtime.add_stages_inspection_hook = _installed
         return
     _installed = _ChainedHook(apply, key, knobs.runtime.add_stages_inspection_hook)
     _key_fn = key
@@ -267,6 +287,54 @@ def new_pass_manager(context: Any, debug: bool) -> Any:
     if debug:
         pm.enable_debug()
     return pm
+
+
+def check_pass_args(name: str, args: tuple) -> Optional[str]:
+    """Why the stock pass ``name`` rejects ``args`` (its builder's own message), or None if it takes them.
+
+    Adds the pass to a throwaway pass manager, so a bad argument fails where the pass is named, not
+    in the middle of a compilation.
+    """
+    try:
+        stock_pass_builder(name).fn(_BasePassManager(_scratch_context()), *args)
+    except TypeError as e:
+        return str(e).split("\n\nInvoked with")[0]
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _scratch_context() -> Any:
+    return ir.context()
+
+
+def llvm_ir_parse_error(text: str) -> Optional[str]:
+    """LLVM's message if ``text`` is not valid LLVM IR, else None.
+
+    Triton parses LLVM IR with a fatal-error handler that aborts the process, so the parse runs in a
+    forked child (LLVM's translation, whose parse step is what matters); only a parse failure
+    counts. Where fork is unavailable nothing is checked.
+    """
+    if not hasattr(os, "fork"):
+        return None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: parse (and translate), report on stderr, never return
+        try:
+            os.close(read)
+            os.dup2(write, 2)
+            faulthandler.disable()  # LLVM aborts on bad IR: that is the answer, not a crash to report
+            triple = re.search(r'target triple = "([^"]+)"', text)
+            llvm.translate_to_asm(text, triple.group(1) if triple else "nvptx64-nvidia-cuda", "", "", [], False,
+                                  False)
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        message = f.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if status != 0 and "parse" in message:
+        return message.strip()
+    return None
 
 
 def run_plain(pm: Any, mod: Any, name: str) -> None:

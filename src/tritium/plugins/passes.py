@@ -174,6 +174,9 @@ class StockPass:
             close = sorted(n for n in compat.PASS_BUILDERS if name.split(".")[-1] in n)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
             raise PipelineError(f"StockPass: Triton has no pass named {name!r}.{hint}")
+        why = compat.check_pass_args(name, tuple(args))
+        if why is not None:
+            raise PipelineError(f"StockPass {name!r}: Triton's builder rejects the arguments {tuple(args)!r}: {why}")
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "args", tuple(args))
 

@@ -176,7 +176,13 @@ class Pipeline:
 
     # -- queries --------------------------------------------------------------------------------
     def applies(self, src: Any, metadata: Optional[dict]) -> bool:
-        return self.when is None or bool(self.when(src, metadata))
+        if self.when is None:
+            return True
+        try:
+            return bool(self.when(src, metadata))
+        except Exception as e:
+            raise PipelineError(f"pipeline {self.origin()!r}: its when= predicate raised {type(e).__name__}: {e}") \
+                from e
 
     def for_stage(self, stage: str) -> list[Edit]:
         return [e for e in self.edits if e.stage == stage and e.op not in ("add_stage", "override_pipeline")]

@@ -91,6 +91,9 @@ class StageContext:
     language: Any
     capability: Any
     metadata: dict = field(default_factory=dict)
+    #: The last Python text pass of this compilation and its output: ``(pass, stage, text)``, so the
+    #: stage that consumes that text can name the pass when it rejects it. Shared by all stages.
+    text_edit: list = field(default_factory=list)
 
     @property
     def target(self) -> Any:
@@ -122,10 +125,21 @@ def run_python_pass(p: PythonPass, value: Any, ctx: StageContext) -> Any:
         if not isinstance(out, str):
             raise PassError(f"returned {type(out).__name__}, expected the new {p.kind} text",
                             plugin=p.plugin, pass_name=p.name, stage=ctx.stage, dump=_dump(value, ctx.stage, p.name))
+        if out != value:
+            why = compat.llvm_ir_parse_error(out) if p.kind == "llir" else None
+            if why is not None:
+                raise PassError(f"returned LLVM IR that does not parse: {why}", plugin=p.plugin, pass_name=p.name,
+                                stage=ctx.stage, dump=_dump(out, ctx.stage, p.name))
+            ctx.text_edit[:] = [p, ctx.stage, out]
         return out
     if out is not None and not compat.is_mlir_module(out):
         raise PassError(f"returned {type(out).__name__}, expected None or an MLIR module", plugin=p.plugin,
                         pass_name=p.name, stage=ctx.stage, dump=_dump(value, ctx.stage, p.name))
+    if out is not None and out is not value and getattr(out, "context", None) is not getattr(value, "context", None):
+        raise PassError("returned a module that is not in the compilation's MLIR context (or does not say which "
+                        "context it is in); edit the module in place and return None, or build the new one with "
+                        "tritium.plugins.parse_module(text, module.context)", plugin=p.plugin, pass_name=p.name,
+                        stage=ctx.stage, dump=_dump(value, ctx.stage, p.name))
     result = value if out is None else out
     if not result.verify():
         raise PassError("produced IR that fails verification", plugin=p.plugin, pass_name=p.name,
@@ -163,15 +177,27 @@ class StageRunner:
         active = [p for p in self.pipelines if p.applies(src, metadata)]
         edits = [(p, e) for p in active for e in p.for_stage(self.name)]
         report = _slot.report
-        if not edits and report is None and self.added_by is None:
+        if not edits and report is None and self.added_by is None and not self.ctx.text_edit:
             return self.fn(src, metadata)
         ctx = StageContext(self.name, self.ctx.backend, self.ctx.options, self.ctx.language,
-                           self.ctx.capability, metadata)
+                           self.ctx.capability, metadata, self.ctx.text_edit)
         record = StageRecord(self.name, "added" if self.added_by else "stock",
                              self.added_by.origin() if self.added_by else "")
         if report is not None:
             report.stages.append(record)
-        return _StageRun(self, edits, ctx, record, report).run(src, metadata)
+        edited = self.ctx.text_edit
+        if not edited or edited[2] is not src:
+            return _StageRun(self, edits, ctx, record, report).run(src, metadata)
+        try:  # this stage consumes text a Python pass wrote: if it rejects it, name that pass
+            return _StageRun(self, edits, ctx, record, report).run(src, metadata)
+        except (PassError, PipelineError):
+            raise
+        except Exception as e:
+            p, stage, _ = edited
+            first = str(e).strip().splitlines()
+            raise PassError(f"stage {self.name!r} rejected the {p.kind} this pass returned: {type(e).__name__}: "
+                            f"{first[0] if first else ''}", plugin=p.plugin, pass_name=p.name, stage=stage,
+                            dump=_dump(src, stage, p.name)) from e
 
 
 class _StageRun:
@@ -203,12 +229,18 @@ class _StageRun:
     def _run_custom(self, custom: tuple[str, Pipeline, Callable[..., Any]], src: Any, metadata: dict) -> Any:
         what, pipeline, fn = custom
         try:
-            return fn(src, metadata, self.ctx)
+            out = fn(src, metadata, self.ctx)
         except (PassError, PipelineError):
             raise
         except Exception as e:
             raise PipelineError(f"pipeline {pipeline.origin()!r}: the {what} stage {self.runner.name!r} raised "
                                 f"{type(e).__name__}: {e}") from e
+        expected = _STAGE_OUTPUT.get(self.runner.name)
+        if out is None or (expected is not None and not expected[0](out)):
+            raise PipelineError(f"pipeline {pipeline.origin()!r}: the {what} stage {self.runner.name!r} returned "
+                                f"{type(out).__name__}; it must return the stage's output"
+                                + (f" ({expected[1]})" if expected else ""))
+        return out
 
     def _run_at(self, where: str, value: Any) -> Any:
         for pipeline, edit in self.edits:
@@ -320,6 +352,14 @@ class _StageRun:
                 flush()
                 self.record.snapshots[f"after {step.label}"] = mod.str()
         flush()
+
+
+#: What each stock stage returns: (check, description).
+_STAGE_OUTPUT: dict[str, tuple[Callable[[Any], bool], str]] = {
+    **{name: (compat.is_mlir_module, "an MLIR module") for name in ("ttir", "ttgir")},
+    **{name: (lambda v: isinstance(v, str), "a str") for name in ("llir", "ptx", "amdgcn")},
+    **{name: (lambda v: isinstance(v, bytes), "bytes") for name in ("cubin", "hsaco")},
+}
 
 
 def _pass_label(p: Pass) -> str:
