@@ -90,6 +90,31 @@ def tile_coords(H, N_CTX, BLOCK_M: tl.constexpr, CAUSAL: tl.constexpr):
 
 
 @triton.jit
+def produce(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty, v_empty, H, N_CTX,
+            HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+            CAUSAL: tl.constexpr):
+    """The producer task of both kernels: the two Q halves once, then K and V blocks through the ring."""
+    HALF_M: tl.constexpr = BLOCK_M // 2
+    dtype = tlx.dtype_of(desc_q)
+    off_b, off_h, start_m = tile_coords(H, N_CTX, BLOCK_M, CAUSAL)
+    end, mask_from = kv_bounds(start_m, N_CTX, BLOCK_M, BLOCK_N, CAUSAL)
+    for r in tl.static_range(2):
+        tlx.barrier_expect_bytes(q_full[r], HALF_M * HEAD_DIM * tlx.size_of(dtype))
+        tlx.async_descriptor_load(desc_q, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * HALF_M, 0], q_full[r])
+    it = 0
+    for start_n in range(0, end, BLOCK_N):
+        s = it % NUM_STAGES
+        phase = (it // NUM_STAGES) & 1  # the first pass over the ring waits on phase 1: passes at once
+        tlx.barrier_wait(k_empty[s], phase ^ 1)
+        tlx.barrier_expect_bytes(k_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
+        tlx.async_descriptor_load(desc_k, k_bufs[s], [off_b, off_h, start_n, 0], k_full[s])
+        tlx.barrier_wait(v_empty[s], phase ^ 1)
+        tlx.barrier_expect_bytes(v_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
+        tlx.async_descriptor_load(desc_v, v_bufs[s], [off_b, off_h, start_n, 0], v_full[s])
+        it += 1
+
+
+@triton.jit
 def attn_fwd_ws_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_DIM: tl.constexpr,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
                        CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr):
@@ -107,23 +132,8 @@ def attn_fwd_ws_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
-            off_b, off_h, start_m = tile_coords(H, N_CTX, BLOCK_M, CAUSAL)
-            end, mask_from = kv_bounds(start_m, N_CTX, BLOCK_M, BLOCK_N, CAUSAL)
-            for r in tl.static_range(2):
-                tlx.barrier_expect_bytes(q_full[r], HALF_M * HEAD_DIM * tlx.size_of(dtype))
-                tlx.async_descriptor_load(desc_q, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * HALF_M, 0],
-                                          q_full[r])
-            it = 0
-            for start_n in range(0, end, BLOCK_N):
-                s = it % NUM_STAGES
-                phase = (it // NUM_STAGES) & 1
-                tlx.barrier_wait(k_empty[s], phase ^ 1)
-                tlx.barrier_expect_bytes(k_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
-                tlx.async_descriptor_load(desc_k, k_bufs[s], [off_b, off_h, start_n, 0], k_full[s])
-                tlx.barrier_wait(v_empty[s], phase ^ 1)
-                tlx.barrier_expect_bytes(v_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
-                tlx.async_descriptor_load(desc_v, v_bufs[s], [off_b, off_h, start_n, 0], v_full[s])
-                it += 1
+            produce(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty, v_empty, H, N_CTX,
+                    HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, CAUSAL)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers, one warpgroup each
             r = tlx.async_task_replica_id()
             off_b, off_h, start_m = tile_coords(H, N_CTX, BLOCK_M, CAUSAL)

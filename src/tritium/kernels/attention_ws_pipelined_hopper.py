@@ -1,7 +1,7 @@
 """Pipelined ping-pong warp-specialized flash-attention forward for Hopper, written with TLX.
 
-Same producer, buffers, barriers and host side as the plain kernel (``attention_ws_hopper``); the
-consumers differ in two ways:
+Same producer (``produce``), buffers, barriers and host side as the plain kernel
+(``attention_ws_hopper``); the consumers differ in two ways:
 
 - **Software pipelining inside a warpgroup.** Iteration j issues S_j = Q K_j^T and then
   O += P_{j-1} V_{j-1}, both asynchronous, and waits only for S_j (``async_dot_wait(1)``): the
@@ -25,7 +25,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .attention_ws_hopper import LOG2E, Config, check_inputs, kv_bounds, launch, softmax_step, tile_coords
+from .attention_ws_hopper import (LOG2E, Config, check_inputs, kv_bounds, launch, produce, softmax_step,
+                                  tile_coords)
 
 #: Named barriers TURN_BAR (warpgroup 0's turn) and TURN_BAR + 1; stock Triton's warp specialization
 #: uses the low ids (0, 1, and one per partition from 2).
@@ -52,23 +53,8 @@ def attn_fwd_ws_pipelined_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer: as in the plain kernel
-            off_b, off_h, start_m = tile_coords(H, N_CTX, BLOCK_M, CAUSAL)
-            end, mask_from = kv_bounds(start_m, N_CTX, BLOCK_M, BLOCK_N, CAUSAL)
-            for r in tl.static_range(2):
-                tlx.barrier_expect_bytes(q_full[r], HALF_M * HEAD_DIM * tlx.size_of(dtype))
-                tlx.async_descriptor_load(desc_q, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * HALF_M, 0],
-                                          q_full[r])
-            it = 0
-            for start_n in range(0, end, BLOCK_N):
-                s = it % NUM_STAGES
-                phase = (it // NUM_STAGES) & 1
-                tlx.barrier_wait(k_empty[s], phase ^ 1)
-                tlx.barrier_expect_bytes(k_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
-                tlx.async_descriptor_load(desc_k, k_bufs[s], [off_b, off_h, start_n, 0], k_full[s])
-                tlx.barrier_wait(v_empty[s], phase ^ 1)
-                tlx.barrier_expect_bytes(v_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
-                tlx.async_descriptor_load(desc_v, v_bufs[s], [off_b, off_h, start_n, 0], v_full[s])
-                it += 1
+            produce(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty, v_empty, H, N_CTX,
+                    HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, CAUSAL)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers, one warpgroup each
             r = tlx.async_task_replica_id()
             off_b, off_h, start_m = tile_coords(H, N_CTX, BLOCK_M, CAUSAL)
