@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tritium.cli import main
 
 HERE = os.path.dirname(__file__)
@@ -51,4 +53,29 @@ def test_plugins_command_lists_name_version_origin(tmp_path, capsys, monkeypatch
 def test_errors_are_reported_without_a_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tritium.cli", "pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32",
                            "-D", "BLOCK=256", "--pipeline", "nope"], capture_output=True, text=True)
-    assert proc.returncode == 2 and "tritium: pipeline 'nope' is not contributed by any loaded plugin" in proc.stderr
+    assert proc.returncode == 2 and "tritium pipeline: pipeline 'nope' is not contributed by any loaded plugin" in proc.stderr
+
+
+BAD_KERNEL_FILE = "import nonexistent_module_for_the_cli_test\n"
+
+
+@pytest.mark.parametrize("args,says", [
+    (["pipeline", ADD, "--signature", "*fp99,*fp32,*fp32,i32", "-D", "BLOCK=256"], "fp99"),
+    (["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32"], "BLOCK"),  # a constexpr without a value
+    (["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK"], "-D/--define expects NAME=VALUE"),
+    (["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK=100"], "power of 2"),
+    (["pipeline", "{bad}:k", "--signature", "i32"], "importing"),
+    (["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK=256", "--diff-around", "no.such"],
+     "no.such"),
+    (["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK=256", "--show", "nope"], "nope"),
+    (["pipeline", f"{HERE}/kernels.py:nope", "--signature", "i32"], "has no kernel 'nope'"),
+    (["pipeline", "nofile.py:k", "--signature", "i32"], "no file"),
+])
+def test_bad_input_is_one_line_with_a_nonzero_exit(tmp_path, capsys, args, says):
+    bad = tmp_path / "bad_kernels.py"
+    bad.write_text(BAD_KERNEL_FILE)
+    args = [a.replace("{bad}", str(bad)) for a in args]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err and says in err, err
+    assert err.startswith("tritium pipeline: ")

@@ -29,17 +29,39 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 def _load_kernel(spec: str) -> Any:
     path, _, name = spec.rpartition(":")
     if not path or not name:
-        raise SystemExit(f"tritium pipeline: expected FILE.py:KERNEL, got {spec!r}")
+        raise CommandError(f"expected FILE.py:KERNEL, got {spec!r}")
     file = Path(path)
     if not file.is_file():
-        raise SystemExit(f"tritium pipeline: no file {path!r}")
+        raise CommandError(f"no file {path!r}")
     sys.path.insert(0, str(file.parent.resolve()))
     module_spec = importlib.util.spec_from_file_location(file.stem, file)
     module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
-    module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    try:
+        module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except Exception as e:
+        raise CommandError(f"importing {path} raised {type(e).__name__}: {_first_line(e)}") from e
     if not hasattr(module, name):
-        raise SystemExit(f"tritium pipeline: {path} has no kernel {name!r}")
+        raise CommandError(f"{path} has no kernel {name!r}")
     return getattr(module, name)
+
+
+class CommandError(Exception):
+    """Bad input to a command: reported as one line (the cause chain shows with ``--traceback``)."""
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+def _assignments(items: Sequence[str], flag: str) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise CommandError(f"{flag} expects NAME=VALUE, got {item!r}")
+        out[name.strip()] = _parse_value(value.strip())
+    return out
 
 
 def _parse_value(text: str) -> Any:
@@ -55,13 +77,13 @@ def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> 
     """``--signature`` is ``name=type,...`` or types in order of the non-constexpr arguments."""
     params = [n for i, n in enumerate(kernel.arg_names) if i not in kernel.constexprs]
     if not text:
-        raise SystemExit(f"tritium pipeline: --signature is required; arguments: {', '.join(params)}")
+        raise CommandError(f"--signature is required; arguments: {', '.join(params)}")
     items = [s.strip() for s in text.split(",") if s.strip()]
     if all("=" in s for s in items):
         sig = dict(s.split("=", 1) for s in items)
     else:
         if len(items) != len(params):
-            raise SystemExit(f"tritium pipeline: {len(items)} types for {len(params)} arguments ({', '.join(params)})")
+            raise CommandError(f"{len(items)} types for {len(params)} arguments ({', '.join(params)})")
         sig = dict(zip(params, items))
     for i, n in enumerate(kernel.arg_names):
         if i in kernel.constexprs:
@@ -74,9 +96,14 @@ def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> 
 def _cmd_pipeline(args: argparse.Namespace) -> int:
     plugins.discover(strict=False)
     kernel = _load_kernel(args.kernel)
-    constexprs = {k: _parse_value(v) for k, v in (d.split("=", 1) for d in args.define)}
+    constexprs = _assignments(args.define, "-D/--define")
+    for param in kernel.params:  # constexprs not given take the kernel's defaults
+        if param.is_constexpr and param.name not in constexprs:
+            if not param.has_default:
+                raise CommandError(f"constexpr {param.name!r} has no default: give it with -D {param.name}=VALUE")
+            constexprs[param.name] = param.default
     signature = _signature(kernel, args.signature, constexprs)
-    options = {k: _parse_value(v) for k, v in (o.split("=", 1) for o in args.option)}
+    options = _assignments(args.option, "-O/--option")
     pipeline: Any = plugins.bound_pipeline(kernel)
     if args.pipeline:
         pipeline = plugins.resolve_pipeline(args.pipeline)
@@ -93,7 +120,7 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
         print(diff_around(report, name))
     for stage in args.show or ():
         if stage not in compiled.asm:
-            raise SystemExit(f"tritium pipeline: no stage output {stage!r}; have {', '.join(compiled.asm)}")
+            raise CommandError(f"no stage output {stage!r}; have {', '.join(compiled.asm)}")
         print(f"\n# output of stage {stage}")
         output = compiled.asm[stage]
         print(output if isinstance(output, str) else f"<{len(output)} bytes>")
@@ -111,6 +138,7 @@ BENCHMARKS = {"overhead": "overhead", "gemm": "gemm", "policy": "policy", "atten
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tritium", description=__doc__)
+    parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("plugins", help="list loaded plugins and what each contributes").set_defaults(run=_cmd_plugins)
     p = sub.add_parser("pipeline", help="show a kernel's stages and passes, with plugin edits marked")
@@ -134,12 +162,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run a command. Every failure is one line on stderr and exit status 2; ``--traceback`` shows more."""
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except plugins.TritiumError as e:
-        print(f"tritium: {e}", file=sys.stderr)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:
+        if args.traceback:
+            raise
+        known = isinstance(e, (plugins.TritiumError, CommandError))
+        what = _first_line(e) if known else f"{type(e).__name__}: {_last_line(e)}"
+        print(f"tritium {args.command}: {what}" + ("" if known else " (--traceback for details)"), file=sys.stderr)
         return 2
+
+
+def _last_line(e: BaseException) -> str:
+    """Triton's compilation errors end with the message, after the kernel source they quote."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return lines[-1] if lines else repr(e)
 
 
 if __name__ == "__main__":
