@@ -470,3 +470,20 @@ def test_fp8_format_names_in_the_interpreter():
     assert out.item() == 1
     with pytest.raises(Exception, match="only supports tl.float8e5"):
         _fp8_name[(1, )](out, DTYPE=tl.int32, EXPECTED="")
+
+
+@triton.jit
+def _cluster_barrier_outside_tasks(out_ptr):
+    tlx.cluster_barrier()
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(out_ptr, 1)
+        with tlx.async_task(num_warps=4):
+            tl.store(out_ptr + 1, 1)
+
+
+@compiled
+def test_cluster_barrier_outside_the_tasks_of_a_ws_kernel_is_refused():
+    # Triton parks the task warps in its task switch until the region starts: they could never arrive.
+    msg = compile_error(_cluster_barrier_outside_tasks, {"out_ptr": "*i32"}, {}, "tlx.cluster_barrier()")
+    assert "outside the async_tasks of a warp-specialized kernel the task warps wait" in msg

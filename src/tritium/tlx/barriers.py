@@ -126,11 +126,22 @@ def barrier_arrive(bar, arrive_count=1, remote_cta_rank=None, pred=None, _semant
     emit(_semantic, "barrier_arrive", operands=[predicate(_semantic, pred)], bar=bar.type.id, count=count)
 
 
-def executing_warps(_semantic: Any) -> int:
-    """Warps executing the op being built: its ``async_task``'s, else the kernel's ``num_warps``."""
+def current_task(_semantic: Any) -> Any:
+    """The ``async_task`` being built, or None outside task regions."""
     from .tasks import _region  # tasks imports this module
     region = _region(_semantic)
-    task = region.current if region is not None else None
+    return region.current if region is not None else None
+
+
+def kernel_line(_semantic: Any) -> str:
+    """``file:line`` of the kernel line being built, for errors the lowering raises about it."""
+    gen = _code_generator(_semantic.builder)
+    return f"{gen.file_name}:{gen.begin_line + gen.cur_node.lineno}"
+
+
+def executing_warps(_semantic: Any) -> int:
+    """Warps executing the op being built: its ``async_task``'s, else the kernel's ``num_warps``."""
+    task = current_task(_semantic)
     if task is not None and not task.config.default:
         return task.config.num_warps
     return _semantic.builder.options.num_warps
@@ -162,9 +173,8 @@ def _named_barrier(_semantic: Any, op: str, bar: Any, arrive_count: Any) -> None
                          f"({warps} warps) executing it; it counts every participating thread")
     consts = {k: v for k, v in zip(("bar", "count"), values) if isinstance(v, int)}
     operands = [_semantic.to_tensor(v) for v in values]
-    gen = _code_generator(_semantic.builder)  # the kernel line, for the lowering's check of the barrier id
     emit(_semantic, "named_barrier", operands=operands, kind="sync" if op == "named_barrier_wait" else "arrive",
-         where=f"{gen.file_name}:{gen.begin_line + gen.cur_node.lineno}", **consts)
+         where=kernel_line(_semantic), **consts)
 
 
 @tlx_builtin

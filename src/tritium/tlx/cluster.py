@@ -17,7 +17,7 @@ import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .barriers import REMOTE_BARRIER, barrier, check_target
+from .barriers import REMOTE_BARRIER, barrier, check_target, current_task, kernel_line
 from .emit import emit, tlx_builtin
 from .misc import read_register
 from .types import buffered_tensor, buffered_tensor_type
@@ -73,7 +73,7 @@ def cluster_barrier(_semantic=None) -> None:
         _semantic.debug_barrier()  # the workgroup is the whole cluster
         return
     check_target(_semantic, "cluster_barrier", 90)
-    emit(_semantic, "cluster_barrier")
+    emit(_semantic, "cluster_barrier", in_task=current_task(_semantic) is not None, where=kernel_line(_semantic))
 
 
 @tlx_builtin
