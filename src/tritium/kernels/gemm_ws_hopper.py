@@ -7,7 +7,7 @@ bytes of one A and one B tile and issues their TMA loads. Two replicated 4-warp 
 own BM/2 rows of the tile: wait on ``full``, wgmma, retire it, release the stage, and after the K
 loop write their half of C through shared memory with a TMA store (optionally in two N/2 halves, so
 the staging buffer is half as large). TMA zero-fills out-of-bounds loads and clips stores, so
-ragged M, N, K need no masks. fp16 in, fp32 accumulate, fp16 out.
+ragged M, N, K need no masks. fp16 or bf16 in, fp32 accumulate, the input dtype out.
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .tiles import grouped_tile
+from . import tiles
+from .tiles import grouped_tile, launch_tma_gemm, pick_tile
 
 
 class Config(NamedTuple):
@@ -101,39 +102,14 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
 
 def pick_config(M: int, N: int, num_sms: int) -> Config:
     """The published tile unless it leaves most SMs idle."""
-    return LARGE if triton.cdiv(M, LARGE.BM) * triton.cdiv(N, LARGE.BN) >= num_sms else SMALL
-
-
-def _tma_ready(x, cols: int):
-    """``x`` padded with zero columns to ``cols`` (TMA needs 16-byte aligned row strides), copying only if needed."""
-    import torch
-    if x.shape[1] == cols and x.stride(1) == 1 and x.stride(0) % 8 == 0 and x.data_ptr() % 16 == 0:
-        return x
-    return torch.nn.functional.pad(x, (0, cols - x.shape[1])).contiguous()
+    return pick_tile(LARGE, SMALL, M, N, num_sms)
 
 
 def matmul(a, b, config: Config | None = None, num_sms: int | None = None):
-    """``a @ b`` for fp16 tensors ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    import torch
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    if a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul: incompatible shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    M, K = a.shape
-    N = b.shape[1]
-    Kp, Np = triton.cdiv(K, 8) * 8, triton.cdiv(N, 8) * 8
-    a, b = _tma_ready(a, Kp), _tma_ready(b, Np)
-    if num_sms is None:
-        num_sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 4
-    cfg = config or pick_config(M, N, num_sms)
-    c = torch.empty((M, Np), device=a.device, dtype=torch.float16)
+    """``a @ b`` for fp16 or bf16 tensors ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
+    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
     epi_n = cfg.BN // 2 if cfg.EPILOGUE_SPLIT else cfg.BN
-    a_desc = TensorDescriptor.from_tensor(a, [cfg.BM // 2, cfg.BK])
-    b_desc = TensorDescriptor.from_tensor(b, [cfg.BK, cfg.BN])
-    c_desc = TensorDescriptor.from_tensor(c, [cfg.BM // 2, epi_n])
-    tiles = triton.cdiv(M, cfg.BM) * triton.cdiv(N, cfg.BN)
-    matmul_kernel_ws_hopper[(min(num_sms, tiles), )](a_desc, b_desc, c_desc, M, N, K, BM=cfg.BM, BN=cfg.BN,
-                                                     BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
-                                                     NUM_STAGES=cfg.NUM_STAGES, EPILOGUE_SPLIT=cfg.EPILOGUE_SPLIT,
-                                                     NUM_REGS=cfg.NUM_REGS, num_warps=4)
-    return c[:, :N]
+    blocks = ([cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, epi_n])
+    return launch_tma_gemm(matmul_kernel_ws_hopper, a, b, cfg.BM, cfg.BN, blocks, num_sms, BK=cfg.BK,
+                           GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
+                           EPILOGUE_SPLIT=cfg.EPILOGUE_SPLIT, NUM_REGS=cfg.NUM_REGS)

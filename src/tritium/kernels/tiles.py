@@ -42,3 +42,79 @@ def launch_gemm(kernel, a, b, cfg: Config, **constexprs):
                  BLOCK_SIZE_M=cfg.BLOCK_SIZE_M, BLOCK_SIZE_N=cfg.BLOCK_SIZE_N, BLOCK_SIZE_K=cfg.BLOCK_SIZE_K,
                  GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES, num_warps=cfg.num_warps, **constexprs)
     return c
+
+
+class WSConfig(NamedTuple):
+    """Tiles, grouping, pipeline depth, epilogue sub-tiles and consumer registers of a persistent WS GEMM."""
+    BM: int
+    BN: int
+    BK: int
+    GROUP_SIZE_M: int
+    NUM_STAGES: int
+    EPILOGUE_SUBTILES: int  # the C tile leaves through shared memory in this many column slices (1, 2 or 4)
+    NUM_REGS: int | None  # registers per consumer thread (setmaxnreg), or None to leave them to the compiler
+
+
+@triton.jit
+def _halves(x, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """The left and right column halves of a [ROWS, COLS] register tensor."""
+    return x.reshape(ROWS, 2, COLS // 2).permute(0, 2, 1).split()
+
+
+@triton.jit
+def column_subtiles(x, ROWS: tl.constexpr, COLS: tl.constexpr, PARTS: tl.constexpr):
+    """``x`` [ROWS, COLS] as a tuple of PARTS (1, 2 or 4) column slices, left to right."""
+    if PARTS == 1:
+        return (x, )
+    elif PARTS == 2:
+        return _halves(x, ROWS, COLS)
+    else:
+        tl.static_assert(PARTS == 4, "column_subtiles: PARTS must be 1, 2 or 4")
+        lo, hi = _halves(x, ROWS, COLS)
+        q0, q1 = _halves(lo, ROWS, COLS // 2)
+        q2, q3 = _halves(hi, ROWS, COLS // 2)
+        return q0, q1, q2, q3
+
+
+def num_sms(device) -> int:
+    """Streaming multiprocessors of ``device``; 4 stands in for the CPU interpreter."""
+    import torch
+    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
+
+
+def pick_tile(large, small, M: int, N: int, sms: int):
+    """``large`` unless its tiles would leave SMs idle, then ``small`` (configs with BM and BN)."""
+    return large if triton.cdiv(M, large.BM) * triton.cdiv(N, large.BN) >= sms else small
+
+
+def _tma_ready(x, cols: int):
+    """``x`` padded with zero columns to ``cols`` (TMA needs 16-byte aligned row strides), copying only if needed."""
+    import torch
+    if x.shape[1] == cols and x.stride(1) == 1 and x.stride(0) % 8 == 0 and x.data_ptr() % 16 == 0:
+        return x
+    return torch.nn.functional.pad(x, (0, cols - x.shape[1])).contiguous()
+
+
+def launch_tma_gemm(kernel, a, b, BM: int, BN: int, blocks, sms: int | None, **constexprs):
+    """``a @ b`` with a persistent TMA GEMM kernel ``kernel(a_desc, b_desc, c_desc, M, N, K, ...)``.
+
+    ``blocks`` are the (A, B, C) descriptor block shapes the kernel loads and stores; the grid is
+    min(sms, #BMxBN tiles). fp16 or bf16 in, the same dtype out, fp32 accumulation. Rows are padded
+    to 16 bytes when needed (TMA strides); TMA zero-fills and clips the ragged edges.
+    """
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul: incompatible shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype:
+        raise TypeError(f"matmul: a and b must both be float16 or both bfloat16, got {a.dtype} and {b.dtype}")
+    M, K = a.shape
+    N = b.shape[1]
+    a, b = _tma_ready(a, triton.cdiv(K, 8) * 8), _tma_ready(b, triton.cdiv(N, 8) * 8)
+    c = torch.empty((M, b.shape[1]), device=a.device, dtype=a.dtype)
+    descs = [TensorDescriptor.from_tensor(t, list(block)) for t, block in zip((a, b, c), blocks)]
+    tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
+    sms = num_sms(a.device) if sms is None else sms
+    kernel[(min(sms, tiles), )](*descs, M, N, K, BM=BM, BN=BN, num_warps=4, **constexprs)
+    return c[:, :N]
