@@ -1,4 +1,5 @@
-"""The warp-specialized persistent Hopper GEMM on the CPU interpreter against a float64 reference."""
+"""The warp-specialized persistent Hopper GEMMs (hopper_gemm_ws, cooperative, ping-pong) on the CPU interpreter
+against a float64 reference."""
 import pytest
 import torch
 
@@ -6,7 +7,9 @@ from interp_shim import require_interpret_mode
 
 require_interpret_mode()
 
+from tritium.kernels import gemm_ws_cooperative_hopper as coop  # noqa: E402
 from tritium.kernels import gemm_ws_hopper as ws  # noqa: E402
+from tritium.kernels import gemm_ws_pingpong_hopper as pingpong  # noqa: E402
 
 # Ragged in every dimension, more tiles than programs (the persistent loop runs several tiles,
 # and stages wrap around so barrier phases flip), and a single tile.
@@ -25,3 +28,26 @@ def test_ws_gemm_matches_float64(M, N, K, group, split):
     ref = a.double() @ b.double()
     err = (c.double() - ref).norm() / ref.norm()
     assert c.shape == (M, N) and torch.isfinite(c).all() and err < 2e-3, f"{M}x{N}x{K}: relative error {err:.2e}"
+
+
+# Small tiles so the ragged shapes span several tiles per program (2 programs): stages wrap, phases
+# flip, ping-pong replicas alternate and one of them gets the extra tile; every epilogue slicing runs.
+PERSISTENT = {
+    "cooperative": (coop.matmul, [coop.Config(128, 32, 32, 8, 2, 2, 232), coop.Config(128, 32, 32, 1, 3, 1, None)]),
+    "pingpong": (pingpong.matmul, [pingpong.Config(64, 32, 32, 8, 2, 2, 232),
+                                   pingpong.Config(64, 32, 32, 1, 3, 4, None)]),
+}
+
+
+@pytest.mark.parametrize("M,N,K", [(100, 70, 90), (200, 96, 136), (128, 64, 64)])
+@pytest.mark.parametrize("variant,dtype", [(0, torch.float16), (1, torch.bfloat16)], ids=["v0-fp16", "v1-bf16"])
+@pytest.mark.parametrize("design", PERSISTENT)
+def test_persistent_ws_gemms_match_float64(design, variant, dtype, M, N, K):
+    matmul, configs = PERSISTENT[design]
+    torch.manual_seed(M * 1000 + N + K)
+    a, b = torch.randn(M, K, dtype=dtype), torch.randn(K, N, dtype=dtype)
+    c = matmul(a, b, configs[variant], num_sms=2)
+    ref = a.double() @ b.double()
+    err = (c.double() - ref).norm() / ref.norm()
+    tol = 2e-3 if dtype == torch.float16 else 1e-2  # output rounding: 2^-11 vs 2^-8 relative
+    assert c.shape == (M, N) and c.dtype == dtype and err < tol, f"{M}x{N}x{K}: relative error {err:.2e}"

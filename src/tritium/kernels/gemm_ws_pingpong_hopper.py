@@ -1,0 +1,126 @@
+"""Persistent warp-specialized Hopper GEMM, ping-pong: two consumer warpgroups on alternating tiles.
+
+Design (the "ping-pong" persistent WS GEMM):
+
+* grid = min(#SMs, #tiles); program p takes tiles p, p + P, p + 2P, ... (P programs) in
+  GROUP_SIZE_M-grouped order, and numbers them t = 0, 1, 2, ... locally.
+* Producer: the default task (4 warps, registers given back to the consumers by ``setmaxnreg``)
+  fills a ring of NUM_STAGES (A, B) stages for all of the program's tiles in order, guarded by
+  ``full``/``empty`` mbarriers; each stage is consumed by exactly one consumer (arrive count 1).
+* Consumers: one 4-warp task replicated twice. Replica r computes the whole BMxBN tiles t with
+  t % 2 == r; its K steps are ring steps t * k_tiles ... (t + 1) * k_tiles - 1. The two take turns
+  on the tensor cores: named barrier MMA_TURN + r ("r may issue its MMAs") is waited on by r and
+  arrived on by the other replica once it has issued the last MMA of its tile. So while one
+  warpgroup waits for its last wgmma and runs its epilogue, the other's MMAs run. Replica 1 opens
+  the first turn; a replica hands the turn on only if the other has a next tile, so every arrive
+  is matched by a wait and no barrier is left half-arrived when the kernel exits.
+* wgmma keeps one group in flight (step k - 1's stage is released once step k is issued and k - 1
+  retired). The turn order also makes the parity waits on ``full`` safe: a replica starts waiting
+  on its tile's stages only after all earlier steps were consumed.
+* Epilogue: EPILOGUE_SUBTILES column slices through two staging buffers per consumer with TMA
+  stores, a buffer reused once the store that read it is done.
+
+TMA zero-fills out-of-bounds loads and clips stores, so ragged M, N, K need no masks.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+import tritium.tlx as tlx
+
+from . import tiles
+from .tiles import WSConfig as Config
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, pick_tile
+
+#: 128x128 tiles per consumer (a 128x128 fp32 accumulator: 128 registers per thread), 6 stages,
+#: 32-column store slices: 6 x 32 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
+LARGE = Config(128, 128, 64, 8, 6, 4, 232)
+#: For problems with fewer 128x128 tiles than SMs: 64-row tiles, twice as many.
+SMALL = Config(64, 128, 64, 8, 6, 2, 232)
+
+#: Named barriers MMA_TURN and MMA_TURN + 1 (stock Triton uses 0-3 for its own warp-group syncs).
+MMA_TURN = tl.constexpr(8)
+#: Threads taking part in a turn barrier: both consumer warpgroups.
+TURN_THREADS = tl.constexpr(2 * 4 * 32)
+
+
+@triton.jit
+def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                              BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
+                              EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr):
+    EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
+    dtype = tlx.dtype_of(a_desc)
+    out_dtype = tlx.dtype_of(c_desc)
+    a_bufs = tlx.local_alloc((BM, BK), dtype, NUM_STAGES)
+    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
+    c_bufs = tlx.local_alloc((BM, EPI_N), out_dtype, 4)  # consumer r stages its slices in 2 * r + (0 or 1)
+    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_tiles = num_pid_m * num_pid_n
+    k_tiles = tl.cdiv(K, BK)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            it = 0
+            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+                for k in range(0, k_tiles):
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(empty[s], ((it // NUM_STAGES) & 1) ^ 1)
+                    tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(dtype))
+                    tlx.async_descriptor_load(a_desc, a_bufs[s], [pid_m * BM, k * BK], full[s])
+                    tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+                    it += 1
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r: tl.constexpr = tlx.async_task_replica_id()
+            my_tiles = tl.cdiv(num_tiles - tl.program_id(0), tl.num_programs(0))
+            if r == 1:
+                tlx.named_barrier_arrive(MMA_TURN, TURN_THREADS)  # replica 0 goes first
+            stores = 0  # TMA stores issued so far: the next slice goes to staging buffer 2 * r + stores % 2
+            for t in range(r, my_tiles, 2):
+                pid_m, pid_n = grouped_tile(tl.program_id(0) + t * tl.num_programs(0), num_pid_m, num_pid_n,
+                                            GROUP_SIZE_M)
+                tlx.named_barrier_wait(MMA_TURN + r, TURN_THREADS)  # my turn on the tensor cores
+                it = t * k_tiles
+                acc = tl.zeros((BM, BN), dtype=tl.float32)
+                for k in range(0, k_tiles):
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
+                    acc = tlx.async_dot(a_bufs[s], b_bufs[s], acc)
+                    acc = tlx.async_dot_wait(1, acc)  # step k - 1 retired: its stage can be refilled
+                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
+                    it += 1
+                if t + 1 < my_tiles:  # all MMAs of this tile issued: the other replica's turn
+                    tlx.named_barrier_arrive(MMA_TURN + 1 - r, TURN_THREADS)
+                acc = tlx.async_dot_wait(0, acc)
+                tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
+                parts = column_subtiles(acc, BM, BN, EPILOGUE_SUBTILES)
+                for j in tl.static_range(EPILOGUE_SUBTILES):
+                    c_buf = c_bufs[2 * r + stores % 2]
+                    tlx.async_descriptor_store_wait(1)  # the store that last read c_buf is done
+                    tlx.local_store(c_buf, parts[j].to(out_dtype))
+                    tlx.fence_async_shared()
+                    tlx.async_descriptor_store(c_desc, c_buf, [pid_m * BM, pid_n * BN + j * EPI_N])
+                    stores += 1
+            tlx.async_descriptor_store_wait(0)
+
+
+def descriptor_blocks(cfg: Config) -> tuple[list[int], list[int], list[int]]:
+    """Block shapes of the A, B and C descriptors: each consumer loads and stores whole BM-row tiles."""
+    return [cfg.BM, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM, cfg.BN // cfg.EPILOGUE_SUBTILES]
+
+
+def pick_config(M: int, N: int, num_sms: int) -> Config:
+    """LARGE unless its tiles would leave SMs idle."""
+    return pick_tile(LARGE, SMALL, M, N, num_sms)
+
+
+def matmul(a, b, config: Config | None = None, num_sms: int | None = None):
+    """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
+    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
+    return launch_tma_gemm(matmul_kernel_ws_pingpong, a, b, cfg.BM, cfg.BN, descriptor_blocks(cfg), num_sms,
+                           BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
+                           EPILOGUE_SUBTILES=cfg.EPILOGUE_SUBTILES, NUM_REGS=cfg.NUM_REGS)

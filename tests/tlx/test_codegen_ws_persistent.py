@@ -1,0 +1,104 @@
+"""Compile-path tests (CPU, sm_90) of the cooperative and ping-pong persistent WS GEMMs: the PTX has
+what each design needs (TMA loads on mbarriers, wgmma with one group in flight, setmaxnreg, sub-tiled
+TMA stores, and for ping-pong the named-barrier turns), and the shared memory fits an H100/H200 SM."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from tritium import compat
+from tritium.tlx.placeholders import placeholders
+from tritium.kernels import gemm_ws_cooperative_hopper as coop
+from tritium.kernels import gemm_ws_pingpong_hopper as pingpong
+
+SM90 = GPUTarget("cuda", 90, 32)
+MAX_SHARED = 232448  # bytes of shared memory one block may use on sm_90
+KERNELS = {"cooperative": (coop, coop.matmul_kernel_ws_cooperative),
+           "pingpong": (pingpong, pingpong.matmul_kernel_ws_pingpong)}
+TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+
+
+def compile_gemm(name: str, cfg, dtype: str = "fp16"):
+    module, kernel = KERNELS[name]
+    a, b, c = module.descriptor_blocks(cfg)
+    sig = {"a_desc": f"tensordesc<{dtype}{a}>", "b_desc": f"tensordesc<{dtype}{b}>",
+           "c_desc": f"tensordesc<{dtype}{c}>", "M": "i32", "N": "i32", "K": "i32"}
+    sig.update({f: "constexpr" for f in cfg._fields})
+    return triton.compile(ASTSource(kernel, sig, cfg._asdict()), target=SM90, options={"num_warps": 4})
+
+
+CASES = [("cooperative", coop.LARGE, "fp16"), ("cooperative", coop.SMALL, "bf16"),
+         ("pingpong", pingpong.LARGE, "fp16"), ("pingpong", pingpong.SMALL, "bf16")]
+
+
+@pytest.mark.parametrize("name,cfg,dtype", CASES, ids=[f"{n}-{c.BM}x{c.BN}-{d}" for n, c, d in CASES])
+def test_compiles_to_the_persistent_ws_design(name, cfg, dtype):
+    k = compile_gemm(name, cfg, dtype)
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert not list(placeholders(ttgir))  # every TLX op lowered
+    # One warp_specialize: the producer in the default region, two 4-warp consumer replicas.
+    assert ttgir.count("ttg.warp_specialize(") == 1
+    assert len(re.findall(r"partition\d\(.*\) num_warps\(4\)", ttgir)) == 2
+    assert k.metadata.num_warps == 12 and k.metadata.shared <= MAX_SHARED
+    # Register reallocation: consumers grow to NUM_REGS, the producer shrinks.
+    assert f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32 \t(\d+);", ptx)
+    # TMA loads completing on the full barriers; waits on the full and empty barriers.
+    assert compat.ptx_tma_load(2) in ptx
+    assert "mbarrier.arrive.expect_tx" in ptx and "mbarrier.try_wait.parity" in ptx
+    # wgmma of each consumer's rows (64 per instruction), one group left in flight in the K loop.
+    ptx_type = {"fp16": "f16", "bf16": "bf16"}[dtype]
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{cfg.BN}k16\.f32\.{ptx_type}\.{ptx_type}", ptx)
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx and "wgmma.wait_group.sync.aligned 0;" in ptx
+    # The epilogue: EPILOGUE_SUBTILES TMA stores per consumer, a staging buffer reused once its store read it.
+    assert ptx.count(TMA_STORE) == 2 * cfg.EPILOGUE_SUBTILES
+    assert re.search(r"cp\.async\.bulk\.wait_group\.read \t1;", ptx)
+    assert [m["swizzle"] for m in k.metadata.tensordesc_meta][:2] == [3, 3]  # 128-byte swizzled operand tiles
+
+
+def test_pingpong_consumers_take_turns_on_named_barriers():
+    ptx = compile_gemm("pingpong", pingpong.LARGE).asm["ptx"]
+    turn, threads = pingpong.MMA_TURN.value, pingpong.TURN_THREADS.value
+    waits = re.findall(rf"\bbar(?:rier)?\.sync(?:\.aligned)? \t?({turn}|{turn + 1}), {threads};", ptx)
+    arrives = re.findall(rf"\bbar(?:rier)?\.arrive(?:\.aligned)? \t?({turn}|{turn + 1}), {threads};", ptx)
+    # Each replica waits for its own turn and hands the other one its turn; replica 1 opens the first.
+    assert sorted(waits) == [str(turn), str(turn + 1)]
+    assert sorted(arrives) == [str(turn), str(turn), str(turn + 1)]
+
+
+def test_cooperative_has_no_named_barrier_turns():
+    ptx = compile_gemm("cooperative", coop.LARGE).asm["ptx"]
+    assert not re.search(r"\bbar(?:rier)?\.arrive", ptx)
+    assert not re.search(r"\bbar(?:rier)?\.sync(?:\.aligned)? \t?\d+, 256;", ptx)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_setmaxnreg_only_when_num_regs_is_given(name):
+    cfg = KERNELS[name][0].SMALL._replace(NUM_REGS=None)
+    ptx = compile_gemm(name, cfg).asm["ptx"]
+    assert "setmaxnreg" not in ptx and "wgmma.mma_async" in ptx and "mbarrier.try_wait" in ptx
+
+
+@pytest.mark.parametrize("subtiles", [1, 2, 4])
+def test_epilogue_subtiles(subtiles):
+    cfg = coop.SMALL._replace(EPILOGUE_SUBTILES=subtiles)
+    k = compile_gemm("cooperative", cfg)
+    assert k.asm["ptx"].count(TMA_STORE) == 2 * subtiles
+    # The C descriptor's block is one slice of one consumer's rows.
+    assert coop.descriptor_blocks(cfg)[2] == [cfg.BM // 2, cfg.BN // subtiles]
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_bad_input_is_refused_before_launch(name):
+    torch = pytest.importorskip("torch")
+    matmul = KERNELS[name][0].matmul
+    with pytest.raises(ValueError, match=r"matmul: incompatible shapes \(4, 8\) and \(4, 8\)"):
+        matmul(torch.zeros(4, 8, dtype=torch.float16), torch.zeros(4, 8, dtype=torch.float16))
+    with pytest.raises(TypeError, match="a and b must both be float16 or both bfloat16, got torch.float32"):
+        matmul(torch.zeros(4, 8), torch.zeros(8, 4))
+    with pytest.raises(TypeError, match="got torch.float16 and torch.bfloat16"):
+        matmul(torch.zeros(4, 8, dtype=torch.float16), torch.zeros(8, 4, dtype=torch.bfloat16))
