@@ -94,12 +94,12 @@ def attn_fwd_ws_pipelined_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_
                     s = it % NUM_STAGES
                     prev = (it - 1) % NUM_STAGES
                     tlx.barrier_wait(k_full[s], (it // NUM_STAGES) & 1)
+                    tlx.barrier_wait(v_full[prev], ((it - 1) // NUM_STAGES) & 1)  # tiles first: turns never wait for data
                     if r == 0:
                         tlx.named_barrier_wait(TURN_BAR, TURN_THREADS)
                     else:
                         tlx.named_barrier_wait(TURN_BAR + 1, TURN_THREADS)
                     qk = tlx.async_dot(q, tlx.local_trans(tlx.local_reshape(k_bufs[s], (BLOCK_N, HEAD_DIM))))
-                    tlx.barrier_wait(v_full[prev], ((it - 1) // NUM_STAGES) & 1)
                     acc = tlx.async_dot(p, tlx.local_reshape(v_bufs[prev], (BLOCK_N, HEAD_DIM)), acc)
                     if r == 0:
                         tlx.named_barrier_arrive(TURN_BAR + 1, TURN_THREADS)
