@@ -18,59 +18,13 @@ import triton.language as tl
 
 from interp_shim import interpret_mode
 import tritium.tlx as tlx
-from unaligned_gemm import INTERPRETER_TILE, TILE, matmul, unaligned_gemm
+from async_copy_kernels import (INTERPRETER_TILE, TILE, bulk_kernel, copy_kernel, matmul, prefetch_kernel,
+                                two_groups_kernel, unaligned_gemm)
 
 INTERPRETED = interpret_mode()
 compile_only = pytest.mark.skipif(INTERPRETED, reason="compile test; this process is interpreted")
 interpreted_only = pytest.mark.skipif(not INTERPRETED, reason="runs in the TRITON_INTERPRET=1 process")
 DIV16 = [["tt.divisibility", 16]]
-
-
-@triton.jit
-def _copy_kernel(x_ptr, y_ptr, n, stride, OTHER: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
-    offs_m = tl.arange(0, BM)
-    offs_k = tl.arange(0, BK)
-    buf = tlx.local_alloc((BM, BK), tlx.dtype_of(x_ptr), 1)
-    tok = tlx.async_load(x_ptr + offs_m[:, None] * stride + offs_k[None, :], buf[0], mask=offs_k[None, :] < n,
-                         other=OTHER)
-    tlx.async_load_commit_group([tok])
-    tlx.async_load_wait_group(0, [tok])
-    tl.store(y_ptr + offs_m[:, None] * BK + offs_k[None, :], tlx.local_load(buf[0]))
-
-
-@triton.jit
-def _prefetch_kernel(x_ptr, y_ptr, n, LEVEL: tl.constexpr, MASKED: tl.constexpr):
-    offs = tl.arange(0, 128)
-    if MASKED:
-        tlx.prefetch(x_ptr + offs, level=LEVEL, mask=offs < n)
-    else:
-        tlx.prefetch(x_ptr + offs, level=LEVEL)
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=0.0), mask=offs < n)
-
-
-@triton.jit
-def _bulk_kernel(x_ptr, y_ptr, SIZE: tl.constexpr, BULK_SIZE: tl.constexpr):
-    buf = tlx.local_alloc((SIZE, ), tl.uint8, 1)
-    bar = tlx.alloc_barriers(1)[0]
-    tlx.barrier_expect_bytes(bar, BULK_SIZE)
-    tlx.async_load(x_ptr, buf[0], bulk=True, bulk_size=BULK_SIZE, barrier=bar)
-    tlx.barrier_wait(bar, 0)
-    offs = tl.arange(0, SIZE)
-    tl.store(y_ptr + offs, tlx.local_load(buf[0]), mask=offs < BULK_SIZE)
-
-
-@triton.jit
-def _two_groups_kernel(x_ptr, y_ptr, BM: tl.constexpr, BK: tl.constexpr):
-    offs = tl.arange(0, BM)[:, None] * BK + tl.arange(0, BK)[None, :]
-    bufs = tlx.local_alloc((BM, BK), tlx.dtype_of(x_ptr), 2)
-    t0 = tlx.async_load(x_ptr + offs, bufs[0])
-    tlx.async_load_commit_group([t0])
-    t1 = tlx.async_load(x_ptr + BM * BK + offs, bufs[1])
-    tlx.async_load_commit_group([t1])
-    tlx.async_load_wait_group(1)  # the first group has landed, the second may still be in flight
-    tl.store(y_ptr + offs, tlx.local_load(bufs[0]))
-    tlx.async_load_wait_group(0)
-    tl.store(y_ptr + BM * BK + offs, tlx.local_load(bufs[1]))
 
 
 @triton.jit
@@ -122,7 +76,7 @@ ASYNC_ASM = {"sm90": r"cp\.async\.cg\.shared\.global \[[^]]+\], \[[^]]+\], 0x10"
 @compile_only
 @pytest.mark.parametrize("target", ["sm90", "gfx942", "gfx950"])
 def test_aligned_async_load_stays_asynchronous(target):
-    k, warned = _compile(_copy_kernel, COPY_SIG, {"OTHER": 0, "BM": 32, "BK": 64},
+    k, warned = _compile(copy_kernel, COPY_SIG, {"OTHER": 0, "BM": 32, "BK": 64},
                          ("x_ptr", "y_ptr", "n", "stride"), target)
     ttgir = k.asm["ttgir"]
     asm = k.asm["ptx" if target == "sm90" else "amdgcn"]
@@ -148,7 +102,7 @@ GROUP_ASM = {"sm90": (r"cp\.async\.cg\.shared\.global .*0x10", r"cp\.async\.wait
 @compile_only
 @pytest.mark.parametrize("target", ["sm90", "gfx942", "gfx950"])
 def test_wait_group_leaves_the_newest_groups_in_flight(target):
-    k, warned = _compile(_two_groups_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp16"}, {"BM": 32, "BK": 64},
+    k, warned = _compile(two_groups_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp16"}, {"BM": 32, "BK": 64},
                          ("x_ptr", "y_ptr"), target, num_warps=4)
     asm = k.asm["ptx" if target == "sm90" else "amdgcn"]
     copy, wait = GROUP_ASM[target]
@@ -165,15 +119,16 @@ def test_wait_group_leaves_the_newest_groups_in_flight(target):
     (("x_ptr", "y_ptr", "n", "stride"), 3.0, "non-zero `other`"),
 ], ids=["stride", "mask", "other"])
 def test_copy_the_hardware_cannot_run_falls_back_to_a_synchronous_copy(target, aligned, other, reason):
-    k, warned = _compile(_copy_kernel, COPY_SIG, {"OTHER": other, "BM": 32, "BK": 64}, aligned, target)
+    k, warned = _compile(copy_kernel, COPY_SIG, {"OTHER": other, "BM": 32, "BK": 64}, aligned, target)
     ttgir = k.asm["ttgir"]
     assert "ttg.async_copy_global_to_local" not in ttgir
     assert "tt.load" in ttgir and "ttg.local_store" in ttgir
     asm = k.asm["ptx" if target == "sm90" else "amdgcn"]
     assert not re.search(ASYNC_ASM[target], asm)
-    line = 1 + Path(__file__).read_text().splitlines().index("    tok = tlx.async_load(x_ptr + offs_m[:, None] * "
-                                                            "stride + offs_k[None, :], buf[0], mask=offs_k[None, :] < n,")
-    assert warned == [w for w in warned if f"test_conformance_async.py:{line} " in w and reason in w]
+    source = Path(copy_kernel.fn.__code__.co_filename)
+    line = 1 + source.read_text().splitlines().index("    tok = tlx.async_load(x_ptr + offs_m[:, None] * stride + "
+                                                     "offs_k[None, :], buf[0], mask=offs_k[None, :] < n,")
+    assert warned == [w for w in warned if f"{source.name}:{line} " in w and reason in w]
     assert len(warned) == 1
 
 
@@ -191,7 +146,7 @@ def test_gemm_on_1000_cubed_compiles_for_sm90_and_warns_once_per_line():
     assert "fence.proxy.async" in ptx  # generic-proxy smem writes made visible to wgmma
     # Three copies of each async_load line after unrolling, but one warning per line.
     source = Path(unaligned_gemm.fn.__code__.co_filename).read_text().splitlines()
-    lines = sorted(int(re.search(r"unaligned_gemm\.py:(\d+) ", w).group(1)) for w in warned)
+    lines = sorted(int(re.search(r"async_copy_kernels\.py:(\d+) ", w).group(1)) for w in warned)
     assert [source[n - 1].strip()[:19] for n in lines] == ["ta = tlx.async_load", "tb = tlx.async_load"]
     assert k.asm["ttgir"].count("tt.load") >= 4
     # Compiling the kernel again (another specialization) does not repeat the warnings.
@@ -215,7 +170,7 @@ def test_shipped_hopper_gemm_keeps_its_asynchronous_copies():
 @pytest.mark.parametrize("level", ["L1", "L2"])
 @pytest.mark.parametrize("masked", [False, True])
 def test_prefetch_emits_ptx_prefetch(level, masked):
-    k, _ = _compile(_prefetch_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+    k, _ = _compile(prefetch_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
                     {"LEVEL": level, "MASKED": masked}, ("x_ptr", "y_ptr"), "sm90")
     ptx = k.asm["ptx"]
     # 128 elements over 128 threads: one prefetch each, predicated on the mask when there is one.
@@ -231,6 +186,12 @@ def _bad_prefetch_level(x_ptr):
 @triton.jit
 def _prefetch_tensormap(x_ptr):
     tlx.prefetch(x_ptr, tensormap=True)
+
+
+@triton.jit
+def _prefetch_tensormap_desc(desc, y_ptr):
+    tlx.prefetch(desc, tensormap=True)
+    tl.store(y_ptr + tl.arange(0, 16), desc.load([0, 0]).reshape(16))
 
 
 @triton.jit
@@ -270,7 +231,8 @@ def _bad_pendings(x_ptr):
 
 @compile_only
 @pytest.mark.parametrize("kernel, target, message, line", [
-    (_bulk_kernel, "sm90", "stock Triton has no operation for a non-tensor cp.async.bulk", "tlx.async_load("),
+    (bulk_kernel, "sm90", "bulk_size=40 must be a multiple of 16 bytes", "tlx.async_load("),
+    (prefetch_kernel, "sm90", "tlx.prefetch: pointer must be a pointer or a tensor of pointers", "tlx.prefetch("),
     (_bulk_no_barrier, "sm90", "async_load(bulk=True): barrier (an mbarrier the copy completes on) is required",
      "tlx.async_load("),
     (_barrier_without_bulk, "sm90", "tlx.async_load: barrier requires bulk=True", "tlx.async_load("),
@@ -279,23 +241,47 @@ def _bad_pendings(x_ptr):
     (_bad_tokens, "sm90", "tlx.async_load_commit_group: tokens must be async tokens", "async_load_commit_group("),
     (_bad_pendings, "gfx942", "pendings must be a non-negative compile-time int", "async_load_wait_group("),
     (_bad_prefetch_level, "sm90", "tlx.prefetch: level must be 'L1' or 'L2', got 'L3'", "tlx.prefetch("),
-    (_prefetch_tensormap, "sm90", "tlx.prefetch(tensormap=True): stock Triton cannot", "tlx.prefetch("),
+    (_prefetch_tensormap, "sm90", "tlx.prefetch: pointer (with tensormap=True) must be a tensor descriptor",
+     "tlx.prefetch("),
     (_bad_prefetch_level, "gfx950", "level must be 'L1' or 'L2'", "tlx.prefetch("),
 ])
 def test_misuse_names_the_op_argument_and_kernel_line(kernel, target, message, line):
     from triton.compiler.errors import CompilationError
-    signature = {"x_ptr": "*u8", "y_ptr": "*u8"}
-    consts = {"SIZE": 256, "BULK_SIZE": 256} if kernel is _bulk_kernel else {}
+    signature = {"x_ptr": "*u8", "y_ptr": "*u8", "n": "i32"}
+    consts = {"SIZE": 256, "BULK_SIZE": 256 if target != "sm90" else 40} if kernel is bulk_kernel else {}
+    if kernel is prefetch_kernel:  # a float where the pointer goes
+        signature, consts = {"x_ptr": "fp32", "y_ptr": "*fp32", "n": "i32"}, {"LEVEL": "L2", "MASKED": False}
     with pytest.raises(CompilationError) as info:
         _compile(kernel, signature, consts, ("x_ptr", ), target)
     assert message in str(info.value) and line in str(info.value)
 
 
 @compile_only
+@pytest.mark.parametrize("size, bulk_size", [(256, 256), (1024, 512)])
+def test_bulk_async_load_is_one_cp_async_bulk_on_the_barrier(size, bulk_size):
+    k, _ = _compile(bulk_kernel, {"x_ptr": "*u8", "y_ptr": "*u8"}, {"SIZE": size, "BULK_SIZE": bulk_size},
+                    ("x_ptr", "y_ptr"), "sm90", num_warps=1)
+    ptx = k.asm["ptx"]
+    copies = re.findall(r"cp\.async\.bulk\.shared::cta\.global\.mbarrier::complete_tx::bytes \[%r\d+\], \[%rd\d+\], "
+                        r"(%r\d+), \[(%r\d+)\];", ptx)
+    assert len(copies) == 1 and "bulk.tensor" not in ptx
+    size_reg, bar_reg = copies[0]
+    assert re.search(rf"mov\.b32\s+{size_reg}, {bulk_size};", ptx)  # the barrier counts bulk_size bytes
+    assert re.search(rf"mbarrier\.arrive\.expect_tx\.shared\.b64 _, \[{bar_reg}\], {bulk_size};", ptx)
+
+
+@compile_only
+def test_prefetch_tensormap_prefetches_the_descriptor():
+    k, _ = _compile(_prefetch_tensormap_desc, {"desc": "tensordesc<fp16[4, 4]>", "y_ptr": "*fp16"}, {}, ("y_ptr", ),
+                    "sm90")
+    assert "prefetch.tensormap [" in k.asm["ptx"]
+
+
+@compile_only
 def test_prefetch_on_amd_says_why_not():
     from triton.compiler.errors import CompilationError
     with pytest.raises(CompilationError, match="has no global-memory prefetch instruction"):
-        _compile(_prefetch_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}, {"LEVEL": "L2", "MASKED": False},
+        _compile(prefetch_kernel, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}, {"LEVEL": "L2", "MASKED": False},
                  ("x_ptr", ), "gfx942")
 
 
@@ -346,7 +332,7 @@ def test_gemm_on_1000_cubed_matches_torch():
 def test_masked_elements_get_other_or_zero(other):
     x = torch.randn(32, 80, dtype=torch.float16)
     y = torch.empty(32, 64, dtype=torch.float16)
-    _copy_kernel[(1, )](x, y, 37, x.stride(0), OTHER=other, BM=32, BK=64)
+    copy_kernel[(1, )](x, y, 37, x.stride(0), OTHER=other, BM=32, BK=64)
     assert torch.equal(y[:, :37], x[:, :37])
     assert (y[:, 37:] == other).all()
 
@@ -356,7 +342,7 @@ def test_masked_elements_get_other_or_zero(other):
 def test_bulk_copy_lands_when_its_barrier_completes(bulk_size):
     x = torch.randint(0, 256, (256, ), dtype=torch.uint8)
     y = torch.zeros(256, dtype=torch.uint8)
-    _bulk_kernel[(1, )](x, y, SIZE=256, BULK_SIZE=bulk_size)
+    bulk_kernel[(1, )](x, y, SIZE=256, BULK_SIZE=bulk_size)
     assert torch.equal(y[:bulk_size], x[:bulk_size]) and (y[bulk_size:] == 0).all()
 
 
@@ -364,7 +350,7 @@ def test_bulk_copy_lands_when_its_barrier_completes(bulk_size):
 def test_prefetch_is_a_checked_no_op():
     x = torch.randn(100)
     y = torch.zeros(100)
-    _prefetch_kernel[(1, )](x, y, 100, LEVEL="L1", MASKED=True)
+    prefetch_kernel[(1, )](x, y, 100, LEVEL="L1", MASKED=True)
     assert torch.equal(x, y)
     from triton.runtime.errors import InterpreterError
     with pytest.raises(InterpreterError, match="level must be 'L1' or 'L2'"):
@@ -397,5 +383,5 @@ def test_buffer_ops_numerics():
 def test_two_groups_numerics():
     x = torch.randn(2 * 32 * 64, dtype=torch.float16)
     y = torch.zeros_like(x)
-    _two_groups_kernel[(1, )](x, y, BM=32, BK=64)
+    two_groups_kernel[(1, )](x, y, BM=32, BK=64)
     assert torch.equal(x, y)

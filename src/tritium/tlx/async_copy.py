@@ -63,6 +63,31 @@ def check_bulk_args(shape: Sequence[int], dtype_bits: int, bulk_size: Any, barri
                          "(the destination buffer's bytes)")
 
 
+def _bulk_load(_semantic: Any, src: Any, result: buffered_tensor, bulk_size: Any, barrier: buffered_tensor) -> None:
+    """``cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes`` of ``bulk_size`` bytes from the scalar
+    pointer ``src`` into ``result``, completing on ``barrier``.
+
+    Stock Triton has no such op. Like ``async_store`` (tlx/tma.py), it is emitted as a TMA load of the
+    buffer's bytes seen as one box, through a descriptor that is only the source pointer, and
+    tlx/tma_llvm.py rewrites that load's PTX into the bulk copy of ``bulk_size`` bytes (its innermost
+    coordinate), so the barrier counts exactly those bytes, as in the fork."""
+    from .barriers import check_target
+    from .tma import bulk_box
+    check_target(_semantic, "async_load(bulk=True)", 90)
+    if not isinstance(src, tl.tensor) or src.type.is_block() or not src.dtype.is_ptr():
+        raise TypeError(f"tlx.async_load(bulk=True): src must be a scalar pointer, got {getattr(src, 'type', src)}")
+    nbytes = result.shape[0] * result.dtype.primitive_bitwidth // 8
+    size = nbytes if bulk_size is None else bulk_size
+    if isinstance(size, int) and size % 16:
+        raise ValueError(f"tlx.async_load(bulk=True): bulk_size={size} must be a multiple of 16 bytes (cp.async.bulk)")
+    size = _semantic.to_tensor(size)
+    if size.type.is_block() or not size.dtype.is_int():
+        raise TypeError(f"tlx.async_load(bulk=True): bulk_size must be an integer scalar (bytes), got {size.type}")
+    size = _semantic.cast(size, tl.int32) if size.dtype != tl.int32 else size
+    desc, view = bulk_box(_semantic, nbytes, "async_load(bulk=True)")
+    emit(_semantic, "bulk_load", operands=[src, size], dst=result.type.id, bar=barrier.type.id, desc=desc, view=view)
+
+
 @tlx_builtin
 def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_policy="", is_volatile=False, bulk=False,
                bulk_size=None, barrier=None, _semantic=None) -> async_token:
@@ -81,11 +106,10 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
     if _unwrap_if_constexpr(bulk):
         check_bulk_args(result.shape, result.dtype.primitive_bitwidth, bulk_size, barrier, mask, other,
                         isinstance(barrier, buffered_tensor) and bool(barrier.type.barrier) and not barrier.type.num)
-        raise NotImplementedError(
-            "tlx.async_load(bulk=True): stock Triton has no operation for a non-tensor cp.async.bulk completing on "
-            "an mbarrier (the fork adds one to ttg.async_copy_global_to_local), and an inline-PTX copy cannot "
-            "name a shared-memory buffer's address; copy with tlx.async_descriptor_load (TMA) and a 1-D descriptor, "
-            "or with bulk=False")
+        compat.async_copy_cache_attrs(_semantic, _unwrap_if_constexpr(cache_modifier),
+                                      _unwrap_if_constexpr(eviction_policy))  # validated; the bulk copy has no hints
+        _bulk_load(_semantic, src, result, bulk_size, barrier)
+        return async_token()
     if bulk_size is not None:
         raise ValueError("tlx.async_load: bulk_size requires bulk=True")
     if barrier is not None:
@@ -160,14 +184,15 @@ def check_prefetch_args(level: Any, tensormap: Any) -> None:
 @tlx_builtin
 def prefetch(pointer, level="L2", mask=None, tensormap=False, _semantic=None) -> None:
     """Hint the hardware to fetch the elements ``pointer`` points to into L2 (``level="L2"``) or L1 and
-    L2 (``"L1"``): one ``prefetch.global.L2``/``.L1`` per element, skipped where ``mask`` is false."""
+    L2 (``"L1"``): one ``prefetch.global.L2``/``.L1`` per element, skipped where ``mask`` is false. With
+    ``tensormap=True``, ``pointer`` is a tensor descriptor whose tensor map is prefetched (``level`` and
+    ``mask`` are ignored, as in the fork)."""
     level, mask, tensormap = (_unwrap_if_constexpr(x) for x in (level, mask, tensormap))
     check_prefetch_args(level, tensormap)
     arch = _semantic.builder.options.arch
-    if tensormap:
-        raise NotImplementedError(
-            "tlx.prefetch(tensormap=True): stock Triton cannot hand a tensor descriptor's address to inline PTX "
-            "(prefetch.tensormap), and has no operation for it")
+    if tensormap:  # the descriptor's address reaches PTX as for TMA prefetches (tlx/tma.py)
+        from .tma import prefetch_tensormap
+        return prefetch_tensormap(pointer, _semantic)
     if layouts.cuda_capability(arch) is None:
         raise NotImplementedError(f"tlx.prefetch: the target {arch} has no global-memory prefetch instruction "
                                   "(CDNA3/CDNA4 have none; NVIDIA emits prefetch.global.L1/L2)")

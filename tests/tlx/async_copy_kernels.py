@@ -1,7 +1,9 @@
-"""A pipelined TLX GEMM with no alignment hints: on M=N=K=1000 fp16 the JIT cannot prove its rows
-16-byte aligned (1000 is not a multiple of 16), so its cp.async copies fall back to synchronous ones.
+"""Kernels of the async-copy tests (test_conformance_async.py: compile + interpreter; tests/gpu/
+test_tlx_async_copy_gpu.py: the H200).
 
-Used by test_conformance_async.py (compile + interpreter) and tests/gpu/test_tlx_async_copy_gpu.py.
+``unaligned_gemm`` is a pipelined TLX GEMM with no alignment hints: on M=N=K=1000 fp16 the JIT cannot
+prove its rows 16-byte aligned (1000 is not a multiple of 16), so its cp.async copies fall back to
+synchronous ones.
 """
 import triton
 import triton.language as tl
@@ -68,3 +70,50 @@ def matmul(a, b, **tile):
     unaligned_gemm[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                          c.stride(1), num_warps=NUM_WARPS, **tile)
     return c
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, n, stride, OTHER: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr):
+    offs_m = tl.arange(0, BM)
+    offs_k = tl.arange(0, BK)
+    buf = tlx.local_alloc((BM, BK), tlx.dtype_of(x_ptr), 1)
+    tok = tlx.async_load(x_ptr + offs_m[:, None] * stride + offs_k[None, :], buf[0], mask=offs_k[None, :] < n,
+                         other=OTHER)
+    tlx.async_load_commit_group([tok])
+    tlx.async_load_wait_group(0, [tok])
+    tl.store(y_ptr + offs_m[:, None] * BK + offs_k[None, :], tlx.local_load(buf[0]))
+
+
+@triton.jit
+def prefetch_kernel(x_ptr, y_ptr, n, LEVEL: tl.constexpr, MASKED: tl.constexpr):
+    offs = tl.arange(0, 128)
+    if MASKED:
+        tlx.prefetch(x_ptr + offs, level=LEVEL, mask=offs < n)
+    else:
+        tlx.prefetch(x_ptr + offs, level=LEVEL)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n, other=0.0), mask=offs < n)
+
+
+@triton.jit
+def bulk_kernel(x_ptr, y_ptr, SIZE: tl.constexpr, BULK_SIZE: tl.constexpr):
+    buf = tlx.local_alloc((SIZE, ), tl.uint8, 1)
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.barrier_expect_bytes(bar, BULK_SIZE)
+    tlx.async_load(x_ptr, buf[0], bulk=True, bulk_size=BULK_SIZE, barrier=bar)
+    tlx.barrier_wait(bar, 0)
+    offs = tl.arange(0, SIZE)
+    tl.store(y_ptr + offs, tlx.local_load(buf[0]), mask=offs < BULK_SIZE)
+
+
+@triton.jit
+def two_groups_kernel(x_ptr, y_ptr, BM: tl.constexpr, BK: tl.constexpr):
+    offs = tl.arange(0, BM)[:, None] * BK + tl.arange(0, BK)[None, :]
+    bufs = tlx.local_alloc((BM, BK), tlx.dtype_of(x_ptr), 2)
+    t0 = tlx.async_load(x_ptr + offs, bufs[0])
+    tlx.async_load_commit_group([t0])
+    t1 = tlx.async_load(x_ptr + BM * BK + offs, bufs[1])
+    tlx.async_load_commit_group([t1])
+    tlx.async_load_wait_group(1)  # the first group has landed, the second may still be in flight
+    tl.store(y_ptr + offs, tlx.local_load(bufs[0]))
+    tlx.async_load_wait_group(0)
+    tl.store(y_ptr + BM * BK + offs, tlx.local_load(bufs[1]))
