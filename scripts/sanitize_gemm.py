@@ -1,28 +1,43 @@
 """One small TLX GEMM launch, for compute-sanitizer (memcheck, racecheck) on the GPU machine.
 
-Usage: python scripts/sanitize_gemm.py [pipelined|ws|ws-noregs] [programs]   (default: pipelined)
-``ws-noregs`` leaves register counts to the compiler (no setmaxnreg); ``programs`` caps the WS grid.
+Usage: python scripts/sanitize_gemm.py [KERNEL] [programs]   (default: pipelined)
+KERNEL: pipelined, or a persistent warp-specialized GEMM: ws, coop (cooperative), pingpong; with the
+suffix ``-noregs`` these leave register counts to the compiler (no setmaxnreg). ``programs`` caps the
+persistent grid (default 2).
 """
 import sys
 
 import torch
 
 from tritium.kernels import gemm_pipelined_hopper as hopper
+from tritium.kernels import gemm_ws_cooperative_hopper as coop
 from tritium.kernels import gemm_ws_hopper as ws
+from tritium.kernels import gemm_ws_pingpong_hopper as pingpong
 
-M, N, K = 192, 136, 200  # ragged: every mask (pipelined) and every TMA edge (ws) is exercised
+M, N, K = 192, 136, 200  # ragged: every mask (pipelined) and every TMA edge (persistent) is exercised
+# Small tiles, so that on 2 programs the persistent loop runs several tiles, the 2-stage ring wraps
+# (K has 4 steps) and barrier phases flip: ws 4 tiles, cooperative 6, ping-pong 9 (program 0: 5, so
+# its consumers alternate and consumer 0 takes the odd last tile).
+PERSISTENT = {"ws": (ws, ws.Config(128, 128, 64, 8, 2, True, 232)),
+              "coop": (coop, coop.Config(128, 64, 64, 8, 2, 2, 232)),
+              "pingpong": (pingpong, pingpong.Config(64, 64, 64, 8, 2, 2, 232))}
+
 a = torch.randn(M, K, device="cuda", dtype=torch.float16)
 b = torch.randn(K, N, device="cuda", dtype=torch.float16)
 which = (sys.argv[1:] or ["pipelined"])[0]
-if which.startswith("ws"):
-    # 4 tiles on 2 programs: the persistent loop, stage wrap-around and phase flips all run.
-    regs = None if which == "ws-noregs" else 232
-    programs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-    c = ws.matmul(a, b, ws.Config(128, 128, 64, 8, 2, True, regs), num_sms=programs)
-else:
+design = which.removesuffix("-noregs")
+if design in PERSISTENT:
+    module, cfg = PERSISTENT[design]
+    if which.endswith("-noregs"):
+        cfg = cfg._replace(NUM_REGS=None)
+    c = module.matmul(a, b, cfg, num_sms=int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+elif which == "pipelined":
     c = hopper.matmul(a, b, hopper.SMALL)
+else:
+    sys.exit(f"sanitize_gemm: unknown kernel {which!r}; use pipelined or one of {sorted(PERSISTENT)} "
+             "(optionally with -noregs)")
 torch.cuda.synchronize()
 ref = a.float() @ b.float()
 err = ((c.float() - ref).norm() / ref.norm()).item()
-print(f"sanitize_gemm {M}x{N}x{K}: relative error {err:.2e}")
+print(f"sanitize_gemm {which} {M}x{N}x{K}: relative error {err:.2e}")
 sys.exit(0 if err < 2e-3 else 1)
