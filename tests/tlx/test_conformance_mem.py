@@ -486,7 +486,10 @@ def test_local_alloc_reuse_numerics():
 @triton.jit
 def unsupported_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
     if R == 1:
-        tlx.storage_alias_spec()
+        spec = tlx.storage_alias_spec()
+        a = tlx.local_alloc((C, C), tl.float16, 2, reuse=spec)
+        b = tlx.local_alloc((C, C), tl.float16, 2, reuse=spec)
+        spec.set_buffer_overlap(tlx.reuse_group(a, tlx.reuse_group(b, group_size=2)))
     elif R == 2:
         a = tlx.local_alloc((C, ), tl.float32, 1)
         tlx.local_alloc((C, C), tl.float32, 1, reuse=a)
@@ -499,14 +502,76 @@ def unsupported_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
 
 @compiled
 @pytest.mark.parametrize("case,message", [
-    (1, "tlx.storage_alias_spec: placing allocations by reuse_group needs the fork's buffer-overlap planner pass"),
+    (1, "storage_alias_spec.set_buffer_overlap: the elements of a group must have one buffer count (after "
+        "group_size), got [2, 1]"),
     (2, "tlx.local_alloc: reuse= allocation has 128 bytes, 4096 needed"),
     (3, "tlx.subslice slices Blackwell tensor memory"),
     (4, "tlx.assert_same_layout: !ttg.memdesc<32x32xf32, #ttg.nvmma_shared<"),
 ])
 def test_unsupported_or_wrong_use_is_a_clear_error(case, message):
     msg = compile_error(unsupported_kernel, HELP_SIG, {"R": case, "C": 32})
-    assert message in msg and "unsupported_kernel" in msg
+    assert message in msg and msg.startswith("at ")  # a CompilationError at the kernel line
+
+
+@triton.jit
+def alias_kernel(out_ptr, B: tl.constexpr):
+    """The fork's storage-alias cases in one kernel: each member reads what another wrote."""
+    offs = _offs(B, B)
+    spec = tlx.storage_alias_spec(storage=tlx.storage_kind.smem)
+    qk = tlx.local_alloc((B, B), tl.float32, 2, reuse=spec)
+    p = tlx.local_alloc((B, B), tl.float16, 4, reuse=spec)
+    alpha = tlx.local_alloc((B, B // 2), tl.float32, 4, reuse=spec)
+    # qk[i] shares slot i with (p[2i], p[2i+1]) side by side, and with alpha[2i], alpha[2i+1]
+    spec.set_buffer_overlap(tlx.reuse_group(qk, tlx.reuse_group(p, group_size=2),
+                                            tlx.reuse_group(alpha, group_size=2)))
+    tlx.local_store(qk[1], tl.full((B, B), 1.0, tl.float32) + offs.to(tl.float32))
+    tl.store(out_ptr + offs, tlx.local_load(p[3]).to(tl.float32))  # the second half of qk[1]'s bytes
+    tl.store(out_ptr + B * B + _offs(B, B // 2), tlx.local_load(alpha[2]))  # the first half of qk[1]
+    spec2 = tlx.storage_alias_spec(buffer_size_bytes=4 * B * B * 2)
+    a = tlx.local_alloc((B, B), tl.float16, 2, reuse=spec2)
+    b = tlx.local_alloc((B, B), tl.float16, 2, reuse=spec2)
+    spec2.set_buffer_overlap(tlx.reuse_group(a, b, group_type=tlx.reuse_group_type.distinct))
+    for i in tl.static_range(2):
+        tlx.local_store(a[i], tl.full((B, B), 1.0 + i, tl.float16))
+        tlx.local_store(b[i], tl.full((B, B), 3.0 + i, tl.float16))
+    tl.store(out_ptr + 2 * B * B + _offs(B, B), tlx.local_load(b[0]).to(tl.float32))
+    tl.store(out_ptr + 3 * B * B + _offs(B, B), tlx.local_load(a[1]).to(tl.float32))
+    spec3 = tlx.storage_alias_spec()  # no set_buffer_overlap: the members share one offset
+    c = tlx.local_alloc((B, B), tl.int32, 1, reuse=spec3)
+    d = tlx.local_alloc((B, B), tl.float32, 1, reuse=spec3)
+    tlx.local_store(d[0], tl.full((B, B), 1.0, tl.float32))
+    tl.store(out_ptr + 4 * B * B + _offs(B, B), tlx.local_load(c[0]).to(tl.float32))
+
+
+ALIAS_SIG = {"out_ptr": "*fp32", "B": "constexpr"}
+
+
+@compiled
+@pytest.mark.parametrize("target", TARGETS)
+def test_storage_alias_spec_compiles_to_one_allocation_per_spec(target):
+    ttgir = compile_ttgir(alias_kernel, ALIAS_SIG, {"B": 32}, target)
+    assert ttgir.count("ttg.local_alloc") == 3 and ttgir.count("ttg.memdesc_reinterpret") == 7
+    assert "!ttg.memdesc<8192xi8" in ttgir  # 2 slots of one 32x32 fp32 buffer
+    assert "!ttg.memdesc<8192xi8, #shared, #smem, mutable> -> !ttg.memdesc<4x32x32xf16" in ttgir
+
+
+def _alias_expected(B=32):
+    qk1 = torch.ones(B, B) + torch.arange(B * B).float().reshape(B, B)
+    raw = qk1.flatten().view(torch.float16)
+    return [raw[B * B:].reshape(B, B).float(), qk1.flatten()[:B * B // 2].reshape(B, B // 2),
+            torch.full((B, B), 3.0), torch.full((B, B), 2.0)]
+
+
+@interpreted
+def test_storage_alias_spec_numerics():
+    out = torch.zeros(5 * 32 * 32)
+    alias_kernel[(1, )](out, B=32)
+    p3, alpha2, b0, a1 = _alias_expected()
+    torch.testing.assert_close(out[:1024].reshape(32, 32), p3)
+    torch.testing.assert_close(out[1024:1536].reshape(32, 16), alpha2)
+    torch.testing.assert_close(out[2048:3072].reshape(32, 32), b0)
+    torch.testing.assert_close(out[3072:4096].reshape(32, 32), a1)
+    torch.testing.assert_close(out[4096:], torch.full((1024, ), 1065353216.0))  # 1.0f read as int32
 
 
 # ------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 
-from . import layouts
+from . import alias, layouts
 from .emit import _code_generator, emit, tensor_type, tlx_builtin, types
 from .types import buffered_tensor, buffered_tensor_type
 
@@ -94,6 +94,9 @@ def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _sem
     reuse = _unwrap_if_constexpr(reuse)
     if reuse is None:
         return _view(_semantic, "local_alloc", dtype, shape, layout, (num, *shape), num)
+    if isinstance(reuse, alias.storage_alias_spec_value):
+        buf = _view(_semantic, "alias_alloc", dtype, shape, layout, (num, *shape), num, spec=reuse.type.id)
+        return alias.member_alloc(_semantic, reuse, buf)
     root = _buffer(reuse, "local_alloc(reuse=...)", _semantic)
     if not root.type.num or root.type.alloc_shape != (root.type.num, *root.shape):
         raise TypeError("tlx.local_alloc: reuse= must be a local_alloc result (the whole allocation), not a view")
@@ -126,11 +129,10 @@ def _shared_layout(_semantic: Any, op: str, layout: Any, shape: Sequence[int], d
 
 
 @tlx_builtin
-def storage_alias_spec(storage=layouts.storage_kind.smem, buffer_size_bytes=None, _semantic=None) -> None:
-    """The fork's shared-storage owner for ``local_alloc(reuse=...)``: not available on stock Triton 3.6."""
-    raise NotImplementedError("tlx.storage_alias_spec: placing allocations by reuse_group needs the fork's "
-                              "buffer-overlap planner pass, which stock Triton 3.6 lacks; alias one allocation with "
-                              "local_alloc(..., reuse=<a local_alloc result>) instead")
+def storage_alias_spec(storage=layouts.storage_kind.smem, buffer_size_bytes=None, _semantic=None):
+    """A shared region for several allocations (``local_alloc(..., reuse=spec)``), placed by
+    ``spec.set_buffer_overlap(tlx.reuse_group(...))``; see tlx/alias.py."""
+    return alias.new_spec(_semantic, storage, buffer_size_bytes)
 
 
 @tlx_builtin

@@ -166,9 +166,21 @@ class reuse_group_type(enum.Enum):
 
 
 class reuse_group:
-    """The fork's buffer-overlap tree for ``storage_alias_spec.set_buffer_overlap``: not on stock Triton 3.6."""
+    """A node of the fork's buffer-overlap tree for ``storage_alias_spec.set_buffer_overlap``
+    (tlx/alias.py): its elements (buffers or groups) share one region (``shared``) or sit side by
+    side (``distinct``); ``group_size=G`` puts ``G`` consecutive buffers of its element in one slot."""
 
     def __init__(self, *args: Any, group_type: reuse_group_type = reuse_group_type.shared, group_size: int = 1):
-        raise NotImplementedError("tlx.reuse_group: placing buffers by reuse group needs the fork's buffer-overlap "
-                                  "planner pass, which stock Triton 3.6 lacks; alias one allocation with "
-                                  "local_alloc(..., reuse=<a local_alloc result>) instead")
+        from triton.language.core import _unwrap_if_constexpr
+        if not args:
+            raise ValueError("tlx.reuse_group requires at least one element")
+        group_type, group_size = _unwrap_if_constexpr(group_type), _unwrap_if_constexpr(group_size)
+        if not isinstance(group_type, reuse_group_type):
+            raise TypeError(f"tlx.reuse_group: group_type must be a tlx.reuse_group_type, got {group_type!r}")
+        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+            raise ValueError(f"tlx.reuse_group: group_size must be a positive int, got {group_size!r}")
+        self.args = tuple(_unwrap_if_constexpr(a) for a in args)
+        self.group_type, self.group_size = group_type, group_size
+
+    def __repr__(self) -> str:
+        return f"reuse_group({self.args}, group_type={self.group_type.value}, group_size={self.group_size})"

@@ -1,0 +1,221 @@
+"""Several allocations in one shared-memory region: the fork's ``storage_alias_spec``, ``reuse_group``
+and ``set_buffer_overlap`` on stock Triton.
+
+One backing allocation holds ``slots`` equal slots of ``stride`` bytes. The ``reuse_group`` tree places
+buffer ``i`` of every member inside slot ``i``: members of a *shared* group at one offset, members of a
+*distinct* group one after another; ``group_size=G`` on a member puts ``G`` of its buffers in one slot.
+As in the fork, a member is the backing seen as the member's type with more buffers (``scale`` per slot,
+``ttg.memdesc_reinterpret``), and ``local_view(member, i)`` picks buffer ``(i // G) * scale + off + i % G``
+of it (``off`` is the member's offset in a slot, in its own buffers). Without ``set_buffer_overlap`` the
+members share one offset. The plan is made when the kernel is built; the lowering
+(:mod:`tritium.tlx.placeholders`) takes the last plan of each spec.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import triton.language as tl
+from triton.language.core import _unwrap_if_constexpr, base_type, base_value, builtin
+from triton._C.libtriton import ir
+
+from . import layouts
+from .emit import _code_generator, emit
+from .types import buffered_tensor, buffered_tensor_type, reuse_group, reuse_group_type
+
+_SPECS = "_tlx_alias_specs"  # on the module: spec id -> _Spec
+
+
+@dataclass
+class Member:
+    """What the planner needs of one member: a key, its buffer count and bytes per buffer."""
+    key: Any
+    num: int
+    nbytes: int
+    align: int = 16
+
+
+@dataclass
+class Placement:
+    stride: int  # bytes per slot
+    slots: int
+    where: dict = field(default_factory=dict)  # member key -> (byte offset in a slot, group size)
+
+
+def place(tree: reuse_group, members: dict[Any, Member], key_of: Any, what: str = "tlx.reuse_group") -> Placement:
+    """Lay out a ``reuse_group`` tree (see the module docstring); ``key_of(leaf)`` finds a leaf's member."""
+
+    def member(node: Any) -> Member:
+        m = members.get(key_of(node))
+        if m is None:
+            raise TypeError(f"{what}: elements must be buffers allocated with reuse=<this spec> or reuse_groups, "
+                            f"got {node!r}")
+        return m
+
+    def walk(node: Any) -> tuple[int, int, list[tuple[Any, int, int]]]:
+        """(slots, bytes per slot, [(key, offset, group size)]) of ``node``."""
+        if not isinstance(node, reuse_group):
+            m = member(node)
+            return m.num, m.nbytes, [(m.key, 0, 1)]
+        if node.group_size > 1:
+            if len(node.args) != 1 or isinstance(node.args[0], reuse_group):
+                raise NotImplementedError(f"{what}: group_size > 1 is supported on a group of one buffer")
+            m = member(node.args[0])
+            if m.num % node.group_size:
+                raise ValueError(f"{what}: group_size {node.group_size} does not divide the {m.num} buffers")
+            return m.num // node.group_size, m.nbytes * node.group_size, [(m.key, 0, node.group_size)]
+        parts = [walk(child) for child in node.args]
+        if len({slots for slots, _, _ in parts}) != 1:
+            raise ValueError(f"{what}: the elements of a group must have one buffer count (after group_size), got "
+                             f"{[slots for slots, _, _ in parts]}")
+        out, offset = [], 0
+        for _, nbytes, leaves in parts:
+            out += [(key, offset + off, g) for key, off, g in leaves]
+            if node.group_type == reuse_group_type.distinct:
+                offset += nbytes
+        size = offset if node.group_type == reuse_group_type.distinct else max(n for _, n, _ in parts)
+        return parts[0][0], size, out
+
+    slots, stride, leaves = walk(tree)
+    seen = [key for key, _, _ in leaves]
+    if len(set(seen)) != len(seen):
+        raise ValueError(f"{what}: a buffer appears twice in the tree")
+    for key, off, _ in leaves:
+        m = members[key]
+        if stride % m.nbytes or off % m.nbytes:
+            raise NotImplementedError(f"{what}: a {m.nbytes}-byte buffer sits at offset {off} of a {stride}-byte slot; "
+                                      "stock Triton views it as whole buffers of the backing, so the slot and the "
+                                      "offset must be multiples of its size (put larger buffers first)")
+        if off % m.align:
+            raise ValueError(f"{what}: a buffer whose layout needs {m.align}-byte alignment sits at offset {off}")
+    return Placement(stride, slots, {key: (off, g) for key, off, g in leaves})
+
+
+# --------------------------------------------------------------------------------------------
+# Compile path
+# --------------------------------------------------------------------------------------------
+@dataclass
+class _Spec:
+    size: Optional[int]
+    members: dict[int, tuple[Member, buffered_tensor]] = field(default_factory=dict)  # buffer id -> ...
+    explicit: bool = False
+
+
+def _alignment(layout: Any) -> int:
+    """Shared-memory alignment a layout needs (NVMMA swizzles repeat every 8 rows of the swizzle width)."""
+    if isinstance(layout, layouts.NVMMASharedLayout) and layout.swizzle_bytes:
+        return layout.swizzle_bytes * 8
+    return 16
+
+
+class storage_alias_spec_type(base_type):
+    """A spec is a dummy ``i32`` in TTIR, named by its placeholder id (like a buffer)."""
+
+    def __init__(self, storage: layouts.storage_kind, buffer_size_bytes: Optional[int], id: int) -> None:
+        self.storage, self.buffer_size_bytes, self.id = storage, buffer_size_bytes, id
+
+    def _unflatten_ir(self, handles: list[ir.value], cursor: int) -> tuple["storage_alias_spec_value", int]:
+        return storage_alias_spec_value(handles[cursor], self), cursor + 1
+
+    def _flatten_ir_types(self, builder: ir.builder, out: list[ir.type]) -> None:
+        out.append(builder.get_int32_ty())
+
+    def __eq__(self, other: Any) -> bool:
+        return type(self) is type(other) and self.id == other.id
+
+    def __str__(self) -> str:
+        size = f", size={self.buffer_size_bytes}" if self.buffer_size_bytes else ""
+        return f"storage_alias_spec(storage={self.storage.value}{size})"
+
+    def mangle(self) -> str:
+        return f"TLXS{self.buffer_size_bytes or 0}I{self.id}S"
+
+
+class storage_alias_spec_value(base_value):
+    """The value ``tlx.storage_alias_spec()`` returns; pass it as ``local_alloc(..., reuse=spec)``."""
+
+    def __init__(self, handle: ir.value, type: storage_alias_spec_type) -> None:
+        self.handle, self.type = handle, type
+
+    def _flatten_ir(self, handles: list[ir.value]) -> None:
+        handles.append(self.handle)
+
+    @property
+    def storage(self) -> layouts.storage_kind:
+        return self.type.storage
+
+    @property
+    def buffer_size_bytes(self) -> Optional[int]:
+        return self.type.buffer_size_bytes
+
+    @builtin
+    def set_buffer_overlap(self, overlap_def: reuse_group, _semantic: Any = None) -> None:
+        """Place this spec's allocations as the ``reuse_group`` tree says (call it after allocating them)."""
+        overlap_def = _unwrap_if_constexpr(overlap_def)
+        if not isinstance(overlap_def, reuse_group):
+            raise TypeError(f"storage_alias_spec.set_buffer_overlap: overlap_def must be a tlx.reuse_group, got "
+                            f"{overlap_def!r}")
+        spec = _state(_semantic, self)
+        spec.explicit = True
+        _emit_plan(_semantic, self, overlap_def, "storage_alias_spec.set_buffer_overlap")
+
+    def __repr__(self) -> str:
+        return str(self.type)
+
+
+def _state(_semantic: Any, spec: storage_alias_spec_value) -> _Spec:
+    return _code_generator(_semantic.builder).module.__dict__.setdefault(_SPECS, {})[spec.type.id]
+
+
+def new_spec(_semantic: Any, storage: Any, buffer_size_bytes: Any) -> storage_alias_spec_value:
+    storage = _unwrap_if_constexpr(storage)
+    if not isinstance(storage, layouts.storage_kind):
+        raise ValueError(f"tlx.storage_alias_spec: storage must be a tlx.storage_kind, got {storage!r}")
+    if storage != layouts.storage_kind.smem:
+        raise NotImplementedError(f"tlx.storage_alias_spec: storage={storage.value} is not shared memory; tensor "
+                                  "memory and clusters are not on sm_90/AMD here")
+    size = _unwrap_if_constexpr(buffer_size_bytes)
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise ValueError(f"tlx.storage_alias_spec: buffer_size_bytes must be a positive compile-time int, got {size!r}")
+    pid, handle = emit(_semantic, "alias_spec")
+    _code_generator(_semantic.builder).module.__dict__.setdefault(_SPECS, {})[pid] = _Spec(size)
+    return storage_alias_spec_value(handle, storage_alias_spec_type(storage, size, pid))
+
+
+def member_alloc(_semantic: Any, spec: storage_alias_spec_value, buf: buffered_tensor) -> buffered_tensor:
+    """Register the allocation ``buf`` (already emitted as ``alias_alloc``) with ``spec``."""
+    state = _state(_semantic, spec)
+    if state.explicit:
+        raise ValueError("tlx.local_alloc: reuse=<storage_alias_spec> after its set_buffer_overlap; allocate every "
+                         "member first")
+    nbytes = math.prod(buf.shape) * buf.dtype.primitive_bitwidth // 8
+    state.members[buf.type.id] = (Member(buf.type.id, buf.type.num, nbytes, _alignment(buf.layout)), buf)
+    counts = {m.num for m, _ in state.members.values()}
+    if len(counts) == 1:  # the default until set_buffer_overlap: every member at one offset
+        _emit_plan(_semantic, spec, reuse_group(*(b for _, b in state.members.values())), "tlx.local_alloc")
+    return buf
+
+
+def _emit_plan(_semantic: Any, spec: storage_alias_spec_value, tree: reuse_group, what: str) -> None:
+    from .mem import _memdesc_type
+    state = _state(_semantic, spec)
+    plan = place(tree, {k: m for k, (m, _) in state.members.items()},
+                 lambda leaf: leaf.type.id if isinstance(leaf, buffered_tensor) else None, what)
+    total = plan.stride * plan.slots
+    if state.size is not None and total > state.size:
+        raise ValueError(f"{what}: the allocations need {total} bytes, more than buffer_size_bytes={state.size}")
+    total = state.size or total
+    members = {}
+    for m, buf in state.members.values():
+        if m.key not in plan.where:
+            raise ValueError(f"{what}: every allocation made with reuse=<this spec> must be in the reuse_group tree")
+        off, group = plan.where[m.key]
+        scale = plan.stride // m.nbytes
+        count = (plan.slots - 1) * scale + off // m.nbytes + group  # enough buffers to reach the last one used
+        members[m.key] = {"type": _memdesc_type(_semantic, buf.dtype, (count, *buf.shape), buf.layout,
+                                                     (count, *buf.shape)),
+                               "scale": scale, "off": off // m.nbytes, "group": group}
+    backing = _memdesc_type(_semantic, tl.int8, (total, ), layouts.SwizzledSharedLayout(1, 1, 1, (0, )), (total, ))
+    align = max([m.align for m, _ in state.members.values()] + [16])
+    emit(_semantic, "buffer_overlap", spec=spec.type.id, backing=backing, align=align, members=members)
