@@ -64,3 +64,14 @@ def test_buffers_cross_jit_helpers_and_reuse():
     bits = torch.empty(16, 32, dtype=torch.int32, device=CUDA)
     mem.reuse_kernel[(1, )](x, bits, R=16, C=32)
     assert torch.equal(bits, x.view(torch.int32))
+
+
+def test_storage_alias_spec():
+    out = torch.zeros(5 * 32 * 32, device=CUDA)
+    mem.alias_kernel[(1, )](out, B=32)
+    p3, alpha2, b0, a1 = (t.to(CUDA) for t in mem._alias_expected())
+    torch.testing.assert_close(out[:1024].reshape(32, 32), p3)
+    torch.testing.assert_close(out[1024:1536].reshape(32, 16), alpha2)
+    torch.testing.assert_close(out[2048:3072].reshape(32, 32), b0)
+    torch.testing.assert_close(out[3072:4096].reshape(32, 32), a1)
+    torch.testing.assert_close(out[4096:], torch.full((1024, ), 1065353216.0, device=CUDA))
