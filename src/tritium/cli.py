@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("what", choices=sorted(BENCHMARKS))
     b.add_argument("--out", default="results", help="folder for the plots")
     b.add_argument("--only", default="", help="run one part of a benchmark (overhead: compile or launch; "
-                   "attention: quick, or words such as bf16 d128 causal s4096)")
+                   "attention: quick, or words such as bf16 d128 causal s4096; gemm: ws, fp16, bf16, quick)")
     b.set_defaults(run=_cmd_bench)
     return parser
 
