@@ -51,6 +51,13 @@ class Case(NamedTuple):
     def flops(self) -> float:
         return 4.0 * self.batch * self.heads * self.seq ** 2 * self.head_dim * (0.5 if self.causal else 1.0)
 
+    def inputs(self) -> tuple:
+        """Fresh random q, k, v of this case on the GPU."""
+        import torch
+        dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[self.dtype]
+        shape = (self.batch, self.heads, self.seq, self.head_dim)
+        return tuple(torch.randn(shape, device="cuda", dtype=dtype) for _ in range(3))
+
 
 CASES = [Case(dt, d, c, s) for dt in ("fp16", "bf16") for d in (64, 128) for c in (False, True) for s in SEQS]
 QUICK = [Case(dt, 128, c, 4096) for dt in ("fp16", "bf16") for c in (False, True)] + \
@@ -69,7 +76,7 @@ def select(only: str) -> list[Case]:
     return chosen
 
 
-def _sdpa_variants(q, k, v, causal: bool) -> dict:
+def sdpa_variants(q, k, v, causal: bool) -> dict:
     """SDPA under each backend that accepts these inputs: name -> callable."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -87,12 +94,9 @@ def _sdpa_variants(q, k, v, causal: bool) -> dict:
 
 
 def run_case(case: Case, rounds: int = 2, rep_ms: int = 100) -> dict:
-    import torch
     from triton.testing import do_bench
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[case.dtype]
-    shape = (case.batch, case.heads, case.seq, case.head_dim)
-    q, k, v = (torch.randn(shape, device="cuda", dtype=dtype) for _ in range(3))
-    sdpa = _sdpa_variants(q, k, v, case.causal)
+    q, k, v = case.inputs()
+    sdpa = sdpa_variants(q, k, v, case.causal)
     if not sdpa:
         raise RuntimeError(f"{case.label}: no SDPA backend runs this case")
     ref = next(iter(sdpa.values()))().float()
