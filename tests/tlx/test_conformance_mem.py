@@ -515,12 +515,16 @@ def test_unsupported_or_wrong_use_is_a_clear_error(case, message):
 
 @triton.jit
 def alias_kernel(out_ptr, B: tl.constexpr):
-    """The fork's storage-alias cases in one kernel: each member reads what another wrote."""
+    """The fork's storage-alias cases in one kernel: each member reads what another wrote.
+
+    Members that read each other's bytes as other dtypes/shapes are unswizzled, so the bytes map to
+    elements in row-major order on every target (and in the interpreter)."""
     offs = _offs(B, B)
+    plain: tl.constexpr = tlx.swizzled_shared_layout_encoding.make_default(2)
     spec = tlx.storage_alias_spec(storage=tlx.storage_kind.smem)
-    qk = tlx.local_alloc((B, B), tl.float32, 2, reuse=spec)
-    p = tlx.local_alloc((B, B), tl.float16, 4, reuse=spec)
-    alpha = tlx.local_alloc((B, B // 2), tl.float32, 4, reuse=spec)
+    qk = tlx.local_alloc((B, B), tl.float32, 2, reuse=spec, layout=plain)
+    p = tlx.local_alloc((B, B), tl.float16, 4, reuse=spec, layout=plain)
+    alpha = tlx.local_alloc((B, B // 2), tl.float32, 4, reuse=spec, layout=plain)
     # qk[i] shares slot i with (p[2i], p[2i+1]) side by side, and with alpha[2i], alpha[2i+1]
     spec.set_buffer_overlap(tlx.reuse_group(qk, tlx.reuse_group(p, group_size=2),
                                             tlx.reuse_group(alpha, group_size=2)))
