@@ -168,6 +168,14 @@ def _state(_semantic: Any, spec: storage_alias_spec_value) -> _Spec:
     return _code_generator(_semantic.builder).module.__dict__.setdefault(_SPECS, {})[spec.type.id]
 
 
+def check_not_member(_semantic: Any, buf: buffered_tensor, op: str) -> None:
+    """A member is only a backing seen through its type: whole-allocation views of it would miss its offset."""
+    specs = _code_generator(_semantic.builder).module.__dict__.get(_SPECS, {})
+    if buf.type.num and any(buf.type.id in spec.members for spec in specs.values()):
+        raise NotImplementedError(f"tlx.{op}: this allocation lives in a storage_alias_spec; view its buffers "
+                                  "(local_view) instead of the whole allocation")
+
+
 def new_spec(_semantic: Any, storage: Any, buffer_size_bytes: Any) -> storage_alias_spec_value:
     storage = _unwrap_if_constexpr(storage)
     if not isinstance(storage, layouts.storage_kind):

@@ -98,6 +98,7 @@ def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _sem
         buf = _view(_semantic, "alias_alloc", dtype, shape, layout, (num, *shape), num, spec=reuse.type.id)
         return alias.member_alloc(_semantic, reuse, buf)
     root = _buffer(reuse, "local_alloc(reuse=...)", _semantic)
+    alias.check_not_member(_semantic, root, "local_alloc(reuse=...)")
     if not root.type.num or root.type.alloc_shape != (root.type.num, *root.shape):
         raise TypeError("tlx.local_alloc: reuse= must be a local_alloc result (the whole allocation), not a view")
     need, have = _nbytes((num, *shape), dtype), _nbytes(root.type.alloc_shape, root.dtype)
@@ -232,6 +233,7 @@ def local_reinterpret(buf, dtype, shape=None, layout=None, _semantic=None) -> bu
     models them only when both layouts are unswizzled; pass ``layout=`` to choose.
     """
     buf = _buffer(buf, "local_reinterpret", _semantic)
+    alias.check_not_member(_semantic, buf, "local_reinterpret")
     dtype = _unwrap_if_constexpr(dtype)
     if not isinstance(dtype, tl.dtype) or isinstance(dtype, tl.pointer_type):
         raise TypeError(f"tlx.local_reinterpret: dtype must be a scalar Triton dtype, got {dtype!r}")
