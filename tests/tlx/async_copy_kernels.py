@@ -111,9 +111,73 @@ def two_groups_kernel(x_ptr, y_ptr, BM: tl.constexpr, BK: tl.constexpr):
     bufs = tlx.local_alloc((BM, BK), tlx.dtype_of(x_ptr), 2)
     t0 = tlx.async_load(x_ptr + offs, bufs[0])
     tlx.async_load_commit_group([t0])
-    t1 = tlx.async_load(x_ptr + BM * BK + offs, bufs[1])
+    t1 = tlx.async_load(x_ptr + BM * BK + offs, bufs[1], is_volatile=True)
     tlx.async_load_commit_group([t1])
     tlx.async_load_wait_group(1)  # the first group has landed, the second may still be in flight
     tl.store(y_ptr + offs, tlx.local_load(bufs[0]))
     tlx.async_load_wait_group(0)
     tl.store(y_ptr + BM * BK + offs, tlx.local_load(bufs[1]))
+
+
+@triton.jit
+def bad_prefetch_level(x_ptr):
+    tlx.prefetch(x_ptr + tl.arange(0, 16), level="L3")
+
+
+@triton.jit
+def prefetch_tensormap(x_ptr):
+    tlx.prefetch(x_ptr, tensormap=True)
+
+
+@triton.jit
+def prefetch_tensormap_desc(desc, y_ptr):
+    tlx.prefetch(desc, tensormap=True)
+    tl.store(y_ptr + tl.arange(0, 16), desc.load([0, 0]).reshape(16))
+
+
+@triton.jit
+def bulk_no_barrier(x_ptr):
+    buf = tlx.local_alloc((256, ), tl.uint8, 1)
+    tlx.async_load(x_ptr, buf[0], bulk=True)
+
+
+@triton.jit
+def barrier_without_bulk(x_ptr):
+    buf = tlx.local_alloc((256, ), tl.uint8, 1)
+    bar = tlx.alloc_barriers(1)[0]
+    tlx.async_load(x_ptr + tl.arange(0, 256), buf[0], barrier=bar)
+
+
+@triton.jit
+def other_without_mask(x_ptr):
+    buf = tlx.local_alloc((256, ), tl.uint8, 1)
+    tlx.async_load(x_ptr + tl.arange(0, 256), buf[0], other=1)
+
+
+@triton.jit
+def int_mask(x_ptr):
+    buf = tlx.local_alloc((256, ), tl.uint8, 1)
+    tlx.async_load(x_ptr + tl.arange(0, 256), buf[0], mask=tl.arange(0, 256))
+
+
+@triton.jit
+def bad_tokens(x_ptr):
+    tlx.async_load_commit_group([1])
+
+
+@triton.jit
+def bad_pendings(x_ptr):
+    tlx.async_load_wait_group(-1)
+
+
+@triton.jit
+def buffer_ops_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tlx.buffer_load(x_ptr, offs, mask=offs < n, other=0.0, cache=".cg", contiguity=4)
+    tlx.buffer_store(v * 2, y_ptr, offs, mask=offs < n, cache=".wb")
+    tlx.buffer_atomic_add(z_ptr, offs, v, mask=offs < n)
+    buf = tlx.local_alloc((BLOCK, ), tl.float32, 1)
+    tok = tlx.buffer_load_to_local(buf[0], x_ptr, offs, mask=offs < n, other=0.0, cache_modifier=".cg")
+    tlx.async_load_commit_group([tok])
+    tlx.async_load_wait_group(0)
+    tlx.buffer_store(tlx.local_load(buf[0]), y_ptr, offs + BLOCK)

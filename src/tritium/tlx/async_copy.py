@@ -164,7 +164,8 @@ def async_load_wait_group(pendings, tokens=[], _semantic=None) -> async_token:
     _check_target(_semantic.builder.options.arch, "async_load_wait_group")
     pendings = _unwrap_if_constexpr(pendings)
     if isinstance(pendings, bool) or not isinstance(pendings, int) or pendings < 0:
-        raise ValueError(f"tlx.async_load_wait_group: pendings must be a non-negative compile-time int, got {pendings!r}")
+        raise ValueError(f"tlx.async_load_wait_group: pendings must be a non-negative compile-time int, "
+                         f"got {pendings!r}")
     _check_tokens(tokens, "async_load_wait_group")
     emit(_semantic, "wait_group", num=pendings)
     return async_token()

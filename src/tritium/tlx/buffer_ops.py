@@ -69,8 +69,8 @@ def buffer_store(stored_value, ptr, offsets, mask=None, cache=None, _semantic=No
     """Store ``stored_value`` to ``ptr[offsets]`` where ``mask`` holds."""
     mask = _mask(_semantic, mask)
     _check(_semantic, "buffer_store", ptr, offsets, mask)
-    tl.store(_semantic.add(ptr, offsets, True), stored_value, mask=mask, cache_modifier=_unwrap_if_constexpr(cache) or "",
-             _semantic=_semantic)
+    tl.store(_semantic.add(ptr, offsets, True), stored_value, mask=mask,
+             cache_modifier=_unwrap_if_constexpr(cache) or "", _semantic=_semantic)
 
 
 @tlx_builtin
