@@ -136,6 +136,46 @@ def test_default_task_replicas_interpreted():
     assert out.tolist() == [10, 11, 5]
 
 
+@triton.jit
+def _store_replica(out_ptr, CID: tl.constexpr):
+    tl.store(out_ptr + CID, CID + 20)
+
+
+@triton.jit
+def _replica_in_helper(out_ptr):
+    tl.store(out_ptr + tlx.async_task_replica_id(), 1)
+
+
+@triton.jit
+def _helpers(out_ptr, ASK_IN_HELPER: tl.constexpr):
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(out_ptr + 2, 1)
+        with tlx.async_task(num_warps=4, replicate=2):
+            if ASK_IN_HELPER:
+                _replica_in_helper(out_ptr)
+            else:
+                _store_replica(out_ptr, tlx.async_task_replica_id())  # one helper specialization per replica
+
+
+@compiled
+def test_replica_id_reaches_helpers_as_a_constexpr_argument():
+    parts = partitions(compile_kernel(_helpers, {"out_ptr": "*i32"}, {"ASK_IN_HELPER": False}).asm["ttgir"])
+    assert re.search(r"arith\.constant 20 : i32", parts[0]) and re.search(r"arith\.constant 21 : i32", parts[1])
+    with pytest.raises(CompilationError) as info:  # reported at the call, with the helper's error as its cause
+        compile_kernel(_helpers, {"out_ptr": "*i32"}, {"ASK_IN_HELPER": True})
+    cause = info.value.__cause__
+    assert "_replica_in_helper(out_ptr)" in str(info.value) and cause is not None
+    assert "tlx.async_task_replica_id()" in str(cause) and "not in a @triton.jit helper" in str(cause)
+
+
+@interpreted
+def test_replica_id_reaches_helpers_interpreted():
+    out = torch.zeros(3, dtype=torch.int32)
+    _helpers[(1, )](out, ASK_IN_HELPER=False)
+    assert out.tolist() == [20, 21, 1]
+
+
 # --------------------------------------------------------------------------------------------
 # async_task arguments
 # --------------------------------------------------------------------------------------------

@@ -215,6 +215,11 @@ class _ModuleState:
         self.count = 0
         self.regions: list[list[TaskConfig]] = []  # regions that have partitions
         self.exclusive = False
+        self.task: Optional["_AsyncTask"] = None  # the task being generated (seen from helpers too)
+
+
+def _module_state(_semantic: Any) -> _ModuleState:
+    return _code_generator(_semantic.builder).module.__dict__.setdefault(_MODULE_STATE, _ModuleState())
 
 
 def _region(_semantic: Any) -> Optional[_Region]:
@@ -236,13 +241,13 @@ class _AsyncTasks:
         b = self.semantic.builder
         if _region(self.semantic) is not None:
             raise ValueError("tlx.async_tasks cannot be nested")
-        state = _code_generator(b).module.__dict__.setdefault(_MODULE_STATE, _ModuleState())
+        state = _module_state(self.semantic)
         state.count += 1
         b.__dict__[_REGION] = _Region(state.count, b.get_insertion_block(), self.config)
 
     def __exit__(self, *exc: Any) -> None:
         region = self.semantic.builder.__dict__.pop(_REGION)
-        state = _code_generator(self.semantic.builder).module.__dict__[_MODULE_STATE]
+        state = _module_state(self.semantic)
         configs = [t.config for t in region.tasks]
         warps = _module_warps(self.semantic)
         if partitions(configs, warps):
@@ -279,7 +284,7 @@ class _AsyncTask:
             raise ValueError("tlx.async_task must sit directly inside `with tlx.async_tasks():` (not in a loop or if)")
         self.index = len(region.tasks)
         region.tasks.append(self)
-        region.current = self
+        region.current = _module_state(self.semantic).task = self
         self._open(region, 0)
 
     def __exit__(self, *exc: Any) -> None:
@@ -289,7 +294,7 @@ class _AsyncTask:
             self._open(region, r)
             visit_body(self.gen, self.node.body)
             self._close()
-        region.current = None
+        region.current = _module_state(self.semantic).task = None
 
     def _open(self, region: _Region, replica: int) -> None:
         """Start copy ``replica``: its placeholder, then a fresh block and scope for its body."""
@@ -338,5 +343,9 @@ def async_task_replica_id(_semantic: Any = None) -> tl.constexpr:
     (0 in the default task's own copy)."""
     region = _region(_semantic)
     if region is None or region.current is None:
+        if _module_state(_semantic).task is not None:
+            raise ValueError("tlx.async_task_replica_id() must be called in the task's own body, not in a @triton.jit "
+                             "helper (Triton generates a helper once for all replicas); pass the id to the helper as "
+                             "a tl.constexpr argument")
         raise ValueError("tlx.async_task_replica_id() must be called inside a tlx.async_task")
     return tl.constexpr(region.current.replica)
