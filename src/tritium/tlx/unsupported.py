@@ -8,9 +8,11 @@ and the hardware feature it needs, and saying that stock Triton 3.6 has no path 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, NoReturn
 
 import triton
+from triton.runtime.errors import OutOfResources
 
 _STOCK = "stock Triton 3.6 has no path for it (no such op or pass), so tritium cannot provide it"
 _TCGEN05 = ("needs Blackwell (sm_100) tensor memory and tcgen05 instructions; Hopper (sm_90) and AMD CDNA have "
@@ -85,19 +87,40 @@ CTAS_PER_CGA = ("ctas_per_cga is the TLX fork's launch option for clusters of in
                 "the stock launch and is accepted")
 
 
+class ClusterLaunchUnsupported(OutOfResources):
+    """A config asks for more than one CTA per cluster. An ``OutOfResources``, so that the autotuner
+    skips the config (as it skips one that needs too much shared memory) and tunes over the rest."""
+
+    def __init__(self, required: int, limit: int = 1, name: str = "CTAs per cluster (ctas_per_cga)") -> None:
+        super().__init__(required, limit, name)
+
+    def __str__(self) -> str:
+        return f"triton.Config(ctas_per_cga=...) asks for {self.required} CTAs per cluster: {CTAS_PER_CGA}"
+
+
+def _refuse_cluster(size: int) -> Callable[[dict], None]:
+    def refuse(nargs: dict) -> None:
+        raise ClusterLaunchUnsupported(size)
+
+    return refuse
+
+
 def _config_init(init: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(init)
     def __init__(self: Any, *args: Any, ctas_per_cga: Any = None, **kwargs: Any) -> None:
-        if ctas_per_cga is not None and tuple(ctas_per_cga) != (1, 1, 1):
-            raise NotImplementedError(f"triton.Config(ctas_per_cga={tuple(ctas_per_cga)}): {CTAS_PER_CGA}")
         init(self, *args, **kwargs)
+        size = math.prod(tuple(ctas_per_cga)) if ctas_per_cga is not None else 1
+        if size != 1:  # the config stays in the list; launching it (the autotuner's pre_hook call) refuses
+            self.ctas_per_cga = tuple(ctas_per_cga)
+            self.pre_hook = _refuse_cluster(size)
 
     __init__.tritium_ctas_per_cga = True
     return __init__
 
 
 def accept_ctas_per_cga() -> None:
-    """Let ``triton.Config`` take the fork's ``ctas_per_cga``: one CTA per cluster passes, more raises why.
+    """Let ``triton.Config`` take the fork's ``ctas_per_cga``: one CTA per cluster is the stock launch;
+    a config with more is kept, and the autotuner skips it with :class:`ClusterLaunchUnsupported`.
 
     Fork kernels put it in their autotune configs, which are built when the module is imported; stock
     Triton's ``Config`` would fail there with a bare ``TypeError``.
