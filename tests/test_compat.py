@@ -188,3 +188,13 @@ def test_binding_enums_and_load_hints():
         assert descriptor_load == ["self", "desc", "offsets", "cache_modifier", "eviction_policy"]
     assert compat.CACHE_POLICY == (compat.TRITON_VERSION >= (3, 9))
     assert compat.TMA_STORE_WAIT_READ_ONLY == (compat.TRITON_VERSION >= (3, 9))
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_amd_anchor_pass_runs_in_the_ttgir_stage(target):
+    """TLX inserts AMD's async-copy coalescing after this pass; it must be in this Triton's AMD ttgir stage."""
+    from tritium.plugins import CompileReport, Pipeline
+    fn, sig, const = KERNELS["add"]
+    report = CompileReport()
+    compile_kernel(fn, sig, target, constexprs=const, pipeline=Pipeline("stock"), report=report)
+    assert compat.AMD_LAST_LAYOUT_PASS in [p.name for p in report.stage("ttgir").passes]

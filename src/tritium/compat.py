@@ -529,6 +529,11 @@ def is_mlir_module(obj: Any) -> bool:
     return isinstance(obj, ir.module)
 
 
+#: The last AMD ttgir pass before buffer-op conversion and block ping-pong (after the layout clean-ups).
+AMD_LAST_LAYOUT_PASS = "amd.ttgpuir.reorder_instructions" if TRITON_VERSION < (3, 7) \
+    else "amd.ttgpuir.move_up_prologue_loads"
+
+
 def run_amd_coalesce_async_copy(mod: Any, arch: str) -> None:
     """Run AMD's ``coalesce_async_copy`` (clip each async copy's source vector to a width the CDNA
     direct-to-LDS loads support) on ``mod`` now, outside any recorded pipeline."""
@@ -593,3 +598,73 @@ def replace_module_body(old: Any, new: Any) -> None:
             old.set_attr(name, builder.get_int32_attr(value))
         elif (text := op.get_str_attr(name)) is not None:
             old.set_attr(name, builder.get_string_attr(text))
+
+
+# --------------------------------------------------------------------------------------------
+# Direct launches of compiled kernels (tritium.ops): what JITFunction.run does per call, split
+# into a part done once per (kernel, arguments' shapes) and a per-call part.
+
+
+def pipeline_digest(kernel: Any) -> str:
+    """The hash of the pipelines in effect for ``kernel`` ("" when none): part of its JIT cache key, so a
+    cached compiled kernel stays valid exactly while this stays the same."""
+    key_fn = _installed.key if _installed is not None else None
+    return key_fn(kernel)[1] if key_fn is not None else ""
+
+
+def launch_hooks_active() -> bool:
+    """Whether a profiler-style launch hook is set: direct launches skip hooks, so callers fall back."""
+    return knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None
+
+
+def current_stream(device: int) -> int:
+    """The raw handle of the current stream of ``device``, as Triton launches on it."""
+    return triton.runtime.driver.active.get_current_stream(device)
+
+
+@dataclass
+class DirectLaunch:
+    """A compiled kernel ready to launch with already-expanded arguments.
+
+    ``descriptor_meta`` holds, per tensor-descriptor parameter, the TMA metadata Triton computed for
+    it (or None); :func:`descriptor_args` expands a host TensorDescriptor with it.
+    """
+    launcher: Any
+    function: Any
+    packed_metadata: Any
+    descriptor_meta: list
+
+    def __call__(self, grid: tuple[int, int, int], stream: int, args: list) -> None:
+        self.launcher(grid[0], grid[1], grid[2], stream, self.function, self.packed_metadata, None, None, None,
+                      *args)
+
+
+def direct_launch(compiled: Any) -> Optional[DirectLaunch]:
+    """A :class:`DirectLaunch` of ``compiled`` (the CompiledKernel ``kernel[grid](...)`` returned), whose
+    launcher takes tensor descriptors already expanded by :func:`descriptor_args`; None where this
+    Triton's launcher does not have the expected shape (callers then keep launching through the JIT)."""
+    import copy
+
+    run = compiled.run  # loads the binary and builds the launcher on first use
+    launch = getattr(run, "launch", None)
+    if launch is None:
+        return None
+    sig = getattr(compiled.src, "signature", {})
+    has_desc = any(isinstance(t, str) and t.startswith("tensordesc") for t in sig.values())
+    meta = list(getattr(compiled.metadata, "tensordesc_meta", None) or [])
+    if has_desc:  # unwrap wrap_handle_tensordesc's closure: its `launcher` is the raw C launch
+        names = getattr(getattr(launch, "__code__", None), "co_freevars", ())
+        if "launcher" not in names or launch.__closure__ is None:
+            return None
+        launch = launch.__closure__[names.index("launcher")].cell_contents
+        if not meta:
+            meta = [None] * sum(isinstance(t, str) and t.startswith("tensordesc") for t in sig.values())
+    raw = copy.copy(run)
+    raw.launch = launch
+    return DirectLaunch(raw, compiled.function, compiled.packed_metadata, meta)
+
+
+def descriptor_args(desc: Any, meta: Any) -> list:
+    """The launcher arguments of host TensorDescriptor ``desc`` (a CUtensorMap and its shape and strides)."""
+    from triton.backends.nvidia.driver import make_tensordesc_arg
+    return make_tensordesc_arg(desc, meta)

@@ -95,7 +95,7 @@ def make_pipeline(family: str) -> Pipeline:
     for name in disabled:
         p.disable("ttgir", name)
     if family == "hip":
-        p.insert("ttgir", amd_coalesce_async_copy, after="amd.ttgpuir.reorder_instructions")
+        p.insert("ttgir", amd_coalesce_async_copy, after=compat.AMD_LAST_LAYOUT_PASS)
     p.override_pipeline(_report_errors(in_family))
     return p
 
