@@ -1,6 +1,6 @@
 """TLX named barriers, warp barriers, the warp ballot and the cluster ops on the GPU (sm_90).
 
-The kernels are those of tests/tlx/test_conformance_sync.py, which checks their codegen on the CPU.
+The kernels are tests/tlx/sync_kernels.py, whose codegen test_conformance_sync.py checks on the CPU.
 """
 import sys
 from pathlib import Path
@@ -12,7 +12,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tlx"))
-import test_conformance_sync as sync  # noqa: E402
+import sync_kernels as kernels  # noqa: E402
 
 import tritium.tlx as tlx  # noqa: E402
 
@@ -27,7 +27,7 @@ def hopper():
 
 def test_named_barriers_make_tasks_take_turns():
     out = torch.zeros(64, dtype=torch.int64, device="cuda")
-    sync._named_pingpong[(1, )](out, ROUNDS=32, COUNT=256)
+    kernels.named_pingpong[(1, )](out, ROUNDS=32, COUNT=256)
     stamps = out.cpu()
     assert (stamps[1:] > stamps[:-1]).all(), f"the tasks did not alternate: {stamps.tolist()}"
 
@@ -36,7 +36,7 @@ def test_warp_barrier_hands_the_buffer_over():
     x = torch.randn(98432, device="cuda")
     for arrivals in (1, 2):
         z = torch.full_like(x, float("nan"))
-        sync._warp_barrier_square[(triton.cdiv(x.numel(), 1024), )](x, z, x.numel(), BLOCK=1024, NUM_WARPS=4,
+        kernels.warp_barrier_square[(triton.cdiv(x.numel(), 1024), )](x, z, x.numel(), BLOCK=1024, NUM_WARPS=4,
                                                                      ARRIVALS=arrivals)
         torch.testing.assert_close(z, x * x)
 
@@ -58,12 +58,12 @@ def test_vote_ballot_collects_each_lanes_vote(mask, parity, want):
 
 def test_cluster_ops_are_a_cluster_of_one_cta():
     out = torch.full((1, ), -1, dtype=torch.int32, device="cuda")
-    sync._cluster_ops[(3, )](out)
+    kernels.cluster_ops[(3, )](out)
     assert out.item() == 1  # rank 0, size 1, and the arrive on the CTA's own barrier completed its phase
 
 
 def test_cluster_barrier_waits_for_every_task():
     out = torch.zeros(4, dtype=torch.int64, device="cuda")
-    sync._cluster_barrier_tasks[(1, )](out)
+    kernels.cluster_barrier_tasks[(1, )](out)
     before, after = out.cpu().tolist()[:2], out.cpu().tolist()[2:]
     assert max(before) < min(after), out.tolist()
