@@ -113,8 +113,8 @@ def barrier_arrive(bar, arrive_count=1, remote_cta_rank=None, pred=None, _semant
     """Arrive ``arrive_count`` times on ``bar``: once per execution by the task's warps (one elected thread
     arrives after they synchronize), not once per thread, so a barrier released by two consumer tasks
     is allocated with ``arrive_count=2``. On an ``alloc_warp_barrier`` barrier every thread of the
-    executing warps counts, as in the fork. ``remote_cta_rank`` arrives on the same barrier of another
-    CTA of the cluster (see :func:`tritium.tlx.cluster.remote_rank`)."""
+    executing warps counts, as in the fork. ``remote_cta_rank`` names the CTA of the cluster whose copy of
+    ``bar`` to arrive on; a TLX kernel on stock Triton is a cluster of one CTA, so it is 0 (tlx/cluster.py)."""
     check_target(_semantic, "barrier_arrive")
     bar = barrier(bar, "barrier_arrive")
     count = _compile_time_int(arrive_count, "tlx.barrier_arrive: arrive_count")
