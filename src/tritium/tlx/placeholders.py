@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
@@ -843,6 +844,8 @@ def _warp_specialize(lines: list[str], state: _Lowering) -> list[str]:
     out: list[str] = []
     defs: dict[str, str] = {}
     module_warps = 0
+    layouts = _PartitionLayouts()
+    module_line = 0
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -850,6 +853,8 @@ def _warp_specialize(lines: list[str], state: _Lowering) -> list[str]:
         if p is None or p.op != "async_task":
             m = re.search(r'"ttg\.num-warps" = (\d+)', line)
             module_warps = int(m.group(1)) if m and line.startswith("module") else module_warps
+            module_line = len(out) if line.startswith("module") else module_line
+            layouts.read_alias(line)
             d = _RESULTS.match(line)
             for name in _SSA.findall(d.group(1)) if d else ():
                 defs[name] = line.strip()
@@ -857,12 +862,84 @@ def _warp_specialize(lines: list[str], state: _Lowering) -> list[str]:
             i += 1
             continue
         i, tasks = _tasks(lines, i)
-        out.extend(_region_text(tasks, p.indent, p.loc, defs, {**dict(state.args), **state.types}, module_warps))
+        out.extend(_region_text(tasks, p.indent, p.loc, defs, {**dict(state.args), **state.types}, module_warps,
+                                layouts))
+    out[module_line:module_line] = layouts.definitions()
     return out
 
 
+_LAYOUT_ALIAS = re.compile(r"^(#[A-Za-z_][\w]*) = (#ttg\.\w+)<(.*)>$")
+_ALIAS_USE = re.compile(r"#[A-Za-z_][\w.]*")
+_INLINE_BLOCKED = re.compile(r"#ttg\.blocked<\{([^{}]*)\}>")
+#: Register layouts (besides blocked ones, which are re-laid out) tied to the kernel's warp count.
+_WARP_LAYOUTS = ("#ttg.nvidia_mma", "#ttg.amd_mfma", "#ttg.amd_wmma", "#ttg.linear", "#ttg.dot_op", "#ttg.slice")
+
+
+class _PartitionLayouts:
+    """Register layouts for a partition whose num_warps W differs from the kernel's.
+
+    ``convert_to_ttgpuir`` lays out every tensor for the kernel's num_warps, so a partition of W warps
+    gets each blocked layout it uses with ``warpsPerCTA`` redistributed to W warps (new aliases
+    ``#blockedK_wW``; slices follow their parent). Other register layouts (MMA, linear, dot operands)
+    are fixed by the ops that chose them and stay an error there.
+    """
+
+    def __init__(self) -> None:
+        self.aliases: dict[str, tuple[str, str]] = {}  # alias -> (attribute kind, body)
+        self.new: dict[str, str] = {}  # new alias -> its definition
+
+    def read_alias(self, line: str) -> None:
+        m = _LAYOUT_ALIAS.match(line)
+        if m:
+            self.aliases[m.group(1)] = (m.group(2), m.group(3))
+
+    def definitions(self) -> list[str]:
+        return [f"{name} = {text}" for name, text in self.new.items()]
+
+    def line(self, line: str, warps: int, where: str) -> str:
+        """``line`` with its register layouts for ``warps`` warps (string literals are left alone)."""
+        out, last = [], 0
+        for m in _STRING.finditer(line):
+            out.extend([self._code(line[last:m.start()], warps, where), m.group(0)])
+            last = m.end()
+        out.append(self._code(line[last:], warps, where))
+        return "".join(out)
+
+    def _code(self, code: str, warps: int, where: str) -> str:
+        code = _INLINE_BLOCKED.sub(lambda m: f"#ttg.blocked<{{{_rewarp(m.group(1), warps)}}}>", code)
+        for kind in _WARP_LAYOUTS:
+            if kind + "<" in code and kind != "#ttg.slice":
+                raise ValueError(f"{where} uses a {kind[5:]} register layout, which is laid out for the kernel's warps; "
+                                 "give the task the kernel's num_warps")
+
+        def alias(m: re.Match) -> str:
+            kind, body = self.aliases.get(m.group(0), ("", ""))
+            if kind == "#ttg.blocked":
+                name = f"{m.group(0)}_w{warps}"
+                self.new.setdefault(name, f"#ttg.blocked<{_rewarp(body[1:-1], warps).join('{}')}>")
+                return name
+            if kind in _WARP_LAYOUTS:
+                raise ValueError(f"{where} uses the {kind[5:]} register layout {m.group(0)}, which is laid out "
+                                 "for the kernel's warps; give the task the kernel's num_warps")
+            return m.group(0)
+
+        return _ALIAS_USE.sub(alias, code)
+
+
+def _rewarp(body: str, warps: int) -> str:
+    """A blocked layout's attribute body with ``warpsPerCTA`` redistributed over ``warps`` warps: halve
+    the largest factor while there are too many, give the slowest-varying dimension the rest."""
+    m = re.search(r"warpsPerCTA = \[([\d, ]+)\]", body)
+    dims = [int(x) for x in m.group(1).split(", ")]
+    order = [int(x) for x in re.search(r"order = \[([\d, ]+)\]", body).group(1).split(", ")]
+    while math.prod(dims) > warps:
+        dims[max(range(len(dims)), key=lambda d: dims[d])] //= 2
+    dims[order[-1]] *= warps // math.prod(dims)
+    return body[:m.start(1)] + ", ".join(map(str, dims)) + body[m.end(1):]
+
+
 def _region_text(tasks: list[_Task], ind: str, loc: str, defs: dict[str, str], known: dict[str, str],
-                 module_warps: int) -> list[str]:
+                 module_warps: int, layouts: _PartitionLayouts) -> list[str]:
     """One region's ``ttg.warp_specialize``: each task copy (tlx/tasks.py generates one per replica) other
     than the default region is a partition. The frontend checked the copies' settings (all or none
     have ``num_regs``/``start``) and that stock Triton places them at their ``start`` warps once they
@@ -874,9 +951,6 @@ def _region_text(tasks: list[_Task], ind: str, loc: str, defs: dict[str, str], k
     parts = []
     for task in workers:
         warps = task.payload["num_warps"] or module_warps  # None: a copy of the default task
-        if warps != module_warps and any(_REGISTER_TENSOR.search(line) for line in task.lines):
-            raise ValueError(f"tlx.async_task(num_warps={warps}) uses register tensors, which the compile path "
-                             f"lays out for the kernel's num_warps={module_warps}; give the task the kernel's num_warps")
         parts.append((task, warps, *_captures(task.lines, defs, known)))
     operands = list(dict((n, t) for *_, ops in parts for n, t in ops).items())
     attrs = [f"{attr} = array<i32: {', '.join(str(task.payload[key]) for task, *_ in parts)}>"
@@ -891,8 +965,13 @@ def _region_text(tasks: list[_Task], ind: str, loc: str, defs: dict[str, str], k
         results = {f"%{prefix}{n[1:]}": f"%{prefix}{n[1:].replace('#', '_')}" for n, _ in operands if "#" in n}
         args = ", ".join(f"%{prefix}{n[1:].replace('#', '_')}: {t}{loc}" for n, t in operands)  # at the region's line
         text.append(f"{ind}partition{k}({args}) num_warps({warps}) {{")
+        where = f"tlx.async_task(num_warps={warps}) in a kernel of num_warps={module_warps}"
+        if warps != module_warps and any(_REGISTER_TENSOR.search(t) for _, t in operands):
+            raise ValueError(f"{where} receives a register tensor made outside it; compute it inside the task")
         for line in [*(f"{ind}  {c}" for c in clones), *task.lines]:
             line = _rename(line, prefix)
+            if warps != module_warps and _REGISTER_TENSOR.search(line):
+                line = layouts.line(line, warps, where)
             for use, arg in results.items():
                 line = re.sub(re.escape(use) + r"\b", arg, line)
             text.append(line)
