@@ -6,6 +6,7 @@ Compile tests run in this process; the interpreter tests need ``TRITON_INTERPRET
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -22,6 +23,7 @@ from triton.compiler.errors import CompilationError
 
 import tritium.tlx as tlx
 from interp_shim import interpret_mode
+from tritium.plugins.errors import PassError
 from tritium.tlx import tasks
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -192,6 +194,65 @@ def test_replica_id_reaches_helpers_interpreted():
     out = torch.zeros(3, dtype=torch.int32)
     _helpers[(1, )](out, ASK_IN_HELPER=False)
     assert out.tolist() == [20, 21, 1]
+
+
+@triton.jit
+def _small_tasks(x_ptr, y_ptr, n, BLOCK: tl.constexpr, W: tl.constexpr):
+    """The fork's test_async_tasks pattern: tasks of W warps (not the kernel's 4) holding register tensors."""
+    pid = tl.program_id(0)
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            offs = pid * BLOCK + tl.arange(0, BLOCK)
+            tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+        with tlx.async_task(num_warps=W, replicate=2):
+            r: tl.constexpr = tlx.async_task_replica_id()
+            rows = (pid * 2 + r) * 8 + tl.arange(0, 8)[:, None]
+            cols = tl.arange(0, 16)[None, :]
+            offs2 = n + rows * 16 + cols  # a 2-D tile per replica, after the first n elements
+            tl.store(y_ptr + offs2, tl.load(x_ptr + offs2) + r)
+
+
+@compiled
+@pytest.mark.parametrize("warps", [1, 2, 8])
+def test_tasks_with_other_warp_counts_hold_register_tensors(warps):
+    ttgir = compile_kernel(_small_tasks, {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                           {"BLOCK": 256, "W": warps}).asm["ttgir"]
+    blocked = dict(re.findall(r"^(#blocked\d*) = #ttg\.blocked<\{.*warpsPerCTA = \[([\d, ]+)\]", ttgir, re.M))
+    parts = partitions(ttgir)
+    assert len(parts) == 2
+    for part in parts:
+        assert f") num_warps({warps}) {{" in part
+        used = set(re.findall(r"#blocked\d*\b", part))
+        assert used and all(math.prod(int(x) for x in blocked[b].split(", ")) == warps for b in used), (used, blocked)
+    default = ttgir.split("default {", 1)[1].split("partition0(", 1)[0]
+    assert all(math.prod(int(x) for x in blocked[b].split(", ")) == 4 for b in set(re.findall(r"#blocked\d*\b", default)))
+
+
+@triton.jit
+def _dot_in_small_task(x_ptr):
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(x_ptr, 1.0)
+        with tlx.async_task(num_warps=8):
+            offs = tl.arange(0, 16)[:, None] * 16 + tl.arange(0, 16)[None, :]
+            a = tl.load(x_ptr + offs).to(tl.float16)
+            tl.store(x_ptr + offs, tl.dot(a, a))
+
+
+@compiled
+def test_register_layouts_fixed_by_the_kernels_warps_are_an_error_in_other_tasks():
+    with pytest.raises(PassError, match=r"tlx.async_task\(num_warps=8\) in a kernel of num_warps=4 uses (a|the) "
+                                        r"dot_op register layout.*give the task the kernel's num_warps"):
+        compile_kernel(_dot_in_small_task, {"x_ptr": "*fp32"}, {})
+
+
+@interpreted
+def test_tasks_with_other_warp_counts_interpreted():
+    x = torch.arange(64 + 2 * 128, dtype=torch.float32)
+    y = torch.zeros_like(x)
+    _small_tasks[(1, )](x, y, 64, BLOCK=64, W=1)
+    expect = torch.cat([x[:64] * 2, x[64:192], x[192:] + 1])
+    assert torch.equal(y, expect)
 
 
 # --------------------------------------------------------------------------------------------
