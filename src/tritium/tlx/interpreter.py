@@ -837,6 +837,9 @@ def async_descriptor_load(desc: Any, result: Any, offsets: Sequence[Any], barrie
     if len(_value(multicast_targets) or []) or _as_bool(two_ctas, False):
         raise NotImplementedError("async_descriptor_load: the interpreter runs one CTA per cluster; "
                                   "multicast_targets and two_ctas are not supported")
+    if _value(cache_modifier):  # as on the compile path (tlx/tma.py)
+        raise NotImplementedError(f"async_descriptor_load: cache_modifier={_value(cache_modifier)!r} has no PTX form "
+                                  "on a TMA load (only an L2 policy: use eviction_policy)")
     _check_tile(desc, dst, "async_descriptor_load")
     if _as_bool(pred, True):
         tile = compat.semantic_descriptor_load(_semantic(), desc, list(offsets), _value(cache_modifier),

@@ -164,7 +164,7 @@ class _TensorMap:
 
     @classmethod
     def of(cls, desc_type: str, fill: int) -> "_TensorMap":
-        m = re.search(r"tensor<((?:\d+x)+)(\w+)", desc_type)
+        m = re.search(r"tensordesc<(?:tensor<)?((?:\d+x)+)(\w+)", desc_type)  # 3.8+ print no ``tensor<``
         block = [int(d) for d in m.group(1).rstrip("x").split("x")]
         elem_type, elem_bytes = _TENSORMAP_ELEM.get(m.group(2), (0, 1))
         return cls(block, elem_type, elem_bytes, fill, desc_type)

@@ -33,7 +33,7 @@ from .types import buffered_tensor, tensor_descriptor, tensor_descriptor_type
 
 #: Bytes of one CUtensorMap, and its required alignment (``allocate_tensor_descriptor``).
 DESCRIPTOR_SIZE = 128
-EVICTION_POLICIES = ("", "evict_normal", "evict_first", "evict_last")
+EVICTION_POLICIES = ("", "evict_first", "evict_last")
 #: ``store_reduce`` -> the ``ttng.async_tma_reduce`` kind.
 STORE_REDUCE = {"add": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
 #: CUtensorMapDataType per element type, for ``tensormap_create`` (8-bit types travel as bytes).
