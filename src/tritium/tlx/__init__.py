@@ -24,6 +24,7 @@ from .mem import (local_alloc, local_load, local_reinterpret, local_reshape, loc
 from .mem import (assert_same_layout, dump_layout, local_gather, local_scatter, release_layout, require_layout,
                   storage_alias_spec, subslice, zeros)
 from .types import buffered_tensor_type, reuse_group, reuse_group_type
+from .alias import storage_alias_spec_type, storage_alias_spec_value as storage_alias_spec_type_class
 from .misc import clock64, dtype_of, fence, fence_async_shared, size_of, thread_id
 from .mma import async_dot, async_dot_wait
 from .tasks import async_task, async_task_replica_id, async_tasks
@@ -52,7 +53,8 @@ OPS.update((fn.__name__, fn) for fn in (local_gather, local_scatter, zeros, requ
 LAYOUT_TYPES = ["layout_encoding", "shared_layout_encoding", "swizzled_shared_layout_encoding",
                 "nv_mma_shared_layout_encoding", "padded_shared_layout_encoding", "shared_linear_layout_encoding",
                 "swizzled_layout", "amd_mfma_layout", "dot_operand_layout", "layout", "storage_kind",
-                "buffered_tensor_type", "reuse_group", "reuse_group_type"]
+                "buffered_tensor_type", "reuse_group", "reuse_group_type", "storage_alias_spec_type",
+                "storage_alias_spec_type_class"]
 # Synchronization, warp and cluster ops.
 OPS.update({fn.__name__: fn for fn in (named_barrier_wait, named_barrier_arrive, alloc_warp_barrier, cluster_barrier,
                                        cluster_cta_rank, cluster_size_1d, fence_mbarrier_init_cluster, remote_view,

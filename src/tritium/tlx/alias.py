@@ -110,33 +110,40 @@ def _alignment(layout: Any) -> int:
 
 
 class storage_alias_spec_type(base_type):
-    """A spec is a dummy ``i32`` in TTIR, named by its placeholder id (like a buffer)."""
+    """A spec is a dummy ``i32`` in TTIR, named by its placeholder id (like a buffer); the fork's
+    constructor arguments come first."""
 
-    def __init__(self, storage: layouts.storage_kind, buffer_size_bytes: Optional[int], id: int) -> None:
+    def __init__(self, storage: layouts.storage_kind, buffer_size_bytes: Optional[int] = None, id: int = 0) -> None:
         self.storage, self.buffer_size_bytes, self.id = storage, buffer_size_bytes, id
 
     def _unflatten_ir(self, handles: list[ir.value], cursor: int) -> tuple["storage_alias_spec_value", int]:
-        return storage_alias_spec_value(handles[cursor], self), cursor + 1
+        return storage_alias_spec_value(handles[cursor], self.storage, self.buffer_size_bytes, self.id), cursor + 1
 
     def _flatten_ir_types(self, builder: ir.builder, out: list[ir.type]) -> None:
         out.append(builder.get_int32_ty())
 
     def __eq__(self, other: Any) -> bool:
-        return type(self) is type(other) and self.id == other.id
+        return type(self) is type(other) and (self.storage, self.buffer_size_bytes, self.id) == \
+            (other.storage, other.buffer_size_bytes, other.id)
 
     def __str__(self) -> str:
         size = f", size={self.buffer_size_bytes}" if self.buffer_size_bytes else ""
-        return f"storage_alias_spec(storage={self.storage.value}{size})"
+        return f"storage_alias_spec_type(storage={self.storage.value}{size})"
+
+    __repr__ = __str__
 
     def mangle(self) -> str:
-        return f"TLXS{self.buffer_size_bytes or 0}I{self.id}S"
+        return f"storage_alias_spec_{self.storage.value}_{self.buffer_size_bytes or 0}_I{self.id}"
 
 
 class storage_alias_spec_value(base_value):
     """The value ``tlx.storage_alias_spec()`` returns; pass it as ``local_alloc(..., reuse=spec)``."""
 
-    def __init__(self, handle: ir.value, type: storage_alias_spec_type) -> None:
-        self.handle, self.type = handle, type
+    def __init__(self, handle: ir.value, storage: layouts.storage_kind, buffer_size_bytes: Optional[int] = None,
+                 id: int = 0) -> None:
+        if storage == layouts.storage_kind.smemCluster:
+            raise ValueError("storage_alias_spec: smemCluster storage is not supported")
+        self.handle, self.type = handle, storage_alias_spec_type(storage, buffer_size_bytes, id)
 
     def _flatten_ir(self, handles: list[ir.value]) -> None:
         handles.append(self.handle)
@@ -188,7 +195,7 @@ def new_spec(_semantic: Any, storage: Any, buffer_size_bytes: Any) -> storage_al
         raise ValueError(f"tlx.storage_alias_spec: buffer_size_bytes must be a positive compile-time int, got {size!r}")
     pid, handle = emit(_semantic, "alias_spec")
     _code_generator(_semantic.builder).module.__dict__.setdefault(_SPECS, {})[pid] = _Spec(size)
-    return storage_alias_spec_value(handle, storage_alias_spec_type(storage, size, pid))
+    return storage_alias_spec_value(handle, storage, size, pid)
 
 
 def member_alloc(_semantic: Any, spec: storage_alias_spec_value, buf: buffered_tensor) -> buffered_tensor:

@@ -60,7 +60,13 @@ class buffered_tensor_type(base_type):
 class buffered_tensor(base_value):
     """A TLX shared-memory buffer (or multi-buffer); ``buf[i]`` is ``tlx.local_view(buf, i)``."""
 
-    def __init__(self, handle: ir.value, type: buffered_tensor_type) -> None:
+    def __init__(self, handle: ir.value, type: buffered_tensor_type = None, *, element_ty: tl.dtype = None,
+                 shape: Any = None, num: int = 0, storage: Any = None, layout: Any = None) -> None:
+        """``(handle, type)`` inside tritium; the fork's keywords (``element_ty``, ``shape``, ``num``,
+        ``storage``, ``layout``) describe a buffer outside a kernel (no placeholder, id 0)."""
+        if type is None:
+            shape = tuple(shape)
+            type = buffered_tensor_type(element_ty, shape, layout, (num, *shape) if num else shape, num, 0, "")
         self.handle = handle
         self.type = type
 
@@ -180,6 +186,11 @@ class reuse_group:
         if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
             raise ValueError(f"tlx.reuse_group: group_size must be a positive int, got {group_size!r}")
         self.args = tuple(_unwrap_if_constexpr(a) for a in args)
+        from .interpreter import SharedBuffer  # the interpreter's buffers are members too
+        for elem in self.args:
+            if not isinstance(elem, (reuse_group, buffered_tensor, SharedBuffer)):
+                raise TypeError(f"tlx.reuse_group: elements must be buffered_tensor or reuse_group, got "
+                                f"{type(elem).__name__}")
         self.group_type, self.group_size = group_type, group_size
 
     def __repr__(self) -> str:
