@@ -181,3 +181,9 @@ def buffer_ops_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
     tlx.async_load_commit_group([tok])
     tlx.async_load_wait_group(0)
     tlx.buffer_store(tlx.local_load(buf[0]), y_ptr, offs + BLOCK)
+
+
+@triton.jit
+def bad_eviction(x_ptr):
+    buf = tlx.local_alloc((256, ), tl.uint8, 1)
+    tlx.async_load(x_ptr + tl.arange(0, 256), buf[0], eviction_policy="evict_sometimes")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import triton
 
-from async_copy_kernels import (TILE, bad_pendings, bad_prefetch_level, bad_tokens, barrier_without_bulk,
-                                buffer_ops_kernel, bulk_kernel, bulk_no_barrier, copy_kernel, int_mask,
+from async_copy_kernels import (TILE, bad_eviction, bad_pendings, bad_prefetch_level, bad_tokens,
+                                barrier_without_bulk, buffer_ops_kernel, bulk_kernel, bulk_no_barrier, copy_kernel, int_mask,
                                 other_without_mask, prefetch_kernel, prefetch_tensormap, prefetch_tensormap_desc,
                                 two_groups_kernel, unaligned_gemm)
 
@@ -160,6 +160,7 @@ def test_prefetch_emits_ptx_prefetch(level, masked):
     (barrier_without_bulk, "sm90", "tlx.async_load: barrier requires bulk=True", "tlx.async_load("),
     (other_without_mask, "gfx950", "tlx.async_load: other requires mask", "tlx.async_load("),
     (int_mask, "sm90", "tlx.async_load: mask must be a boolean tensor", "tlx.async_load("),
+    (bad_eviction, "gfx942", "tlx.async_load: Eviction policy evict_sometimes not supported", "tlx.async_load("),
     (bad_tokens, "sm90", "tlx.async_load_commit_group: tokens must be async tokens", "async_load_commit_group("),
     (bad_pendings, "gfx942", "pendings must be a non-negative compile-time int", "async_load_wait_group("),
     (bad_prefetch_level, "sm90", "tlx.prefetch: level must be 'L1' or 'L2', got 'L3'", "tlx.prefetch("),

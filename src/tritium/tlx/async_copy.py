@@ -37,6 +37,16 @@ def _is_zero(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and x == 0
 
 
+def _cache_attrs(_semantic: Any, cache_modifier: Any, eviction_policy: Any) -> list[str]:
+    """The copy's printed cache-hint attributes; a hint Triton rejects is an error naming the op."""
+    try:
+        return compat.async_copy_cache_attrs(_semantic, _unwrap_if_constexpr(cache_modifier),
+                                             _unwrap_if_constexpr(eviction_policy))
+    except ValueError as e:
+        raise ValueError(f"tlx.async_load: {e} (cache_modifier={cache_modifier!r}, "
+                         f"eviction_policy={eviction_policy!r})") from e
+
+
 def _check_tokens(tokens: Any, op: str) -> None:
     tokens = _unwrap_if_constexpr(tokens)
     items = list(getattr(tokens, "values", tokens)) if isinstance(tokens, (list, tuple, tl.tuple)) else None
@@ -106,8 +116,7 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
     if _unwrap_if_constexpr(bulk):
         check_bulk_args(result.shape, result.dtype.primitive_bitwidth, bulk_size, barrier, mask, other,
                         isinstance(barrier, buffered_tensor) and bool(barrier.type.barrier) and not barrier.type.num)
-        compat.async_copy_cache_attrs(_semantic, _unwrap_if_constexpr(cache_modifier),
-                                      _unwrap_if_constexpr(eviction_policy))  # validated; the bulk copy has no hints
+        _cache_attrs(_semantic, cache_modifier, eviction_policy)  # validated; the bulk copy has no hints
         _bulk_load(_semantic, src, result, bulk_size, barrier)
         return async_token()
     if bulk_size is not None:
@@ -135,8 +144,7 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
     if other is not None:
         other = _semantic.cast(_semantic.broadcast_impl_shape(_semantic.to_tensor(other), shape), result.dtype)
         sync = "other"
-    cache_attrs = compat.async_copy_cache_attrs(_semantic, _unwrap_if_constexpr(cache_modifier),
-                                                _unwrap_if_constexpr(eviction_policy))
+    cache_attrs = _cache_attrs(_semantic, cache_modifier, eviction_policy)
     volatile = _unwrap_if_constexpr(is_volatile)
     if not isinstance(volatile, bool):
         raise TypeError(f"tlx.async_load: is_volatile must be a compile-time bool, got {volatile!r}")
