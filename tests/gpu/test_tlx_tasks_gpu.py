@@ -49,3 +49,12 @@ def test_guarded_tasks_and_values_from_loops(with_worker):
     out = torch.full((4, ), -1, dtype=torch.int32, device=CUDA)
     tasks._guarded[(1, )](out, 5, WITH_WORKER=with_worker)
     assert out.tolist() == ([3, 4, 5, 8] if with_worker else [3, -1, 5, -1])
+
+
+@pytest.mark.parametrize("warps", [1, 2, 8])
+def test_tasks_with_other_warp_counts(warps):
+    n = 256
+    x = torch.randn(n + 2 * 128, device=CUDA)
+    y = torch.zeros_like(x)
+    tasks._small_tasks[(1, )](x, y, n, BLOCK=256, W=warps)
+    torch.testing.assert_close(y, torch.cat([x[:n] * 2, x[n:n + 128], x[n + 128:] + 1]))
