@@ -27,18 +27,15 @@ from triton._C.libtriton import ir
 from . import layouts
 from . import barriers
 from .barriers import check_target, predicate
-from .emit import _code_generator, emit, tlx_builtin, types
+from .emit import emit, tlx_builtin, types
 from .mem import _buffer, _memdesc_type
 from .types import buffered_tensor, tensor_descriptor, tensor_descriptor_type
 
 #: Bytes of one CUtensorMap, and its required alignment (``allocate_tensor_descriptor``).
 DESCRIPTOR_SIZE = 128
 EVICTION_POLICIES = ("", "evict_first", "evict_last")
-#: ``store_reduce`` -> the ``ttng.async_tma_reduce`` kind.
-STORE_REDUCE = {"add": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor"}
-#: CUtensorMapDataType per element type, for ``tensormap_create`` (8-bit types travel as bytes).
-_TENSORMAP_ELEM_TYPE = {"fp16": 6, "bf16": 9, "fp32": 7, "fp64": 8, "int16": 1, "uint16": 1, "int32": 3,
-                        "uint32": 2, "int64": 5, "uint64": 4}
+#: ``store_reduce`` kinds, spelled as ``ttng.async_tma_reduce`` spells them.
+STORE_REDUCE = ("add", "min", "max", "and", "or", "xor")
 
 
 def _desc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: Any) -> str:
@@ -171,7 +168,7 @@ def async_descriptor_store(desc, source, offsets, eviction_policy="", store_redu
     ref = _descriptor(_semantic, desc, src, op, "source")
     _emit_tma(_semantic, "tma_reduce" if reduce else "tma_store", ref,
               _offsets(_semantic, offsets, len(src.shape), op), src=src.type.id,
-              **({"kind": STORE_REDUCE[reduce]} if reduce else {}), **hint)
+              **({"kind": reduce} if reduce else {}), **hint)
 
 
 @tlx_builtin
@@ -361,14 +358,12 @@ def make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_
         raise ValueError(f"tlx.{op}: the last block dimension must span at least 16 bytes, got {block[-1]} x {dtype}")
     if _unwrap_if_constexpr(strides[-1]) != 1:
         raise ValueError(f"tlx.{op}: the last stride must be the constant 1, got {strides[-1]}")
-    elem = _TENSORMAP_ELEM_TYPE.get(dtype.name, 0 if dtype.primitive_bitwidth == 8 else None)
-    if elem is None:
+    if dtype.primitive_bitwidth not in (8, 16, 32, 64):
         raise TypeError(f"tlx.{op}: TMA cannot copy {dtype}")
     operands = ([tl.tensor(slot.handle, tl.pointer_type(tl.int8)), base]
                 + [_semantic.make_scalar(_unwrap_if_constexpr(s), tl.int32) for s in shape]
                 + [_semantic.make_scalar(_unwrap_if_constexpr(s), tl.int64) for s in strides])
-    pid, handle = emit(_semantic, "make_desc_slot", operands=operands, rank=len(block), block=block,
-                       elem_type=elem, elem_bytes=dtype.primitive_bitwidth // 8, fill=int(padding == "nan"),
+    pid, handle = emit(_semantic, "make_desc_slot", operands=operands, rank=len(block), fill=int(padding == "nan"),
                        default=_default_desc_type(_semantic, dtype, block))
     return tensor_descriptor(handle, tensor_descriptor_type(tl.block_type(dtype, block), pid, "slot"))
 
