@@ -211,13 +211,18 @@ def wgmma_operand_layout(acc: NvidiaMmaLayout, a_dtype: tl.dtype) -> DotOperandL
 # through the Gluon builder. ``to_ir`` takes the GluonOpBuilder; register layouts also take the
 # tensor's shape and element type, as in the fork.
 # --------------------------------------------------------------------------------------------
+class LayoutError(ValueError, AssertionError):
+    """A malformed layout. The fork asserts its layout arguments, so this is an AssertionError too:
+    code that ported from the fork and expects one keeps working."""
+
+
 def _ints(values, what: str) -> list[int]:
     from triton.language.core import _unwrap_if_constexpr
     values = _unwrap_if_constexpr(values)
     try:
         return [int(_unwrap_if_constexpr(v)) for v in values]
     except (TypeError, ValueError):
-        raise TypeError(f"{what} must be a list of ints, got {values!r}") from None
+        raise LayoutError(f"{what} must be a list of ints, got {values!r}") from None
 
 
 def _single_cta(what: str, *fields) -> None:
@@ -276,7 +281,7 @@ class swizzled_shared_layout_encoding(shared_layout_encoding):
 
     def resolve(self, shape, dtype) -> SwizzledSharedLayout:
         if len(self.order) != len(shape):
-            raise ValueError(f"tlx.swizzled_shared_layout_encoding: order {self.order} does not fit shape {list(shape)}")
+            raise LayoutError(f"tlx.swizzled_shared_layout_encoding: order {self.order} does not fit shape {list(shape)}")
         return SwizzledSharedLayout(self.vectorSize, self.perPhase, self.maxPhase, tuple(self.order))
 
     def to_ir(self, g, shape=None, element_type=None):
@@ -305,15 +310,21 @@ class swizzled_layout(shared_layout_encoding):
         return 1 << self.bits
 
     def resolve(self, shape, dtype) -> SwizzledSharedLayout:
+        return self._to_encoding(shape).resolve(shape, dtype)
+
+    def _to_encoding(self, shape=None) -> "swizzled_shared_layout_encoding":
+        """The ``swizzled_shared_layout_encoding`` for a buffer of ``shape`` (the fork's name)."""
+        if shape is None and (self.bits or self.order is None):
+            raise LayoutError("tlx.swizzled_layout: a real swizzle (or one without order) needs the buffer shape")
         order = self.order if self.order is not None else list(reversed(range(len(shape))))
         per_phase = 1
         if self.bits:
             span, contig = 1 << (self.shift + self.base), shape[order[0]]
             if span % contig:
-                raise ValueError(f"tlx.swizzled_layout: Swizzle<{self.bits},{self.base},{self.shift}> gives perPhase "
+                raise LayoutError(f"tlx.swizzled_layout: Swizzle<{self.bits},{self.base},{self.shift}> gives perPhase "
                                  f"< 1 for a contiguous extent of {contig} (need shift + base >= log2({contig}))")
             per_phase = span // contig
-        return swizzled_shared_layout_encoding(self.vectorSize, per_phase, self.maxPhase, order).resolve(shape, dtype)
+        return swizzled_shared_layout_encoding(self.vectorSize, per_phase, self.maxPhase, order)
 
 
 class nv_mma_shared_layout_encoding(shared_layout_encoding):
@@ -331,9 +342,9 @@ class nv_mma_shared_layout_encoding(shared_layout_encoding):
         self.elemType = _unwrap_if_constexpr(elemType)
         self.swizzled = bool(_unwrap_if_constexpr(swizzled))
         if sorted(self.order) != list(range(len(self.shape))):
-            raise ValueError(f"{what}: order {self.order} is not a permutation of the shape's dims")
+            raise LayoutError(f"{what}: order {self.order} is not a permutation of the shape's dims")
         if len(self.shape) >= 2 and self.order[0] not in (len(self.shape) - 1, len(self.shape) - 2):
-            raise ValueError(f"{what}: the contiguous dim (order[0]) must be one of the last two, got {self.order}")
+            raise LayoutError(f"{what}: the contiguous dim (order[0]) must be one of the last two, got {self.order}")
 
     @staticmethod
     @constexpr_function
@@ -370,12 +381,12 @@ class padded_shared_layout_encoding(shared_layout_encoding):
         self.order, self.shape = _ints(order, f"{what}: order"), _ints(shape, f"{what}: shape")
         pow2 = lambda n: n > 0 and n & (n - 1) == 0  # noqa: E731
         if len(self.intervals) != len(self.paddings) or not self.intervals:
-            raise ValueError(f"{what}: intervals and paddings must be non-empty and of one length")
+            raise LayoutError(f"{what}: intervals and paddings must be non-empty and of one length")
         if not all(map(pow2, self.intervals + self.paddings)) or len(set(self.intervals)) != len(self.intervals):
-            raise ValueError(f"{what}: intervals and paddings must be distinct powers of two")
+            raise LayoutError(f"{what}: intervals and paddings must be distinct powers of two")
         if offset_bases is None:  # the identity mapping for shape/order
             if not all(map(pow2, self.shape)):
-                raise ValueError(f"{what}: an identity mapping needs power-of-two dims, got {self.shape}")
+                raise LayoutError(f"{what}: an identity mapping needs power-of-two dims, got {self.shape}")
             rank = len(self.shape)
             offset_bases = [[1 << b if i == d else 0 for i in range(rank)] for d in self.order
                             for b in range(self.shape[d].bit_length() - 1)]
@@ -398,7 +409,7 @@ class padded_shared_layout_encoding(shared_layout_encoding):
 
     def resolve(self, shape, dtype):
         if list(shape) != self.shape:
-            raise ValueError(f"tlx.padded_shared_layout_encoding: made for shape {self.shape}, used for {list(shape)}")
+            raise LayoutError(f"tlx.padded_shared_layout_encoding: made for shape {self.shape}, used for {list(shape)}")
         return self
 
     def to_ir(self, g, shape=None, element_type=None):
@@ -415,9 +426,9 @@ class shared_linear_layout_encoding(shared_layout_encoding):
         self.block_bases = [_ints(b, f"{what}: block_bases") for b in (block_bases or [])]
         (self.alignment, ) = _ints([alignment], f"{what}: alignment")
         if not self.offset_bases or len({len(b) for b in self.offset_bases + self.block_bases}) != 1:
-            raise ValueError(f"{what}: offset_bases must be non-empty vectors of one rank")
+            raise LayoutError(f"{what}: offset_bases must be non-empty vectors of one rank")
         if self.alignment <= 0 or self.alignment & (self.alignment - 1):
-            raise ValueError(f"{what}: alignment must be a positive power of two, got {self.alignment}")
+            raise LayoutError(f"{what}: alignment must be a positive power of two, got {self.alignment}")
 
     def make_permute(self, dims) -> "shared_linear_layout_encoding":
         return self  # a physical image: the view's memdesc_trans describes the permutation
@@ -425,7 +436,7 @@ class shared_linear_layout_encoding(shared_layout_encoding):
     def resolve(self, shape, dtype):
         covered = [1 + sum(b[d] for b in self.offset_bases) for d in range(len(self.offset_bases[0]))]
         if covered != list(shape):
-            raise ValueError(f"tlx.shared_linear_layout_encoding: its bases span {covered}, the buffer is {list(shape)}")
+            raise LayoutError(f"tlx.shared_linear_layout_encoding: its bases span {covered}, the buffer is {list(shape)}")
         return self
 
     def to_ir(self, g, shape=None, element_type=None):
@@ -448,7 +459,7 @@ class amd_mfma_layout(layout_encoding):
         self.cga_layout = [_ints(b, f"{what}: cga_layout") for b in (cga_layout or [])]
         if not 1 <= self.version <= 4 or len(self.instr_shape) != 3 or self.element_bitwidth not in (32, 64) \
                 or len(self.tiles_per_warp) != len(self.warps_per_cta):
-            raise ValueError(f"{what}: version 1-4, instr_shape (M, N, K), element_bitwidth 32/64 and one "
+            raise LayoutError(f"{what}: version 1-4, instr_shape (M, N, K), element_bitwidth 32/64 and one "
                              f"tiles_per_warp per warp dim, got {self!r}")
 
     def to_ir(self, g, shape=None, element_type=None):
@@ -464,9 +475,9 @@ class dot_operand_layout(layout_encoding):
         (self.operand_index, self.k_width) = _ints((operand_index, k_width), "tlx.dot_operand_layout")
         self.parent = _unwrap_if_constexpr(parent)
         if self.operand_index not in (0, 1) or self.k_width <= 0:
-            raise ValueError(f"tlx.dot_operand_layout: operand_index must be 0 or 1 and k_width > 0, got {self!r}")
+            raise LayoutError(f"tlx.dot_operand_layout: operand_index must be 0 or 1 and k_width > 0, got {self!r}")
         if not hasattr(self.parent, "to_ir"):
-            raise TypeError(f"tlx.dot_operand_layout: parent must be a TLX register layout, got {self.parent!r}")
+            raise LayoutError(f"tlx.dot_operand_layout: parent must be a TLX register layout, got {self.parent!r}")
 
     def to_ir(self, g, shape=None, element_type=None):
         return g.get_dot_operand_layout(self.operand_index, self.parent.to_ir(g), self.k_width)
@@ -477,7 +488,7 @@ def _flat_bases(modes, strides) -> list[int]:
     out = []
     for extent, stride in zip(_ints(modes, "tlx.layout: shape"), _ints(strides, "tlx.layout: stride")):
         if extent <= 0 or extent & (extent - 1):
-            raise ValueError(f"tlx.layout: mode extent {extent} must be a power of two")
+            raise LayoutError(f"tlx.layout: mode extent {extent} must be a power of two")
         out.extend(stride << b for b in range(extent.bit_length() - 1))
     return out
 
@@ -488,20 +499,20 @@ class layout(layout_encoding):
     ``#ttg.linear``. ``tlx.layout(tlx.swizzled_layout(...))`` is that shared layout instead."""
 
     def __new__(cls, spec=None, *, shape=None, stride=None):
-        if isinstance(spec, swizzled_layout):
-            return spec
+        if isinstance(spec, swizzled_layout):  # a shared layout; the unswizzled one needs no shape
+            return spec if spec.bits else spec._to_encoding()
         return super().__new__(cls)
 
     def __init__(self, spec=None, *, shape=None, stride=None) -> None:
         if shape is None or stride is None or len(shape) != 2 or len(stride) != 2:
-            raise TypeError("tlx.layout takes a swizzled_layout(...), or shape=(thread, value) and "
+            raise LayoutError("tlx.layout takes a swizzled_layout(...), or shape=(thread, value) and "
                             "stride=(thread, value)")
         self.thread_shape, self.value_shape = (_ints(s, "tlx.layout: shape") for s in shape)
         self.thread_stride, self.value_stride = (_ints(s, "tlx.layout: stride") for s in stride)
 
     def to_ir(self, g, shape=None, element_type=None, warp_size: int = 32):
         if shape is None:
-            raise ValueError("tlx.layout needs the tensor shape it lays out")
+            raise LayoutError("tlx.layout needs the tensor shape it lays out")
         shape = _ints(shape, "tlx.layout: tensor shape")
 
         def coord(flat: int) -> list[int]:
