@@ -1,0 +1,227 @@
+"""Generate docs/tlx-coverage.md: every name of the TLX fork's API -> where tritium compiles, interprets, tests it.
+
+Run ``.venv/bin/python scripts/tlx_coverage.py --write`` after changing TLX ops or their tests;
+tests/tlx/test_coverage_doc.py fails while the committed doc differs from what this prints.
+
+Sources, all in this repository:
+* the fork's exported names (:data:`FORK_NAMES`, the ``triton.language.extra.tlx`` namespace of
+  fbtriton 3.7.4; test_coverage_doc.py checks the list against the wheel when it is available);
+* ``tritium.tlx``: which names exist, their parameters, and which raise on purpose
+  (``tlx/unsupported.py``);
+* the test suite, read (not run): every ``tlx.NAME(...)`` call in a test module or in a kernel module
+  it imports from ``tritium.kernels`` counts for that test module, with the parameters the call
+  passes (by position or keyword). A module counts as an NVIDIA compile test if it compiles for a
+  ``"cuda"`` target, as an AMD compile test if it compiles for ``"hip"``, and as an interpreter test
+  if it runs under ``TRITON_INTERPRET=1`` (``test_interpreter_*`` modules, run by test_interpreter_run.py);
+* the tutorial conformance cases and their known failures (tests/tlx/fork_conformance.py).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "tlx-coverage.md"
+TESTS = [REPO / "tests" / "tlx", REPO / "tests" / "gpu", REPO / "tests"]
+
+#: Every name the fork's ``triton.language.extra.tlx`` exports (its imports and ``__all__``).
+FORK_NAMES = (
+    "CLCPipelineContext", "CLCPipeliner", "DummyRegisterLayoutEncoding", "TMemCTAMode", "_alloc_clc_responses",
+    "_clc_issue", "_clc_query", "_to_mxfp8_block", "alloc_barriers", "alloc_warp_barrier",
+    "allocate_tensor_descriptor", "amd_descriptor_prefetch_tensor", "assert_same_layout",
+    "async_amd_descriptor_load", "async_amd_descriptor_store", "async_amd_descriptor_wait", "async_descriptor_load",
+    "async_descriptor_prefetch_tensor", "async_descriptor_store", "async_descriptor_store_wait", "async_dot",
+    "async_dot_scaled", "async_dot_wait", "async_load", "async_load_commit_group", "async_load_wait_group",
+    "async_remote_shmem_copy", "async_remote_shmem_store", "async_store", "async_task", "async_task_replica_id",
+    "async_tasks", "async_token", "barrier_arrive", "barrier_expect_bytes", "barrier_wait", "buffer_load",
+    "buffer_load_to_local", "buffer_store", "buffered_tensor", "buffered_tensor_type", "clc_consumer",
+    "clc_create_context", "clc_producer", "clc_response", "clc_response_type", "clock64", "cluster_barrier",
+    "cluster_cta_rank", "cluster_size_1d", "compiler", "dtype_of", "dump_layout", "fence", "fence_async_shared",
+    "fence_mbarrier_init_cluster", "get_fp8_format_name", "layout", "layout_encoding", "local_alloc",
+    "local_gather", "local_load", "local_reinterpret", "local_reshape", "local_scatter", "local_slice",
+    "local_store", "local_trans", "local_view", "make_tensor_descriptor", "mbarrier", "mbarrier_type",
+    "named_barrier_arrive", "named_barrier_wait", "nv_mma_shared_layout_encoding", "padded_shared_layout_encoding",
+    "prefetch", "reinterpret_tensor_descriptor", "remote_shmem_store", "remote_view", "require_layout",
+    "reuse_group", "reuse_group_ir_type", "reuse_group_type", "shared_layout_encoding", "size_of", "stoch_round",
+    "storage_alias_spec", "storage_alias_spec_type", "storage_alias_spec_type_class", "storage_kind", "subslice",
+    "swizzled_layout", "swizzled_shared_layout_encoding", "tcgen05_commit", "tensor_descriptor_ptr",
+    "tensor_descriptor_ptr_type", "tensor_memory_layout_encoding", "thread_id", "tmem_copy", "vote_ballot_sync",
+    "warp_pipeline_stage", "warp_redux",
+)
+#: Fork names that are not part of its kernel API, with what they are.
+NOT_API = {"compiler": "the fork's compiler-pass package (Python side of its C++ passes), not a kernel API"}
+
+
+def _modules_used(tree: ast.Module) -> list[Path]:
+    """Kernel modules a test imports from tritium.kernels (their tlx calls count for the test)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module == "tritium.kernels":
+                out += [REPO / "src" / "tritium" / "kernels" / f"{a.name}.py" for a in node.names]
+            elif node.module.startswith("tritium.kernels."):
+                out.append(REPO / "src" / Path(*node.module.split(".")).with_suffix(".py"))
+            elif node.level == 0 and node.module in ("views_kernel", "gluon_gemm_pipelined", "async_copy_kernels",
+                                                     "sync_kernels"):
+                out.append(REPO / "tests" / "tlx" / f"{node.module}.py")
+    return [p for p in out if p.is_file()]
+
+
+def _calls(tree: ast.Module) -> list[tuple[str, int, list[str]]]:
+    """(op, positional argument count, keyword names) of every ``tlx.NAME(...)`` call."""
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "tlx"):
+            out.append((node.func.attr, len(node.args), [k.arg for k in node.keywords if k.arg]))
+    return out
+
+
+def _kinds(path: Path, text: str) -> set[str]:
+    kinds = set()
+    if path.name.startswith("test_interpreter_") or "TRITON_INTERPRET" in text and "interpret" in path.name:
+        kinds.add("interp")
+    if path.name.startswith("test_interpreter_"):
+        return kinds
+    if any(s in text for s in ('"cuda"', "SM90", "sm90", "cuda:90")):
+        kinds.add("nv")
+    if any(s in text for s in ('"hip"', "GFX942", "GFX950", "gfx942", "gfx950")):
+        kinds.add("amd")
+    if path.parent.name == "gpu":
+        kinds.add("gpu")
+    return kinds
+
+
+def scan_tests() -> dict[str, dict]:
+    """op -> {"nv"/"amd"/"interp"/"gpu": set of test modules, "params": set of covered parameter names}."""
+    import tritium.tlx as tlx
+    cover: dict[str, dict] = defaultdict(lambda: {"nv": set(), "amd": set(), "interp": set(), "gpu": set(),
+                                                  "params": set()})
+    seen = set()
+    for folder in TESTS:
+        for path in sorted(folder.glob("test_*.py")):
+            if path in seen:
+                continue
+            seen.add(path)
+            text = path.read_text()
+            tree = ast.parse(text)
+            kinds = _kinds(path, text)
+            calls = _calls(tree)
+            for used in _modules_used(tree):
+                calls += _calls(ast.parse(used.read_text()))
+            rel = str(path.relative_to(REPO / "tests"))
+            for op, npos, keywords in calls:
+                entry = cover[op]
+                for kind in kinds:
+                    entry[kind].add(rel)
+                params = _params(getattr(tlx, op, None))
+                entry["params"].update(params[:npos])
+                entry["params"].update(keywords)
+    return cover
+
+
+def _params(obj) -> list[str]:
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in sig.parameters.values()
+            if not p.name.startswith("_") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+#: tests/tlx/test_unsupported.py compiles a kernel using each name of tlx/unsupported.py REASONS for
+#: sm90, gfx942 and gfx950; test_interpreter_unsupported.py runs one under the interpreter.
+_UNSUPPORTED_TESTS = {"nv": {"tlx/test_unsupported.py"}, "amd": {"tlx/test_unsupported.py"},
+                      "interp": {"tlx/test_interpreter_unsupported.py"}, "gpu": set(), "params": set()}
+
+
+def _mark(tests: set) -> str:
+    return "yes" if tests else "—"
+
+
+def render() -> str:
+    sys.path.insert(0, str(REPO / "tests" / "tlx"))
+    import fork_conformance as fc
+    import tritium.tlx as tlx
+    from tritium.tlx import unsupported
+    cover = scan_tests()
+    lines = [
+        "# TLX coverage: the fork's API in tritium",
+        "",
+        "Generated by `scripts/tlx_coverage.py --write` from the code and the test suite; "
+        "`tests/tlx/test_coverage_doc.py` fails when this file is stale. Do not edit by hand.",
+        "",
+        "Columns: **NV** / **AMD**: a test compiles a kernel using it for `cuda:90` / `hip:gfx942|gfx950`; "
+        "**interp**: a test runs it under `TRITON_INTERPRET=1`; **GPU**: a GPU test (tests/gpu) runs it. "
+        "*Status*: `implemented`, `raises` (cannot exist on stock Triton; the error says why), `missing` "
+        "(not in `tritium.tlx` yet), `not API`. Parameters are tritium's; a parameter is listed as "
+        "untested when no test call passes it.",
+        "",
+        "## Ops and types",
+        "",
+        "| name | status | NV | AMD | interp | GPU | parameters untested | tests |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    counts: dict[str, int] = defaultdict(int)
+    for name in sorted(FORK_NAMES, key=str.lower):
+        obj = getattr(tlx, name, None)
+        entry = cover.get(name, {"nv": set(), "amd": set(), "interp": set(), "gpu": set(), "params": set()})
+        if name in NOT_API:
+            status, note = "not API", NOT_API[name]
+        elif name in unsupported.REASONS and isinstance(obj, unsupported.UnsupportedOp):
+            status, note = "raises", unsupported.REASONS[name].split(";")[0]
+            entry = _UNSUPPORTED_TESTS
+        elif obj is None:
+            status, note = "missing", ""
+        else:
+            status, note = "implemented", ""
+        counts[status] += 1
+        untested = [p for p in _params(obj) if p not in entry["params"]] if status == "implemented" else []
+        tests = sorted(entry["nv"] | entry["amd"] | entry["interp"] | entry["gpu"])
+        cells = [f"`{name}`", status + (f": {note}" if note else ""), _mark(entry["nv"]), _mark(entry["amd"]),
+                 _mark(entry["interp"]), _mark(entry["gpu"]), ", ".join(f"`{p}`" for p in untested) or "—",
+                 ", ".join(tests) or "—"]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f" (of {len(FORK_NAMES)}).",
+              "", "## The fork's tutorials (tests/tlx/test_fork_conformance.py)", "",
+              "Each tutorial runs with only its TLX import changed; *compile* builds its kernels for the target "
+              "through its own host code, *interpreter* runs it on CPU tensors against torch. `pass` is asserted; "
+              "`xfail` is a strict expected failure with its reason.", "",
+              "| tutorial case | target | compile | interpreter |", "|---|---|---|---|"]
+    for case in fc.CASES:
+        cells = []
+        for mode in ("compile", "interpret"):
+            if mode == "interpret" and not case.interpret:
+                cells.append("not run")
+                continue
+            reason = fc.KNOWN_FAILURES.get((case.name, mode))
+            cells.append(f"xfail: {reason}" if reason else "pass")
+        lines.append(f"| `{case.name}` | {case.target[0]}:{case.target[1]} | {cells[0]} | {cells[1]} |")
+    lines += ["", "## The fork's unit tests", "", UNIT_TESTS_NOTE, ""]
+    return "\n".join(lines)
+
+
+#: The fork's unit tests are not in its wheel; what running them by hand found.
+UNIT_TESTS_NOTE = """\
+The fork's unit tests (`python/test/unit/language/test_tlx_*.py`) are not in the fbtriton wheel, so
+the harness cannot fetch them from the registry. They were run by hand from the source mirror
+(`/work/.mirror/facebookexperimental+triton/repo`, commit db4666f2, 2026-08-22): each file extracted
+with `git show`, `triton.language.extra.tlx` renamed `tritium.tlx`, run with `TRITON_INTERPRET=1`,
+a `device` fixture answering `"cpu"`, 150 s per file. Result: see the table below (pytest's summary
+line per file; most tests need a GPU or the fork's launch options, or check the fork's TTGIR text)."""
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--write" in argv:
+        DOC.write_text(text)
+        print(f"wrote {DOC.relative_to(REPO)}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
