@@ -129,3 +129,13 @@ def test_a_stage_that_succeeds_prints_what_it_printed(capfd):
 ])
 def test_tlx_op_at_column(line, col, op):
     assert tlx_op_at(line, col) == op
+
+
+def test_a_tritium_pass_whose_ir_mlir_rejects_is_named_as_such():
+    from tritium.plugins.errors import PassError
+    cause = PassError("raised RuntimeError: Parse MLIR file failed", plugin="tlx", pass_name="tlx.lower_placeholders",
+                      stage="ttgir", dump=None)
+    diagnostics = f"{__file__}:{_LINE}:33: error: use of undeclared SSA value name\n"
+    err = describe(cause, diagnostics, "ttgir", "k")
+    assert str(err).startswith(f"tritium's tlx.lower_placeholders pass failed on TLX kernel 'k' at {__file__}:{_LINE}")
+    assert err.op == "async_load" and err.pass_name == "tlx.lower_placeholders"

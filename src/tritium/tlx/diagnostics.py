@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
-from tritium.plugins.errors import TritiumError
+from tritium.plugins.errors import PassError, TritiumError
 
 #: ``file:line:col: error: message`` as MLIR's source-manager handler prints it.
 _DIAG = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<kind>error|warning|note|remark): (?P<msg>.*)$")
@@ -83,7 +83,11 @@ def describe(exc: BaseException, diagnostics: str, stage: str, kernel: Optional[
     op = None
     if where is not None and not where.message.startswith(_GENERIC):
         op = tlx_op_at(linecache.getline(where.file, where.line), where.col)
-    what = f"Triton's {pass_name} pass" if pass_name else f"Triton's {stage!r} stage"
+    if isinstance(exc, PassError):  # a tritium pass whose output MLIR rejected (e.g. IR that does not parse)
+        pass_name = exc.pass_name
+        what = f"tritium's {pass_name} pass"
+    else:
+        what = f"Triton's {pass_name} pass" if pass_name else f"Triton's {stage!r} stage"
     text = f"{what} failed on TLX kernel {kernel!r}" if kernel else f"{what} failed on a TLX kernel"
     if where is not None and where.message.startswith(_GENERIC):  # the pass gave no op, only the kernel
         text += (f"; the pass reported no source location, only the kernel at {where.file}:{where.line}"
