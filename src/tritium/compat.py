@@ -612,9 +612,14 @@ def pipeline_digest(kernel: Any) -> str:
     return key_fn(kernel)[1] if key_fn is not None else ""
 
 
+def _hook_set(hook: Any) -> bool:
+    calls = getattr(hook, "calls", None)  # 3.6+: a HookChain, empty when no hook was added
+    return bool(calls) if calls is not None else hook is not None
+
+
 def launch_hooks_active() -> bool:
     """Whether a profiler-style launch hook is set: direct launches skip hooks, so callers fall back."""
-    return knobs.runtime.launch_enter_hook is not None or knobs.runtime.launch_exit_hook is not None
+    return _hook_set(knobs.runtime.launch_enter_hook) or _hook_set(knobs.runtime.launch_exit_hook)
 
 
 def current_stream(device: int) -> int:

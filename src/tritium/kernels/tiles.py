@@ -95,12 +95,15 @@ def _tma_ready(x, cols: int):
     return torch.nn.functional.pad(x, (0, cols - x.shape[1])).contiguous()
 
 
-def launch_tma_gemm(kernel, a, b, BM: int, BN: int, blocks, sms: int | None, **constexprs):
+def launch_tma_gemm(kernel, a, b, BM: int, BN: int, blocks, sms: int | None, out=None, units: int = 1,
+                    **constexprs):
     """``a @ b`` with a persistent TMA GEMM kernel ``kernel(a_desc, b_desc, c_desc, M, N, K, ...)``.
 
     ``blocks`` are the (A, B, C) descriptor block shapes the kernel loads and stores; the grid is
-    min(sms, #BMxBN tiles). fp16 or bf16 in, the same dtype out, fp32 accumulation. Rows are padded
-    to 16 bytes when needed (TMA strides); TMA zero-fills and clips the ragged edges.
+    min(sms, #BMxBN tiles x ``units``). fp16 or bf16 in, fp32 accumulation, C of dtype ``out``
+    (default: the inputs'); with ``units`` > 1 (split-K: units of work per tile, reduced into C) C
+    starts zeroed. Rows are padded to 16 bytes when needed (TMA strides); TMA zero-fills and clips
+    the ragged edges.
     """
     import torch
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -112,9 +115,9 @@ def launch_tma_gemm(kernel, a, b, BM: int, BN: int, blocks, sms: int | None, **c
     M, K = a.shape
     N = b.shape[1]
     a, b = _tma_ready(a, triton.cdiv(K, 8) * 8), _tma_ready(b, triton.cdiv(N, 8) * 8)
-    c = torch.empty((M, b.shape[1]), device=a.device, dtype=a.dtype)
+    c = (torch.zeros if units > 1 else torch.empty)((M, b.shape[1]), device=a.device, dtype=out or a.dtype)
     descs = [TensorDescriptor.from_tensor(t, list(block)) for t, block in zip((a, b, c), blocks)]
-    tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
+    tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN) * units
     sms = num_sms(a.device) if sms is None else sms
     kernel[(min(sms, tiles), )](*descs, M, N, K, BM=BM, BN=BN, num_warps=4, **constexprs)
     return c[:, :N]

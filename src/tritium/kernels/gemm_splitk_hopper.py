@@ -1,0 +1,140 @@
+"""Persistent warp-specialized Hopper GEMM with split-K: for problems with too few output tiles.
+
+A problem such as 128x13312x16384 has 52 tiles of 128x256 (104 of 128x128) for 132 SMs, each with
+a long K loop. Here the unit of work is a (tile, K slice) pair: SPLIT_K slices of about equal
+numbers of BK steps (the host picks SPLIT_K so that every slice has at least one step), so a grid
+of min(#SMs, #units) persistent programs stays busy.
+
+The structure is the cooperative design's (gemm_ws_cooperative_hopper): a TMA producer task fills
+a ring of NUM_STAGES (A halves, B) stages; two consumer warpgroups each own BM/2 rows of the tile,
+keep one wgmma group in flight and release a stage once the MMA after it was issued and it retired.
+The epilogue differs: each slice's fp32 partial is *added* into C with TMA reduce stores
+(``cp.reduce.async.bulk.tensor.add``, ``store_reduce="add"``), in EPILOGUE_SUBTILES column slices
+through two staging buffers per consumer. C must be zero-filled before the launch and is usually an
+fp32 workspace converted afterwards (see :func:`matmul`). The order of the additions varies between
+runs, so results are not bitwise reproducible (each sum is still fp32).
+
+TMA zero-fills out-of-bounds loads and clips stores, so ragged M, N, K need no masks.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import triton
+import triton.language as tl
+
+import tritium.tlx as tlx
+
+from . import tiles
+from .tiles import column_subtiles, grouped_tile
+
+
+class Config(NamedTuple):
+    """A cooperative WS config (tiles.WSConfig) plus the number of K slices."""
+    BM: int
+    BN: int
+    BK: int
+    GROUP_SIZE_M: int
+    NUM_STAGES: int
+    EPILOGUE_SUBTILES: int
+    NUM_REGS: int | None
+    SPLIT_K: int
+
+
+#: 128x128 tiles, 4 stages (4 x 32 KiB of operands), fp32 staging in 32-column slices (4 x 8 KiB).
+DEFAULT = Config(128, 128, 64, 8, 4, 4, 232, 4)
+
+
+@triton.jit
+def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                         GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
+                         NUM_REGS: tl.constexpr, SPLIT_K: tl.constexpr):
+    HALF_M: tl.constexpr = BM // 2
+    EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
+    dtype = tlx.dtype_of(a_desc)
+    acc_dtype = tlx.dtype_of(c_desc)
+    a_bufs = tlx.local_alloc((HALF_M, BK), dtype, 2 * NUM_STAGES)  # stage s: rows of consumer r at 2 * s + r
+    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
+    c_bufs = tlx.local_alloc((HALF_M, EPI_N), acc_dtype, 4)  # consumer r stages its slices in 2 * r + (0 or 1)
+    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_units = num_pid_m * num_pid_n * SPLIT_K
+    k_tiles = tl.cdiv(K, BK)
+    k_per_split = tl.cdiv(k_tiles, SPLIT_K)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            it = 0
+            for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
+                pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
+                k_lo = (unit % SPLIT_K) * k_per_split
+                for k in range(k_lo, min(k_lo + k_per_split, k_tiles)):
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(empty[s], ((it // NUM_STAGES) & 1) ^ 1)
+                    tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(dtype))
+                    tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+                    tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
+                    tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + HALF_M, k * BK], full[s])
+                    it += 1
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r: tl.constexpr = tlx.async_task_replica_id()
+            it = 0
+            stores = 0  # TMA stores issued so far: the next slice goes to staging buffer 2 * r + stores % 2
+            for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
+                pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
+                k_lo = (unit % SPLIT_K) * k_per_split
+                acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
+                for k in range(k_lo, min(k_lo + k_per_split, k_tiles)):
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
+                    acc = tlx.async_dot(a_bufs[2 * s + r], b_bufs[s], acc)
+                    acc = tlx.async_dot_wait(1, acc)  # the previous step retired: its stage can be refilled
+                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > k_lo)
+                    it += 1
+                acc = tlx.async_dot_wait(0, acc)
+                tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
+                off_m = pid_m * BM + r * HALF_M
+                parts = column_subtiles(acc, HALF_M, BN, EPILOGUE_SUBTILES)
+                for j in tl.static_range(EPILOGUE_SUBTILES):
+                    c_buf = c_bufs[2 * r + stores % 2]
+                    tlx.async_descriptor_store_wait(1)  # the store that last read c_buf is done
+                    tlx.local_store(c_buf, parts[j].to(acc_dtype))
+                    tlx.fence_async_shared()
+                    tlx.async_descriptor_store(c_desc, c_buf, [off_m, pid_n * BN + j * EPI_N], store_reduce="add")
+                    stores += 1
+            tlx.async_descriptor_store_wait(0)
+
+
+def descriptor_blocks(cfg: Config) -> tuple[list[int], list[int], list[int]]:
+    """Block shapes of the A, B and C descriptors: each consumer loads and reduces its BM/2 rows."""
+    return [cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
+
+
+def effective_split(K: int, BK: int, split_k: int) -> int:
+    """The number of non-empty K slices when ``split_k`` slices of cdiv(k_tiles, split_k) steps are asked for."""
+    k_tiles = max(1, triton.cdiv(K, BK))
+    return triton.cdiv(k_tiles, triton.cdiv(k_tiles, max(1, split_k)))
+
+
+def grid_size(M: int, N: int, cfg: Config, sms: int) -> int:
+    """Persistent programs: one per (tile, K slice) unit, at most one per SM."""
+    return min(sms, triton.cdiv(M, cfg.BM) * triton.cdiv(N, cfg.BN) * cfg.SPLIT_K)
+
+
+def matmul(a, b, config: Config = DEFAULT, num_sms: int | None = None, out_dtype=None):
+    """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1).
+
+    The K slices are summed into a zeroed fp32 buffer, converted to ``out_dtype`` (default: the
+    inputs' dtype) afterwards; with ``out_dtype=torch.float32`` that buffer is the result.
+    """
+    import torch
+
+    cfg = config._replace(SPLIT_K=effective_split(a.shape[1], config.BK, config.SPLIT_K))
+    out_dtype = out_dtype or a.dtype
+    c = tiles.launch_tma_gemm(matmul_kernel_splitk, a, b, cfg.BM, cfg.BN, descriptor_blocks(cfg), num_sms,
+                              out=torch.float32, units=cfg.SPLIT_K, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
+                              NUM_STAGES=cfg.NUM_STAGES, EPILOGUE_SUBTILES=cfg.EPILOGUE_SUBTILES,
+                              NUM_REGS=cfg.NUM_REGS, SPLIT_K=cfg.SPLIT_K)
+    return c if out_dtype == torch.float32 else c.to(out_dtype)

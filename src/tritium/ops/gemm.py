@@ -1,0 +1,150 @@
+"""``torch.ops.tritium.matmul``: the TLX GEMMs as a torch operator (fake implementation, autograd).
+
+Contract:
+
+* ``a`` [M, K] and ``b`` [K, N], both float16 or both bfloat16, on one CUDA device (or on the CPU
+  under ``TRITON_INTERPRET=1``, where float64 is accepted too, so that ``torch.autograd.gradcheck``
+  can run through the kernels); any M, N, K >= 0 (ragged, K = 1, empty).
+* fp32 accumulation; the result is a new contiguous [M, N] tensor of ``out_dtype`` (float16,
+  bfloat16 or float32), by default the inputs' dtype.
+* Layouts: row-major operands (unit column stride, any row stride) are read in place. Any other
+  layout (a transposed view such as ``b.t()``, an expanded or overlapping one) is copied to
+  row-major first, on purpose: the kernels' operand tiles are TMA or cp.async boxes of row-major
+  rows and the kernels have no transposed-operand form. The TMA kernels also copy an operand whose
+  rows are not a multiple of 16 bytes or whose base is not 16-byte aligned (zero-padding its
+  columns), and write C into 16-byte rows, compacted by one copy when N is not a multiple of 8.
+* The kernel and its config per shape: :mod:`tritium.ops.plans`. The host path: :mod:`tritium.ops.launch`.
+* Autograd: ``dA = dC @ B^T`` and ``dB = A^T @ dC`` through this same op (the incoming gradient is
+  first cast to the inputs' dtype; the transposed operands are the copies described above).
+* Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake (meta) implementation
+  runs the same checks, so ``torch.compile`` reports them while tracing.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import torch
+
+from . import launch, plans
+
+_OP = "tritium.ops.matmul"
+_IN_DTYPES = (torch.float16, torch.bfloat16)
+_OUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+
+
+def _check(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -> None:
+    """Argument checks shared by the real and the fake implementation."""
+    for name, t in (("a", a), ("b", b)):
+        if t.dim() != 2:
+            raise ValueError(f"{_OP}: {name} must be a 2-D matrix, got shape {tuple(t.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"{_OP}: a is {a.shape[0]}x{a.shape[1]} and b is {b.shape[0]}x{b.shape[1]}: "
+                         f"a's columns (K={a.shape[1]}) must equal b's rows")
+    interp = launch.interpreting()
+    allowed = _IN_DTYPES + ((torch.float64, ) if interp else ())
+    if a.dtype not in allowed:
+        raise TypeError(f"{_OP}: a has dtype {a.dtype}; supported: float16, bfloat16"
+                        + (" (float64 under the interpreter)" if interp else ""))
+    if b.dtype != a.dtype:
+        raise TypeError(f"{_OP}: b has dtype {b.dtype} but a has {a.dtype}; both must have the same dtype")
+    if out_dtype is not None and out_dtype not in _OUT_DTYPES + ((torch.float64, ) if interp else ()):
+        raise TypeError(f"{_OP}: out_dtype {out_dtype} is not supported; use float16, bfloat16 or float32")
+    if b.device != a.device:
+        raise ValueError(f"{_OP}: b is on {b.device} but a is on {a.device}; both must be on one device")
+    if a.device.type == "cpu" and not interp:
+        raise ValueError(f"{_OP}: a is a CPU tensor; the kernels run on CUDA devices, or on the CPU only under "
+                         "TRITON_INTERPRET=1 (set before triton is imported)")
+    if a.device.type not in ("cuda", "cpu", "meta"):
+        raise ValueError(f"{_OP}: a is on {a.device}; the kernels run on CUDA devices")
+    if a.dtype == torch.float64 and out_dtype not in (None, torch.float64):
+        raise TypeError(f"{_OP}: float64 inputs (interpreter only) give a float64 result; out_dtype {out_dtype} "
+                        "is not supported with them")
+
+
+@functools.lru_cache(maxsize=4096)
+def _heuristic(M: int, N: int, K: int, sms: int, even: bool) -> plans.Plan:
+    return plans.choose(M, N, K, sms, even)
+
+
+def _row_stride(x: torch.Tensor) -> int:
+    """The row stride ``x`` will have when the kernel reads it (a non-row-major operand is copied)."""
+    return x.stride(0) if x.stride(1) == 1 else x.shape[1]
+
+
+def select_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> plans.Plan:
+    """The plan for ``a @ b``: the autotuned one when autotuning is on (tuning on a first sight), else
+    the heuristic's."""
+    M, K = a.shape
+    N = b.shape[1]
+    even = plans.even_layout(_row_stride(a), _row_stride(b), K, N)
+    sms = launch.sm_count(a.device)
+    if not plans.autotune_enabled() or a.device.type != "cuda":
+        return _heuristic(M, N, K, sms, even)
+    key = plans.cache_key(torch.cuda.get_device_name(a.device), str(a.dtype), str(out_dtype), M, N, K)
+    plan = plans.cached_plan(key)
+    if plan is None:
+        from triton.testing import do_bench
+        plan = plans.tune(lambda p: run_plan(p, a, b, out_dtype), plans.candidates(M, N, K, sms, even),
+                          lambda fn: do_bench(fn, warmup=5, rep=20, return_mode="median"))
+        plans.record_plan(key, plan)
+    return plan
+
+
+def _pointer_operand(x: torch.Tensor) -> torch.Tensor:
+    """``x`` row-major with a 16-byte aligned base (what the cp.async kernel reads), copying only if needed."""
+    if x.stride(1) == 1 and x.data_ptr() % 16 == 0:
+        return x
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
+
+
+def run_plan(plan: plans.Plan, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    """``a @ b`` with ``plan``'s kernel (checked, non-empty operands)."""
+    M, K = a.shape
+    N = b.shape[1]
+    if not plans.VARIANTS[plan.kernel].tma:
+        a, b = _pointer_operand(a), _pointer_operand(b)
+    a, b, c = launch.prepare(plan, a, b, out_dtype)
+    launch.launch(plan, a, b, c, M, N, K)
+    return launch.finish(c, N, out_dtype)
+
+
+@torch.library.custom_op("tritium::matmul", mutates_args=())
+def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    _check(a, b, out_dtype)
+    out_dtype = out_dtype or a.dtype
+    M, K = a.shape
+    N = b.shape[1]
+    if M == 0 or N == 0 or K == 0:
+        return torch.zeros((M, N), dtype=out_dtype, device=a.device)
+    if a.device.type == "cuda" and a.device.index != torch.cuda.current_device():
+        with torch.cuda.device(a.device):
+            return run_plan(select_plan(a, b, out_dtype), a, b, out_dtype)
+    return run_plan(select_plan(a, b, out_dtype), a, b, out_dtype)
+
+
+@_matmul.register_fake
+def _matmul_fake(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    _check(a, b, out_dtype)
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    a, b, _ = inputs
+    ctx.save_for_backward(a, b)
+
+
+def _backward(ctx, grad: torch.Tensor):
+    a, b = ctx.saved_tensors
+    grad = grad.to(a.dtype)
+    grad_a = torch.ops.tritium.matmul(grad, b.t(), a.dtype) if ctx.needs_input_grad[0] else None
+    grad_b = torch.ops.tritium.matmul(a.t(), grad, b.dtype) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b, None
+
+
+_matmul.register_autograd(_backward, setup_context=_setup_context)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    """``a @ b`` with tritium's GEMM kernels (see the module docstring for the contract)."""
+    return torch.ops.tritium.matmul(a, b, out_dtype)

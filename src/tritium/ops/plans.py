@@ -1,0 +1,220 @@
+"""Which GEMM kernel and config run a given problem: the per-shape heuristic and the autotune cache.
+
+The heuristic (:func:`choose`), with ``sms`` the GPU's streaming multiprocessors and
+``tiles128 = cdiv(M, 128) * cdiv(N, 128)``:
+
+1. **small**: ``M * N * K <= 512**3`` and K, N and the row strides even: the non-persistent
+   cp.async + wgmma pipelined kernel (gemm_pipelined_hopper) with 64x64x64 tiles. At these sizes the
+   time is launch latency plus one short K loop; small tiles give the most CTAs, and a pointer
+   kernel needs no TMA descriptors on the host.
+2. **split-K**: ``M * N * K >= 2**31`` and ``tiles128 < sms``: too few output tiles to fill the GPU,
+   and enough work per tile to pay for the zero-fill and the fp32 round trip of the reduction. The
+   number of K slices S (1..8, each slice at least 8 BK steps) is the one whose (tile, slice) units
+   fill the most of their last wave; split-K runs only when that beats S = 1 by 10%
+   (128x13312x16384 on 132 SMs: 104 tiles, S = 5, 520 units in 3.94 waves).
+3. **ping-pong** 128x128 (gemm_ws_pingpong_hopper.LARGE) when ``tiles128 >= 2 * sms``: every
+   program has at least two tiles, so one consumer's epilogue hides under the other's MMAs.
+4. **cooperative** 128x128 (gemm_ws_cooperative_hopper.SMALL) when ``sms <= tiles128 < 2 * sms``:
+   about one tile per program, so both consumer warpgroups work on it (2048^3: 256 tiles).
+5. **ping-pong** 64x128 (gemm_ws_pingpong_hopper.SMALL) otherwise: twice the tiles of 128x128
+   (1024^3: 128 tiles).
+
+Autotuning is off by default. With ``TRITIUM_GEMM_AUTOTUNE=1`` (or :func:`set_autotune`), the
+first call on a new (device, dtype, out dtype, M, N, K) times every candidate of
+:func:`candidates` once and remembers the fastest in a JSON file
+(``$TRITIUM_GEMM_AUTOTUNE_CACHE``, default ``~/.cache/tritium/gemm_autotune.json``); later calls
+and later processes read the choice from it. Without autotuning a new shape costs one compile.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+import triton
+
+from ..kernels import gemm_pipelined_hopper as pipelined
+from ..kernels import gemm_splitk_hopper as splitk
+from ..kernels import gemm_ws_cooperative_hopper as coop
+from ..kernels import gemm_ws_pingpong_hopper as pingpong
+from ..kernels.tiles import Config as PointerConfig
+
+#: Work (M * N * K) up to which the small-problem path runs, and from which split-K may.
+SMALL_WORK = 512**3
+SPLIT_K_MIN_WORK = 2**31
+#: Smallest number of BK steps per K slice, largest number of slices.
+SPLIT_K_MIN_STEPS = 8
+SPLIT_K_MAX = 8
+
+#: The small-problem path's tiles: 64x64x64, 3 stages, 4 warps (one warpgroup per CTA).
+SMALL_TILE = PointerConfig(64, 64, 64, 8, 3, 4)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A GEMM kernel as the ops layer launches it."""
+    kernel: Any  # the @triton.jit function
+    config_type: type
+    tma: bool  # TMA-descriptor kernel (a_desc, b_desc, c_desc, M, N, K, ...) or pointer kernel
+    descriptor_blocks: Callable[[Any], tuple] | None  # TMA kernels: the A, B, C block shapes
+    constexprs: Callable[[Any], dict]
+    units: Callable[[Any], int]  # units of work per output tile (split-K slices)
+
+
+def _ws_constexprs(cfg) -> dict:
+    return dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
+                EPILOGUE_SUBTILES=cfg.EPILOGUE_SUBTILES, NUM_REGS=cfg.NUM_REGS, num_warps=4)
+
+
+VARIANTS: dict[str, Variant] = {
+    "pingpong": Variant(pingpong.matmul_kernel_ws_pingpong, pingpong.Config, True, pingpong.descriptor_blocks,
+                        _ws_constexprs, lambda cfg: 1),
+    "cooperative": Variant(coop.matmul_kernel_ws_cooperative, coop.Config, True, coop.descriptor_blocks,
+                           _ws_constexprs, lambda cfg: 1),
+    "splitk": Variant(splitk.matmul_kernel_splitk, splitk.Config, True, splitk.descriptor_blocks,
+                      lambda cfg: {**_ws_constexprs(cfg), "SPLIT_K": cfg.SPLIT_K}, lambda cfg: cfg.SPLIT_K),
+    "small": Variant(pipelined.matmul_kernel_pipelined_hopper, PointerConfig, False, None,
+                     lambda cfg: dict(BLOCK_SIZE_M=cfg.BLOCK_SIZE_M, BLOCK_SIZE_N=cfg.BLOCK_SIZE_N,
+                                      BLOCK_SIZE_K=cfg.BLOCK_SIZE_K, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
+                                      NUM_STAGES=cfg.NUM_STAGES, num_warps=cfg.num_warps),
+                     lambda cfg: 1),
+}
+
+
+class Plan(NamedTuple):
+    """A kernel of :data:`VARIANTS` and its config."""
+    kernel: str
+    config: tuple
+
+    def to_json(self) -> list:
+        return [self.kernel, list(self.config)]
+
+    @classmethod
+    def from_json(cls, item: list) -> "Plan":
+        kernel, values = item
+        return cls(kernel, VARIANTS[kernel].config_type(*values))
+
+
+def _fill(units: int, sms: int) -> float:
+    """How full the waves of ``units`` equal units of work on ``sms`` SMs are (1.0: the last wave is full)."""
+    return units / (triton.cdiv(units, sms) * sms)
+
+
+def split_k_slices(M: int, N: int, K: int, sms: int, BM: int = 128, BN: int = 128, BK: int = 64) -> int:
+    """Rule 2's number of K slices (1: do not split)."""
+    tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
+    if M * N * K < SPLIT_K_MIN_WORK or tiles >= sms:
+        return 1
+    steps = triton.cdiv(K, BK)
+    options = [s for s in range(1, SPLIT_K_MAX + 1) if steps // s >= SPLIT_K_MIN_STEPS] or [1]
+    best = max(options, key=lambda s: (_fill(tiles * s, sms), -s))
+    return best if _fill(tiles * best, sms) >= 1.1 * _fill(tiles, sms) else 1
+
+
+def even_layout(a_row_stride: int, b_row_stride: int, K: int, N: int) -> bool:
+    """Whether the small path can read A and B in place (cp.async moves at least 4 bytes)."""
+    return all(x % 2 == 0 for x in (a_row_stride, b_row_stride, K, N))
+
+
+def choose(M: int, N: int, K: int, sms: int, even: bool = True) -> Plan:
+    """The heuristic of the module docstring; ``even``: :func:`even_layout` of the operands."""
+    if M * N * K <= SMALL_WORK and even:
+        return Plan("small", SMALL_TILE)
+    slices = split_k_slices(M, N, K, sms)
+    if slices > 1:
+        return Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=slices))
+    tiles128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
+    if tiles128 >= 2 * sms:
+        return Plan("pingpong", pingpong.LARGE)
+    if tiles128 >= sms:
+        return Plan("cooperative", coop.SMALL)
+    return Plan("pingpong", pingpong.SMALL)
+
+
+def candidates(M: int, N: int, K: int, sms: int, even: bool = True) -> list[Plan]:
+    """What autotuning times: the heuristic's choice first, then every other variant's usual configs."""
+    plans = [choose(M, N, K, sms, even), Plan("pingpong", pingpong.LARGE), Plan("pingpong", pingpong.SMALL),
+             Plan("cooperative", coop.LARGE), Plan("cooperative", coop.SMALL)]
+    if even and M * N * K <= 8 * SMALL_WORK:  # up to 1024^3
+        plans += [Plan("small", SMALL_TILE), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4))]
+    steps = triton.cdiv(K, 64)
+    plans += [Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=s)) for s in (2, 3, 4, 5, 6, 8) if steps // s >= 2]
+    return list(dict.fromkeys(plans))
+
+
+# ------------------------------------------------------------------------------------------------
+# The on-disk autotune cache
+
+_lock = threading.Lock()
+_autotune: bool | None = None  # None: read TRITIUM_GEMM_AUTOTUNE
+_memory: dict[str, Plan] = {}
+_loaded_from: Path | None = None
+
+
+def set_autotune(enabled: bool | None) -> None:
+    """Turn autotuning on or off for this process (None: follow ``TRITIUM_GEMM_AUTOTUNE`` again)."""
+    global _autotune
+    _autotune = enabled
+
+
+def autotune_enabled() -> bool:
+    return _autotune if _autotune is not None else os.environ.get("TRITIUM_GEMM_AUTOTUNE", "") == "1"
+
+
+def cache_path() -> Path:
+    default = Path.home() / ".cache" / "tritium" / "gemm_autotune.json"
+    return Path(os.environ.get("TRITIUM_GEMM_AUTOTUNE_CACHE", default))
+
+
+def cache_key(device_name: str, dtype: str, out_dtype: str, M: int, N: int, K: int) -> str:
+    return f"{device_name}|{dtype}|{out_dtype}|{M}x{N}x{K}"
+
+
+def _load() -> dict[str, Plan]:
+    global _memory, _loaded_from
+    path = cache_path()
+    if _loaded_from != path:
+        _memory = {}
+        if path.exists():
+            raw = json.loads(path.read_text())
+            _memory = {k: Plan.from_json(v) for k, v in raw.items() if v[0] in VARIANTS}
+        _loaded_from = path
+    return _memory
+
+
+def cached_plan(key: str) -> Plan | None:
+    """The autotuned plan of ``key`` (see :func:`cache_key`), if one was recorded."""
+    with _lock:
+        return _load().get(key)
+
+
+def record_plan(key: str, plan: Plan) -> None:
+    """Remember ``plan`` for ``key`` in memory and on disk (written atomically: tmp file + rename)."""
+    with _lock:
+        memory = _load()
+        memory[key] = plan
+        path = cache_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({k: v.to_json() for k, v in sorted(memory.items())}, indent=1))
+        tmp.replace(path)
+
+
+def tune(run: Callable[[Plan], Any], plans: list[Plan], time_ms: Callable[[Callable[[], Any]], float]) -> Plan:
+    """The fastest of ``plans`` by ``time_ms(lambda: run(plan))``; a plan that fails to compile or run
+    (e.g. out of shared memory) is skipped, and if all fail the first plan's error propagates."""
+    best, best_ms, first_error = None, float("inf"), None
+    for plan in plans:
+        try:
+            ms = time_ms(lambda: run(plan))
+        except Exception as e:  # noqa: BLE001  (a candidate that cannot run is not a choice)
+            first_error = first_error or e
+            continue
+        if ms < best_ms:
+            best, best_ms = plan, ms
+    if best is None:
+        raise first_error
+    return best

@@ -1,0 +1,119 @@
+"""tritium.ops.matmul on a Hopper GPU: numerics against a float64 reference for the issue's shapes (the
+heuristic's pick, and every kernel it can pick on the ragged ones), both layouts of B, the direct
+launch path against the JIT path, torch.compile(fullgraph=True) with inductor, and gradcheck."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tritium.kernels import gemm_splitk_hopper as splitk  # noqa: E402
+from tritium.ops import gemm, launch, plans  # noqa: E402
+from tritium.ops import matmul  # noqa: E402
+
+from gemm_check import hopper_only  # noqa: E402,F401  (the fixture applies here)
+
+pytestmark = pytest.mark.gpu
+
+SEEDS = [(128, 13312, 16384), (16384, 8192, 8192), (8192, 16384, 8192), (8192, 53248, 8192), (8192, 28672, 4096),
+         (8192, 8192, 8192)]
+SQUARES = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)]
+RAGGED = [(1, 1, 1), (1000, 1000, 1000), (4097, 4095, 513), (300, 200, 1), (77, 5000, 3000)]
+
+
+def _operands(M, N, K, dtype, b_transposed):
+    gen = torch.Generator(device="cuda").manual_seed(M * 7 + N * 3 + K)
+    a = torch.randn(M, K, device="cuda", dtype=dtype, generator=gen)
+    if b_transposed:
+        return a, torch.randn(N, K, device="cuda", dtype=dtype, generator=gen).t()
+    return a, torch.randn(K, N, device="cuda", dtype=dtype, generator=gen)
+
+
+def _check(c, a, b, dtype, out_dtype=None):
+    M, N = a.shape[0], b.shape[1]
+    assert c.shape == (M, N) and c.dtype == (out_dtype or dtype) and c.is_contiguous() and torch.isfinite(c).all()
+    ref = a.double() @ b.double()
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err < 1e-2, f"{M}x{N}x{a.shape[1]}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("b_transposed", [False, True], ids=["B-row-major", "B-transposed"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("M,N,K", SEEDS + SQUARES + RAGGED)
+def test_matches_float64(M, N, K, dtype, b_transposed):
+    a, b = _operands(M, N, K, dtype, b_transposed)
+    _check(matmul(a, b), a, b, dtype)
+    _check(matmul(a, b), a, b, dtype)  # second call: the direct launch
+
+
+@pytest.mark.parametrize("plan", [plans.Plan("small", plans.SMALL_TILE), plans.Plan("pingpong", plans.pingpong.LARGE),
+                                  plans.Plan("pingpong", plans.pingpong.SMALL),
+                                  plans.Plan("cooperative", plans.coop.LARGE),
+                                  plans.Plan("cooperative", plans.coop.SMALL),
+                                  plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3))],
+                         ids=lambda p: f"{p.kernel}-{p.config[0]}x{p.config[1]}")
+@pytest.mark.parametrize("M,N,K", [(1000, 1000, 1000), (4097, 4095, 514), (1, 1, 2), (128, 1536, 4096)])
+def test_every_plan(plan, M, N, K):
+    a, b = _operands(M, N, K, torch.bfloat16, False)
+    for _ in range(2):  # JIT launch, then direct launch
+        _check(gemm.run_plan(plan, a, b, torch.bfloat16), a, b, torch.bfloat16)
+    _check(gemm.run_plan(plan, a, b, torch.float32), a, b, torch.bfloat16, torch.float32)
+
+
+def test_direct_launches_are_cached_and_follow_new_pointers():
+    launch.clear_caches()
+    a, b = _operands(2048, 2048, 2048, torch.float16, False)
+    first = matmul(a, b)
+    assert len(launch._launches) == 1
+    a2, b2 = _operands(2048, 2048, 2048, torch.float16, True)
+    b2 = b2.contiguous()
+    second = matmul(a2, b2)  # same key, new addresses: new descriptors, same compiled kernel
+    assert len(launch._launches) == 1
+    _check(first, a, b, torch.float16)
+    _check(second, a2, b2, torch.float16)
+
+
+def test_torch_compile_fullgraph_inductor():
+    a, b = _operands(1000, 1000, 1000, torch.bfloat16, False)
+
+    def f(x, y):
+        return torch.relu(matmul(x, y)) + 1
+
+    torch._dynamo.reset()
+    got = torch.compile(f, fullgraph=True)(a, b)
+    ref = torch.relu((a.double() @ b.double())) + 1
+    assert ((got.double() - ref).norm() / ref.norm()).item() < 1e-2
+    torch._dynamo.reset()
+
+
+def test_autograd_and_gradcheck():
+    a, b = _operands(256, 128, 64, torch.float16, False)
+    a.requires_grad_(True)
+    b.requires_grad_(True)
+    (matmul(a, b, out_dtype=torch.float32) ** 2).sum().backward()
+    ra, rb = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    ((ra @ rb) ** 2).sum().backward()
+    for got, want in ((a.grad, ra.grad), (b.grad, rb.grad)):
+        assert ((got.double() - want).norm() / want.norm()).item() < 1e-2
+    # gradcheck on a tiny case: half-precision operands, so a coarse step and tolerance.
+    x = torch.randn(4, 3, device="cuda", dtype=torch.float16, requires_grad=True)
+    y = torch.randn(3, 5, device="cuda", dtype=torch.float16, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda p, q: matmul(p, q, out_dtype=torch.float32), (x, y), eps=1e-1,
+                                    atol=5e-2, rtol=5e-2, fast_mode=True)
+
+
+def test_autotune_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITIUM_GEMM_AUTOTUNE_CACHE", str(tmp_path / "tune.json"))
+    plans.set_autotune(True)
+    try:
+        a, b = _operands(1024, 1024, 1024, torch.float16, False)
+        _check(matmul(a, b), a, b, torch.float16)
+        assert (tmp_path / "tune.json").exists()
+        key = plans.cache_key(torch.cuda.get_device_name(), str(torch.float16), str(torch.float16), 1024, 1024, 1024)
+        assert plans.cached_plan(key) is not None
+    finally:
+        plans.set_autotune(None)
+
+
+def test_host_cost_is_measured():
+    from tritium.bench.gemm import host_cost_us
+    costs = host_cost_us(256, torch.float16, calls=200)
+    assert set(costs) >= {"torch.matmul", "tritium.ops.matmul"} and all(v > 0 for v in costs.values())

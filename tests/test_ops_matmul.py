@@ -1,0 +1,220 @@
+"""tritium.ops.matmul on the CPU without the interpreter: the per-shape heuristic, the autotune cache,
+argument errors, the fake implementation (meta tensors, torch.compile tracing), the compat pieces of
+the direct launch; and test_ops_matmul_interp.py run in a TRITON_INTERPRET=1 process."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import tritium.plugins as tp  # noqa: E402
+from tritium import compat  # noqa: E402
+from tritium.ops import gemm, plans  # noqa: E402
+from tritium.ops import matmul  # noqa: E402
+from tritium.plugins import Pipeline  # noqa: E402
+
+H200_SMS = 132
+
+
+@pytest.mark.parametrize("shape,kernel,config", [
+    ((256, 256, 256), "small", plans.SMALL_TILE),
+    ((512, 512, 512), "small", plans.SMALL_TILE),
+    ((1024, 1024, 1024), "pingpong", plans.pingpong.SMALL),  # 64 tiles of 128x128: 128 of 64x128
+    ((2048, 2048, 2048), "cooperative", plans.coop.SMALL),  # 256 tiles: about one per program
+    ((4096, 4096, 4096), "pingpong", plans.pingpong.LARGE),
+    ((8192, 53248, 8192), "pingpong", plans.pingpong.LARGE),
+    ((128, 13312, 16384), "splitk", plans.splitk.DEFAULT._replace(SPLIT_K=5)),  # 104 tiles: 520 units
+])
+def test_heuristic_on_the_h200(shape, kernel, config):
+    assert plans.choose(*shape, H200_SMS) == plans.Plan(kernel, config)
+
+
+def test_heuristic_edges():
+    # An odd K keeps small problems off the cp.async path.
+    assert plans.choose(256, 256, 255, H200_SMS, even=False).kernel != "small"
+    # Few tiles but little work: not worth the zero-fill and the reduction.
+    assert plans.split_k_slices(128, 1024, 4096, H200_SMS) == 1
+    # Enough tiles: no split.
+    assert plans.split_k_slices(8192, 8192, 8192, H200_SMS) == 1
+    # Every K slice keeps at least SPLIT_K_MIN_STEPS steps.
+    s = plans.split_k_slices(256, 256, 65536, H200_SMS)
+    assert s > 1 and 65536 // 64 // s >= plans.SPLIT_K_MIN_STEPS
+    assert plans.even_layout(64, 64, 64, 64) and not plans.even_layout(63, 64, 64, 64)
+
+
+def test_effective_split_never_leaves_a_slice_empty():
+    from tritium.kernels.gemm_splitk_hopper import effective_split
+    for k_steps in range(1, 40):
+        for asked in range(1, 12):
+            s = effective_split(k_steps * 64, 64, asked)
+            per = -(-k_steps // s)
+            assert s <= asked and (s - 1) * per < k_steps, (k_steps, asked, s)
+
+
+def test_candidates_start_with_the_heuristic_and_are_distinct():
+    c = plans.candidates(1024, 1024, 1024, H200_SMS)
+    assert c[0] == plans.choose(1024, 1024, 1024, H200_SMS) and len(c) == len(set(c))
+    assert {p.kernel for p in c} == {"small", "pingpong", "cooperative", "splitk"}
+
+
+def test_autotune_cache_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITIUM_GEMM_AUTOTUNE_CACHE", str(tmp_path / "tune.json"))
+    assert not plans.autotune_enabled() or os.environ.get("TRITIUM_GEMM_AUTOTUNE") == "1"
+    key = plans.cache_key("H200", "torch.float16", "torch.float16", 1, 2, 3)
+    assert plans.cached_plan(key) is None
+    times = {plans.Plan("pingpong", plans.pingpong.LARGE): 2.0, plans.Plan("cooperative", plans.coop.SMALL): 1.0}
+
+    def run(plan):
+        if plan.kernel == "splitk":
+            raise RuntimeError("out of resources")
+        return plan
+
+    split = plans.Plan("splitk", plans.splitk.DEFAULT)
+    best = plans.tune(run, [*times, split], lambda fn: times[fn()])
+    assert best == plans.Plan("cooperative", plans.coop.SMALL)
+    plans.record_plan(key, best)
+    plans._loaded_from = None  # as a new process would: read the file
+    assert plans.cached_plan(key) == best and type(plans.cached_plan(key).config) is plans.coop.Config
+    with pytest.raises(RuntimeError, match="out of resources"):
+        plans.tune(run, [split], lambda fn: fn())
+    plans.set_autotune(True)
+    assert plans.autotune_enabled()
+    plans.set_autotune(None)
+
+
+def _meta(*shape, dtype=torch.float16):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def test_fake_implementation_on_meta_tensors():
+    c = matmul(_meta(5, 3), _meta(3, 7))
+    assert c.shape == (5, 7) and c.dtype == torch.float16 and c.device.type == "meta" and c.is_contiguous()
+    assert matmul(_meta(5, 3, dtype=torch.bfloat16), _meta(7, 3, dtype=torch.bfloat16).t(),
+                  out_dtype=torch.float32).dtype == torch.float32
+
+
+@pytest.mark.parametrize("a,b,kwargs,exc,message", [
+    (_meta(4, 3), _meta(4, 5), {}, ValueError, r"a is 4x3 and b is 4x5: a's columns \(K=3\) must equal b's rows"),
+    (_meta(2, 4, 3), _meta(3, 5), {}, ValueError, r"a must be a 2-D matrix, got shape \(2, 4, 3\)"),
+    (_meta(4, 3), _meta(3), {}, ValueError, r"b must be a 2-D matrix"),
+    (_meta(4, 3, dtype=torch.float32), _meta(3, 5, dtype=torch.float32), {}, TypeError,
+     r"a has dtype torch.float32; supported: float16, bfloat16"),
+    (_meta(4, 3), _meta(3, 5, dtype=torch.bfloat16), {}, TypeError,
+     r"b has dtype torch.bfloat16 but a has torch.float16"),
+    (_meta(4, 3), _meta(3, 5), {"out_dtype": torch.int8}, TypeError, r"out_dtype torch.int8 is not supported"),
+    (torch.zeros(4, 3, dtype=torch.float16), torch.zeros(3, 5, dtype=torch.float16), {}, ValueError,
+     r"a is a CPU tensor; the kernels run on CUDA devices, or on the CPU only under TRITON_INTERPRET=1"),
+    (torch.zeros(4, 3, dtype=torch.float16), _meta(3, 5), {}, ValueError, r"b is on meta but a is on cpu"),
+])
+def test_bad_input_names_the_argument(a, b, kwargs, exc, message):
+    if os.environ.get("TRITON_INTERPRET") == "1" and "CPU tensor" in message:
+        pytest.skip("the interpreter runs CPU tensors")
+    with pytest.raises(exc, match=r"tritium\.ops\.matmul: " + message):
+        matmul(a, b, **kwargs)
+
+
+def test_torch_compile_fullgraph_traces_the_op():
+    """Dynamo traces the op through its fake implementation with no graph break (meta tensors, so no
+    kernel runs); a shape error surfaces while tracing."""
+    calls = []
+
+    def backend(gm, example_inputs):
+        calls.append(gm)
+        return gm.forward
+
+    def f(x, y):
+        return (matmul(x, y, out_dtype=torch.float32) * 2).sum(dim=1)
+
+    torch._dynamo.reset()
+    out = torch.compile(f, fullgraph=True, backend=backend)(_meta(6, 4), _meta(4, 5))
+    assert out.shape == (6, ) and out.dtype == torch.float32
+    assert len(calls) == 1
+    targets = [n.target for n in calls[0].graph.nodes if n.op == "call_function"]
+    assert torch.ops.tritium.matmul in targets or torch.ops.tritium.matmul.default in targets
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"a's columns \(K=4\) must equal b's rows"):
+        torch.compile(f, fullgraph=True, backend=backend)(_meta(6, 4), _meta(3, 5))
+    torch._dynamo.reset()
+
+
+def test_opcheck_schema_and_fake():
+    torch.library.opcheck(torch.ops.tritium.matmul.default, (_meta(6, 4), _meta(4, 5)),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+# ------------------------------------------------------------------------------------------------
+# compat: the pieces of a direct launch, on the installed Triton's own launcher wrapper
+
+def test_direct_launch_unwraps_the_tensordesc_launcher():
+    from types import SimpleNamespace
+
+    from triton.backends.nvidia.driver import wrap_handle_tensordesc
+
+    seen = []
+
+    def raw_launch(*args):
+        seen.append(args)
+
+    signature = {"a_desc": "tensordesc<fp16[64, 64]>", "M": "i32", "BM": "constexpr"}
+    meta = [{"swizzle": 3}]
+    launcher = SimpleNamespace(launch=wrap_handle_tensordesc(raw_launch, signature, meta))
+    compiled = SimpleNamespace(run=launcher, src=SimpleNamespace(signature=signature),
+                               metadata=SimpleNamespace(tensordesc_meta=meta), function="fn", packed_metadata="pm")
+    direct = compat.direct_launch(compiled)
+    assert direct is not None and direct.descriptor_meta == meta and direct.function == "fn"
+    assert direct.launcher.launch is raw_launch and launcher.launch is not raw_launch  # a copy was changed
+
+
+def test_direct_launch_refuses_an_unknown_launcher_shape():
+    from types import SimpleNamespace
+    signature = {"a_desc": "tensordesc<fp16[64, 64]>"}
+    compiled = SimpleNamespace(run=SimpleNamespace(launch=lambda *a: None), src=SimpleNamespace(signature=signature),
+                               metadata=SimpleNamespace(tensordesc_meta=None), function=None, packed_metadata=None)
+    assert compat.direct_launch(compiled) is None
+
+
+def test_descriptor_args_without_tma_metadata():
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    t = torch.zeros(32, 16, dtype=torch.float16)
+    args = compat.descriptor_args(TensorDescriptor.from_tensor(t, [16, 16]), None)
+    assert args[1:] == [32, 16, 16, 1, False, 32, 16, 16, 1]
+
+
+def test_pipeline_digest_follows_the_pipelines_in_effect():
+    kernel = plans.VARIANTS["pingpong"].kernel
+    base = compat.pipeline_digest(kernel)
+    with tp.use_pipeline(Pipeline("ops-test").disable("ttgir", "ttgpuir.coalesce")):
+        other = compat.pipeline_digest(kernel)
+    assert other != base and compat.pipeline_digest(kernel) == base
+
+
+def test_launch_hooks_are_seen():
+    from triton import knobs
+
+    def hook(*args):
+        pass
+
+    assert not compat.launch_hooks_active()
+    knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        assert compat.launch_hooks_active()
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+    assert not compat.launch_hooks_active()
+
+
+def test_interpreted_suite_in_own_process():
+    """test_ops_matmul_interp.py needs TRITON_INTERPRET=1 before triton is imported."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("this process is interpreted: the module runs directly")
+    here = Path(__file__).resolve().parent
+    src = str(Path(gemm.__file__).resolve().parents[2])
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(here / "test_ops_matmul_interp.py")], cwd=here.parent, env=env,
+                          capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-2000:]
