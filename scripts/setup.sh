@@ -8,5 +8,6 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "torch==2.13.0"
+# The main environment is the oldest supported Triton; numpy<2.4 because Triton 3.6's interpreter breaks with 2.4.
+.venv/bin/python -m pip install -q "torch==2.13.0" "triton==3.6.0" "numpy<2.4"
 .venv/bin/python -m pip install -q -e ".[test,bench]"

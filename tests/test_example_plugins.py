@@ -1,4 +1,4 @@
-"""The example plugins in examples/plugins, loaded by path, and the effects they claim (compile-only)."""
+"""The example plugins in src/tritium/examples, loaded by path, and the effects they claim (compile-only)."""
 import json
 import re
 import sys
@@ -12,7 +12,7 @@ from tritium.cli import main
 from tritium.plugins.inspection import compile_kernel, make_source, parse_target
 from kernels import KERNELS, MATMUL_CONST
 
-EXAMPLES = Path(__file__).parent.parent / "examples" / "plugins"
+EXAMPLES = Path(__file__).parent.parent / "src" / "tritium" / "examples"
 MATMUL = KERNELS["matmul"]
 BM, BN, BK = MATMUL_CONST["BM"], MATMUL_CONST["BN"], MATMUL_CONST["BK"]
 TILE_BYTES = (BM * BK + BK * BN) * 2  # one fp16 A tile and one B tile per loop iteration

@@ -13,6 +13,7 @@ from .plugins.inspection import TARGETS, diff_around, format_report, pipeline_re
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
     plugins.discover(strict=False)
+    plugins.load_deferred()  # deferred entry points (TLX, the examples) load here, to show what they contribute
     loaded = plugins.loaded_plugins()
     if not loaded:
         print("no plugins loaded (entry points: group 'tritium.plugins'; paths: TRITIUM_PLUGIN_PATHS)")

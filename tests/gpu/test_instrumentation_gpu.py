@@ -1,4 +1,4 @@
-"""examples/plugins/instrumentation.py on a GPU: the probes' readout is positive and grows with work."""
+"""src/tritium/examples/instrumentation.py on a GPU: the probes' readout is positive and grows with work."""
 import pytest
 import torch
 import triton

@@ -17,7 +17,7 @@ driver API (``cuModuleGetGlobal``) on the module handle of the ``CompiledKernel`
 so they need no buffer argument and no change to how the kernel is launched.  They accumulate over
 launches until :func:`reset`.  The probes cost two timer reads per thread and two atomics per CTA.
 
-    timing = tritium.plugins.load_plugin("examples/plugins/instrumentation.py")
+    timing = tritium.plugins.get_plugin("instrumentation")  # an entry point, loaded on first use
     tritium.plugins.bind("instrumentation:timing", kernel)
     compiled = kernel[grid](...)
     print(instrumentation.read(compiled))     # RegionTime(ns=..., count=...)

@@ -7,8 +7,7 @@ loops with its own passes (NVIDIA: ``ttgpuir.assign_latencies`` + ``ttgpuir.pipe
 backend and gated by ``when`` on the compilation's target: activating an NVIDIA policy globally
 leaves AMD compilations alone instead of failing on pass names they do not have.
 
-    TRITIUM_PLUGIN_PATHS=examples/plugins/pipeline_policy.py \\
-        tritium pipeline my.py:kernel --pipeline policy:no-swp ...
+    tritium pipeline my.py:kernel --pipeline policy:no-swp ...   # an entry point of tritium
 
 or bind one kernel: ``tritium.plugins.bind(pipeline_policy.stages(2))(kernel)``.
 """

@@ -11,7 +11,8 @@ from .activation import activate, active_pipeline, bind, bound_pipeline, deactiv
 from .errors import PassError, PipelineError, PluginLoadError, TritiumError
 from .passes import PythonPass, StockPass, mlir_pass, text_pass
 from .pipeline import Pipeline
-from .registry import Plugin, discover, get_plugin, load_plugin, loaded_plugins, register, unload_plugin
+from .registry import DeferredPlugin, Plugin, deferred_plugins, discover, get_plugin, load_deferred, load_plugin, \
+    loaded_plugins, register, unload_plugin
 from .runner import CompileReport, StageContext, apply_pipelines
 
 
@@ -30,6 +31,7 @@ enable()
 __all__ = [
     "Plugin", "Pipeline", "StockPass", "PythonPass", "mlir_pass", "text_pass", "StageContext", "CompileReport",
     "load_plugin", "register", "unload_plugin", "discover", "loaded_plugins", "get_plugin",
+    "DeferredPlugin", "deferred_plugins", "load_deferred",
     "activate", "deactivate", "use_pipeline", "bind", "bound_pipeline", "active_pipeline", "effective_pipelines",
     "pipelines_key", "resolve_pipeline", "enable", "disable",
     "TritiumError", "PluginLoadError", "PipelineError", "PassError", "parse_module",

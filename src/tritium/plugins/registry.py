@@ -4,6 +4,10 @@ Discovery follows pytest/pluggy: Python entry points in the group ``tritium.plug
 colon-separated ``TRITIUM_PLUGIN_PATHS`` (``.py`` files, package folders or module names), and
 :func:`load_plugin` for an object, module or path given in code.  A module offers its plugin as a
 module attribute ``tritium_plugin`` (a :class:`Plugin`, or a function returning one).
+
+An entry point may also name a :class:`DeferredPlugin`: the plugin is listed as available but its
+module is imported only when the plugin is asked for by name (:func:`get_plugin`, a pipeline named
+``plugin:pipeline``, ``tritium plugins``), or when that module registers it itself on import.
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from .. import compat
+from .. import compat, knobs
 from .errors import PluginLoadError
 from .passes import PythonPass, fingerprint
 from .pipeline import Generation, Pipeline
@@ -116,6 +120,18 @@ class Plugin:
                 "passes": sorted(self.passes), "ops": sorted(self.ops), "native passes": sorted(self.native_passes)}
 
 
+@dataclass(frozen=True)
+class DeferredPlugin:
+    """A plugin named by an entry point whose module is imported on first use, not at discovery.
+
+    ``module`` either defines ``tritium_plugin`` or registers a plugin called ``name`` when imported.
+    Use it for plugins whose module is costly to import and that do nothing until asked for.
+    """
+    name: str
+    module: str
+    description: str = ""
+
+
 @dataclass
 class LoadedPlugin:
     plugin: Plugin
@@ -124,6 +140,17 @@ class LoadedPlugin:
 
 _lock = threading.RLock()
 _loaded: dict[str, LoadedPlugin] = {}
+#: Deferred entry points not loaded yet, by plugin name, with their origin.
+_deferred: dict[str, tuple[DeferredPlugin, str]] = {}
+#: Every deferred entry point, with the plugin it gave once loaded (None before, or while a same-named plugin
+#: from elsewhere stands in its place): unloading makes it available again, and a module registers on its
+#: first import only, so a reload reuses the plugin object.
+_from_deferred: dict[str, tuple[DeferredPlugin, str, Optional[Plugin]]] = {}
+
+
+def _remember_deferred(spec: DeferredPlugin, origin: str, plugin: Optional[Plugin]) -> None:
+    previous = _from_deferred.get(spec.name)
+    _from_deferred[spec.name] = (spec, origin, plugin or (previous[2] if previous else None))
 #: Rebuilt on every change: read on each kernel launch, so it must be a plain attribute read.
 _auto: tuple[Pipeline, ...] = ()
 
@@ -145,6 +172,12 @@ def register(plugin: Plugin, origin: str = "explicit") -> Plugin:
                 return plugin
             raise PluginLoadError(f"duplicate plugin name {plugin.name!r}: already loaded from "
                                   f"{existing.origin}, again from {origin}")
+        deferred = _deferred.pop(plugin.name, None)
+        if deferred is not None:  # a loaded plugin takes the place of the entry point that announced its name
+            spec, announced = deferred
+            if origin == "explicit" and spec.module in sys.modules:  # registered by its module's own import
+                origin = f"{announced} (registered by importing {spec.module})"
+            _remember_deferred(spec, announced, plugin if origin.startswith(announced) else None)
         _loaded[plugin.name] = LoadedPlugin(plugin, origin)
         _notify()
     return plugin
@@ -154,6 +187,8 @@ def unload_plugin(name: str) -> None:
     with _lock:
         if _loaded.pop(name, None) is None:
             raise PluginLoadError(f"no plugin named {name!r} is loaded; loaded: {', '.join(_loaded) or 'none'}")
+        if name in _from_deferred:
+            _deferred[name] = _from_deferred[name][:2]
         _notify()
 
 
@@ -162,7 +197,36 @@ def loaded_plugins() -> list[LoadedPlugin]:
         return list(_loaded.values())
 
 
+def deferred_plugins() -> list[tuple[DeferredPlugin, str]]:
+    """Entry points announced but not loaded yet, with their origins."""
+    with _lock:
+        return list(_deferred.values())
+
+
+def load_deferred(name: Optional[str] = None) -> list[Plugin]:
+    """Load the deferred plugin ``name`` (all of them with None); unknown names are ignored."""
+    with _lock:
+        names = [name] if name is not None else list(_deferred)
+        return [_load_deferred(n) for n in names if n in _deferred]
+
+
+def _load_deferred(name: str) -> Plugin:
+    spec, origin = _deferred[name]
+    before = _from_deferred.get(name)
+    if before is not None and before[2] is not None:  # loaded before and unloaded since
+        return register(before[2], origin)
+    module = _import_name(spec.module, origin)
+    if name in _loaded:  # the module registered it on import
+        return _loaded[name].plugin
+    plugin = _plugin_from_module(module, origin)
+    if plugin.name != name:
+        raise PluginLoadError(f"{origin}: module {spec.module!r} gives a plugin named {plugin.name!r}, "
+                              f"the entry point announced {name!r}")
+    return register(plugin, origin)
+
+
 def get_plugin(name: str) -> Plugin:
+    load_deferred(name)
     with _lock:
         if name not in _loaded:
             raise PluginLoadError(f"no plugin named {name!r} is loaded; loaded: {', '.join(_loaded) or 'none'}")
@@ -174,7 +238,10 @@ def auto_pipelines() -> tuple[Pipeline, ...]:
 
 
 def find_pipeline(name: str) -> Pipeline:
-    """A pipeline contributed by a loaded plugin, as ``name`` or ``plugin:name``."""
+    """A pipeline contributed by a loaded plugin, as ``name`` or ``plugin:name``.
+
+    Deferred plugins load first: the one named by ``plugin:``, or all of them for a bare name."""
+    load_deferred(name.split(":", 1)[0] if ":" in name else None)
     with _lock:
         matches = [p for lp in _loaded.values() for key, p in lp.plugin.pipelines.items()
                    if name in (key, f"{lp.plugin.name}:{key}")]
@@ -277,7 +344,7 @@ def _native_plugin(path: str, origin: str) -> Plugin:
 
 def native_plugin_paths() -> list[str]:
     """``.so`` entries of ``TRITON_PLUGIN_PATHS`` (Triton 3.7/3.8 load them themselves, 3.9 through us)."""
-    return [p for p in os.environ.get(NATIVE_PATHS_ENV, "").split(":") if p.endswith(".so")]
+    return [p for p in knobs.plugins.native_paths.split(":") if p.endswith(".so")]
 
 
 def discover(*, strict: bool = True) -> list[Plugin]:
@@ -286,7 +353,7 @@ def discover(*, strict: bool = True) -> list[Plugin]:
 
     With ``strict=False`` failures become warnings, so one broken plugin does not stop the rest.
     """
-    found: list[Plugin] = []
+    found: list[Any] = []
     errors: list[PluginLoadError] = []
 
     def attempt(action: Callable[[], Plugin]) -> None:
@@ -297,7 +364,8 @@ def discover(*, strict: bool = True) -> list[Plugin]:
 
     for ep in importlib_metadata.entry_points(group=ENTRY_POINT_GROUP):
         origin = f"entry point {ep.name} = {ep.value}"
-        if any(lp.origin == origin for lp in loaded_plugins()):
+        if any(lp.origin.split(" (")[0] == origin for lp in loaded_plugins()) or \
+                any(o == origin for _, o in deferred_plugins()):
             continue
 
         def from_entry_point(ep=ep, origin=origin) -> Plugin:
@@ -305,10 +373,12 @@ def discover(*, strict: bool = True) -> list[Plugin]:
                 obj = ep.load()
             except Exception as e:
                 raise PluginLoadError(f"{origin}: loading raised {type(e).__name__}: {e}") from e
+            if isinstance(obj, DeferredPlugin):
+                return _defer(obj, origin)
             return register(_plugin_from_object(obj, origin), origin)
         attempt(from_entry_point)
 
-    for entry in filter(None, os.environ.get(PATHS_ENV, "").split(":")):
+    for entry in filter(None, knobs.plugins.paths.split(":")):
         if any(lp.origin in (f"path {entry}", f"module {entry}") for lp in loaded_plugins()):
             continue
         attempt(lambda entry=entry: load_plugin(entry))
@@ -320,4 +390,17 @@ def discover(*, strict: bool = True) -> list[Plugin]:
         raise errors[0] if len(errors) == 1 else PluginLoadError("; ".join(map(str, errors)))
     for e in errors:
         warnings.warn(str(e), stacklevel=2)
-    return found
+    return [p for p in found if isinstance(p, Plugin)]
+
+
+def _defer(spec: DeferredPlugin, origin: str) -> Any:
+    """Announce a deferred plugin (a no-op if a plugin of that name is loaded already, e.g. TLX imported
+    before discovery); returns the spec, which :func:`discover` does not count as loaded."""
+    with _lock:
+        if spec.name in _loaded:  # it stands in the entry point's place; unloading it restores the entry point
+            lp = _loaded[spec.name]
+            own = lp.origin == "explicit" and spec.module in sys.modules  # e.g. TLX imported before discovery
+            _remember_deferred(spec, origin, lp.plugin if own else None)
+        elif spec.name not in _deferred:
+            _deferred[spec.name] = (spec, origin)
+    return spec

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from .. import compat
+from .. import compat, knobs, log
 from .activation import effective_pipelines
 from .errors import PassError, PipelineError
 from .passes import Pass, PythonPass, StockPass
@@ -101,7 +101,7 @@ class StageContext:
 
 
 def _dump_dir() -> str:
-    path = os.environ.get("TRITIUM_DUMP_DIR") or os.path.join(tempfile.gettempdir(), "tritium-dumps")
+    path = knobs.runtime.dump_dir or os.path.join(tempfile.gettempdir(), "tritium-dumps")
     os.makedirs(path, exist_ok=True)
     return path
 
@@ -187,7 +187,19 @@ class StageRunner:
             report.stages.append(record)
         edited = self.ctx.text_edit
         if not edited or edited[2] is not src:
-            return _StageRun(self, edits, ctx, record, report).run(src, metadata)
+            out = _StageRun(self, edits, ctx, record, report).run(src, metadata)
+        else:
+            out = self._run_consuming_text(edits, ctx, record, report, src, metadata)
+        if edits or self.added_by is not None:
+            changes = [f"{r.status} {r.name}" for r in record.passes if r.status != "stock"]
+            if record.status != "stock":
+                changes.insert(0, f"stage {record.status}")
+            log.note_stage(self.name, [p.origin() for p in active] or [self.added_by.origin()], changes)
+        return out
+
+    def _run_consuming_text(self, edits: list, ctx: StageContext, record: StageRecord,
+                            report: Optional[CompileReport], src: Any, metadata: dict) -> Any:
+        edited = self.ctx.text_edit
         try:  # this stage consumes text a Python pass wrote: if it rejects it, name that pass
             return _StageRun(self, edits, ctx, record, report).run(src, metadata)
         except (PassError, PipelineError):
@@ -372,6 +384,7 @@ def _pass_label(p: Pass) -> str:
 def apply_pipelines(backend: Any, stages: dict, options: Any, language: Any, capability: Any = None, *,
                     kernel: Any = None) -> None:
     """The stages hook body: wrap each stage of this compilation of ``kernel`` in a :class:`StageRunner`."""
+    log.start_compilation()
     pipelines = effective_pipelines(kernel)
     if not pipelines and _slot.report is None:
         return
