@@ -36,5 +36,50 @@ def test_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
 
 
 def test_unknown_only_words_are_refused():
-    with pytest.raises(SystemExit, match=r"unknown --only words \['fp8'\]; use ws, fp16, bf16, quick"):
+    with pytest.raises(SystemExit, match=r"unknown --only words \['fp8'\]; with ws or kernels use fp16, bf16, quick"):
         gemm.main("unused", "ws fp8")
+    with pytest.raises(SystemExit, match=r"unknown --only words \['ws2'\]; use fp16, bf16, quick, seeds"):
+        gemm.main("unused", "ws2 quick")
+
+
+def test_default_suite_selection():
+    assert gemm.select_ops(set()) == (gemm.SEED_SHAPES + gemm.SQUARE_SHAPES, ["fp16", "bf16"], True)
+    shapes, dtypes, with_compile = gemm.select_ops({"quick", "bf16", "nocompile", "1000x1000x1000"})
+    assert shapes == [(1000, 1000, 1000), *gemm.QUICK_OPS_SHAPES] and dtypes == ["bf16"] and not with_compile
+    assert len(gemm.SEED_SHAPES) == 6 and gemm.SQUARE_SHAPES[0] == (256, 256, 256)
+
+
+def test_default_suite_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
+    import json
+
+    def fake_shape(M, N, K, dtype, compiled):
+        names = ["cuBLAS", "Triton", "tritium"]
+        return {"shape": f"{M}x{N}x{K}", "dtype": dtype, "eager": {n: 100.0 + 10 * i for i, n in enumerate(names)},
+                "graph": {n: 200.0 + 10 * i for i, n in enumerate(names)}, "tritium_plan": ["pingpong", [128]]}
+
+    monkeypatch.setattr(gemm, "run_ops_shape", fake_shape)
+    monkeypatch.setattr(gemm, "host_cost_us", lambda: {"torch.matmul": 6.5, "tritium.ops.matmul": 7.0})
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "FakeGPU")
+    assert gemm.main(str(tmp_path), "fp16 nocompile 128x13312x16384 4096x4096x4096") == 0
+    out = capsys.readouterr().out
+    assert "| shape | tritium plan | cuBLAS eager | Triton eager | tritium eager | Triton/cuBLAS eager " \
+           "| tritium/cuBLAS eager | Triton/cuBLAS graph | tritium/cuBLAS graph |" in out
+    assert "| 128x13312x16384 | pingpong | 100.000 | 110.000 | 120.000 | 1.100 | 1.200 | 1.050 | 1.100 |" in out
+    assert "tritium/cuBLAS eager geomean over the 1 seed shapes: 1.200" in out
+    data = json.loads((tmp_path / "gemm_ops_fp16.json").read_text())
+    assert data["host_cost_us"]["torch.matmul"] == 6.5 and len(data["results"]) == 2
+    assert (tmp_path / "gemm_ops_fp16.png").exists()
+
+
+@pytest.mark.parametrize("bn", [128, 256])
+def test_bare_triton_baseline_compiles_for_sm90(bn):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    consts = {"NUM_SMS": 132, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}
+    sig = {"a_desc": "tensordesc<fp16[128, 64]>", "b_desc": f"tensordesc<fp16[64, {bn}]>",
+           "c_desc": f"tensordesc<fp16[128, {bn}]>", "M": "i32", "N": "i32", "K": "i32",
+           **{k: "constexpr" for k in consts}}
+    k = triton.compile(ASTSource(gemm.triton_persistent_tma_kernel.fn, sig, consts),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": 8, "num_stages": 3})
+    assert "wgmma.mma_async" in k.asm["ptx"] and "cp.async.bulk.tensor.2d" in k.asm["ptx"]

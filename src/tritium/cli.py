@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import plugins
-from .plugins.inspection import TARGETS, diff_around, format_report, pipeline_report
+from .plugins.inspection import TARGET_FORMS, diff_around, format_report, parse_target, pipeline_report
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -28,22 +30,50 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def _load_kernel(spec: str) -> Any:
+    """``FILE.py:KERNEL`` or ``package.module:KERNEL``. A file inside a package (folders with ``__init__.py``)
+    is imported as part of it, so its relative imports work; a module name is found as ``python -m`` would."""
     path, _, name = spec.rpartition(":")
     if not path or not name:
-        raise CommandError(f"expected FILE.py:KERNEL, got {spec!r}")
-    file = Path(path)
+        raise CommandError(f"expected FILE.py:KERNEL or MODULE:KERNEL, got {spec!r}")
+    if path.endswith(".py") or "/" in path or os.sep in path:
+        module = _import_file(Path(path))
+    else:
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        module = _import(path, path)
+    if not hasattr(module, name):
+        raise CommandError(f"{path} has no kernel {name!r}")
+    return getattr(module, name)
+
+
+def _import_file(file: Path) -> Any:
     if not file.is_file():
-        raise CommandError(f"no file {path!r}")
-    sys.path.insert(0, str(file.parent.resolve()))
+        raise CommandError(f"no file {str(file)!r}")
+    folder, dotted = file.resolve().parent, [file.stem]
+    while (folder / "__init__.py").is_file():
+        dotted.insert(0, folder.name)
+        folder = folder.parent
+    sys.path.insert(0, str(folder))
+    if len(dotted) > 1:
+        return _import(".".join(dotted), str(file))
     module_spec = importlib.util.spec_from_file_location(file.stem, file)
     module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
     try:
         module_spec.loader.exec_module(module)  # type: ignore[union-attr]
     except Exception as e:
-        raise CommandError(f"importing {path} raised {type(e).__name__}: {_first_line(e)}") from e
-    if not hasattr(module, name):
-        raise CommandError(f"{path} has no kernel {name!r}")
-    return getattr(module, name)
+        raise CommandError(f"importing {file} raised {type(e).__name__}: {_first_line(e)}") from e
+    return module
+
+
+def _import(dotted: str, shown: str) -> Any:
+    try:
+        return importlib.import_module(dotted)
+    except ModuleNotFoundError as e:
+        if e.name and dotted.startswith(e.name):
+            raise CommandError(f"no file or module {shown!r}") from e
+        raise CommandError(f"importing {shown} raised {type(e).__name__}: {_first_line(e)}") from e
+    except Exception as e:
+        raise CommandError(f"importing {shown} raised {type(e).__name__}: {_first_line(e)}") from e
 
 
 class CommandError(Exception):
@@ -74,36 +104,75 @@ def _parse_value(text: str) -> Any:
     return text
 
 
-def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> dict[str, str]:
-    """``--signature`` is ``name=type,...`` or types in order of the non-constexpr arguments."""
-    params = [n for i, n in enumerate(kernel.arg_names) if i not in kernel.constexprs]
+def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """``--signature`` as ``triton.tools.compile`` writes it, returning ``(signature, aligned arguments)``.
+
+    Entries are comma-separated, one per argument in order (every argument, or only the non-constexpr
+    ones), or ``name=entry`` pairs. An entry is a type (``*fp16``, ``i32``) with an optional hint, ``:16``
+    (divisible by 16: a 16-byte aligned pointer, as the JIT specializes) or ``:1`` (equal to 1, made a
+    constant); or a number, which makes the argument a constexpr of that value (added to ``constexprs``).
+    """
+    names = list(kernel.arg_names)
+    runtime = [n for i, n in enumerate(names) if i not in kernel.constexprs]
     if not text:
-        raise CommandError(f"--signature is required; arguments: {', '.join(params)}")
+        raise CommandError(f"--signature is required; arguments: {', '.join(runtime)}")
     items = [s.strip() for s in text.split(",") if s.strip()]
     if all("=" in s for s in items):
-        sig = dict(s.split("=", 1) for s in items)
+        pairs = [tuple(x.strip() for x in s.split("=", 1)) for s in items]
+        unknown = [n for n, _ in pairs if n not in names]
+        if unknown:
+            raise CommandError(f"--signature names no argument {unknown[0]!r}; arguments: {', '.join(names)}")
+    elif len(items) in (len(names), len(runtime)):
+        pairs = list(zip(names if len(items) == len(names) else runtime, items))
     else:
-        if len(items) != len(params):
-            raise CommandError(f"{len(items)} types for {len(params)} arguments ({', '.join(params)})")
-        sig = dict(zip(params, items))
-    for i, n in enumerate(kernel.arg_names):
-        if i in kernel.constexprs:
+        raise CommandError(f"--signature has {len(items)} entries; give one per argument ({len(names)}: "
+                           f"{', '.join(names)}) or per non-constexpr argument ({len(runtime)}: {', '.join(runtime)})")
+    sig: dict[str, str] = {}
+    aligned: list[str] = []
+    for name, entry in pairs:
+        base, colon, hint = (x.strip() for x in entry.partition(":"))
+        value = _parse_value(base)
+        if not isinstance(value, str):
+            if colon:
+                raise CommandError(f"--signature {name}={entry}: a constant takes no hint")
+            _set_constexpr(constexprs, name, value)
+            continue
+        if names.index(name) in kernel.constexprs:
+            raise CommandError(f"--signature {name}={entry}: {name!r} is a constexpr; give its value (a number)")
+        if colon and hint not in ("1", "16"):
+            raise CommandError(f"--signature {name}={entry}: the hint must be 16 (divisible by 16) or 1 (equal "
+                               "to 1), as in triton.tools.compile")
+        if hint == "1":
+            _set_constexpr(constexprs, name, 1)
+            continue
+        if hint == "16":
+            aligned.append(name)
+        sig[name] = base
+    missing = [n for i, n in enumerate(names) if i not in kernel.constexprs and n not in sig and n not in constexprs]
+    if missing:
+        raise CommandError(f"--signature gives no type for {', '.join(missing)}")
+    for i, n in enumerate(names):
+        if i in kernel.constexprs or n in constexprs:
             sig[n] = "constexpr"
-        elif n in constexprs:
-            sig.setdefault(n, "i32")
-    return sig
+    return sig, aligned
+
+
+def _set_constexpr(constexprs: dict[str, Any], name: str, value: Any) -> None:
+    if name in constexprs and constexprs[name] != value:
+        raise CommandError(f"{name!r} is {constexprs[name]!r} by -D but {value!r} by --signature")
+    constexprs[name] = value
 
 
 def _cmd_pipeline(args: argparse.Namespace) -> int:
     plugins.discover(strict=False)
     kernel = _load_kernel(args.kernel)
     constexprs = _assignments(args.define, "-D/--define")
+    signature, aligned = _signature(kernel, args.signature, constexprs)
     for param in kernel.params:  # constexprs not given take the kernel's defaults
         if param.is_constexpr and param.name not in constexprs:
             if not param.has_default:
                 raise CommandError(f"constexpr {param.name!r} has no default: give it with -D {param.name}=VALUE")
             constexprs[param.name] = param.default
-    signature = _signature(kernel, args.signature, constexprs)
     options = _assignments(args.option, "-O/--option")
     pipeline: Any = plugins.bound_pipeline(kernel)
     if args.pipeline:
@@ -111,8 +180,12 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     if pipeline is None:
         pipeline = plugins.Pipeline("stock")
     diff = tuple(args.diff_around or ())
-    compiled, report = pipeline_report(kernel, signature, args.target, constexprs=constexprs, options=options,
-                                       pipeline=pipeline, diff_around=diff)
+    try:
+        target = parse_target(args.target)
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    compiled, report = pipeline_report(kernel, signature, target, constexprs=constexprs, options=options,
+                                       pipeline=pipeline, diff_around=diff, aligned=aligned)
     print(f"# {args.kernel} on {args.target}, pipeline {pipeline.origin()}  "
           f"(+ inserted, - disabled, ~ replaced)")
     print(format_report(report))
@@ -129,7 +202,6 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    import importlib
     return importlib.import_module(f"tritium.bench.{BENCHMARKS[args.what]}").main(args.out, args.only)
 
 
@@ -143,9 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("plugins", help="list loaded plugins and what each contributes").set_defaults(run=_cmd_plugins)
     p = sub.add_parser("pipeline", help="show a kernel's stages and passes, with plugin edits marked")
-    p.add_argument("kernel", help="FILE.py:KERNEL")
-    p.add_argument("--target", default="sm90", choices=sorted(TARGETS))
-    p.add_argument("--signature", help="name=type,... or types of the non-constexpr arguments in order")
+    p.add_argument("kernel", help="FILE.py:KERNEL or MODULE:KERNEL")
+    p.add_argument("--target", default="sm90", help=f"{TARGET_FORMS}; default sm90")
+    p.add_argument("--signature", help="as triton.tools.compile: '*fp16:16, i32, 128' (one entry per argument, "
+                   "or per non-constexpr argument, or NAME=ENTRY pairs); :16 = divisible by 16, a number = constexpr")
     p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", help="constexpr value")
     p.add_argument("-O", "--option", action="append", default=[], metavar="NAME=VALUE",
                    help="compile option, e.g. num_warps=8")
@@ -157,7 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("what", choices=sorted(BENCHMARKS))
     b.add_argument("--out", default="results", help="folder for the plots")
     b.add_argument("--only", default="", help="run one part of a benchmark (overhead: compile or launch; "
-                   "attention: quick, or words such as bf16 d128 causal s4096; gemm: ws, fp16, bf16, quick)")
+                   "attention: quick, or words such as bf16 d128 causal s4096; gemm: fp16, bf16, quick, seeds, "
+                   "squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone)")
     b.set_defaults(run=_cmd_bench)
     return parser
 

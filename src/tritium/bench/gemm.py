@@ -1,17 +1,29 @@
-"""GEMM throughput: the TLX Hopper GEMMs against cuBLAS and a plain ``tl.dot`` Triton kernel.
+"""GEMM throughput: tritium.ops.matmul against cuBLAS, bare Triton and torch.compile; and the TLX kernels alone.
 
-The plain kernel uses the pipelined TLX kernel's tiles, warps and stage count, with Triton's own
-software pipeliner doing what the TLX kernel does by hand, so that ratio isolates the hand
-pipelining. The warp-specialized TLX kernels (TMA + mbarriers, persistent: the "hopper_gemm_ws"
-design, the cooperative and the ping-pong one) run their own configs. All run in the same process
-on the same fresh random data; TFLOPS from the median of ``do_bench``, best of two interleaved
-rounds, after every result was checked against torch.
+Default (issue 9): per shape and dtype, in one run, cuBLAS (``torch.matmul``), a bare-Triton
+baseline written here (the persistent TMA ``tl.dot`` kernel, autotuned over 8 usual configs: what a
+Triton user has today), ``torch.compile(mode="max-autotune-no-cudagraphs")`` of ``a @ b`` (dropped for
+the remaining shapes once its compiles took COMPILE_BUDGET_S seconds in total) and
+``tritium.ops.matmul``. Each is checked against a float64 reference first (relative Frobenius error
+below 1e-2), then timed eager (as a user calls it: launch included, ``do_bench`` median) and as
+CUDA-graph replay (20 calls captured, time per call), best of two interleaved rounds. Also the host
+cost per call (:func:`host_cost_us`). Prints tables of TFLOPS and ratios to cuBLAS, writes a plot
+and a JSON file per dtype. Shapes: the six seed shapes of docs/targets.md and 256^3..4096^3, fp16 and bf16.
 
-``--only`` takes words: ``ws`` times cuBLAS against the three warp-specialized kernels only, in
-fp16 and bf16; ``fp16``/``bf16`` pick the dtype; ``quick`` keeps three shapes (4096^3, 8192^3 and
-the skinny 128x13312x16384).
+``--only`` words for the default suite: ``fp16``/``bf16`` (dtype), ``quick`` (128x13312x16384,
+4096^3, 1024^3, 256^3), ``seeds``, ``squares``, shapes such as ``1000x1000x1000``, ``nocompile``
+(no torch.compile column).
+
+``--only ws`` times cuBLAS against the three warp-specialized TLX kernels, in fp16 and bf16;
+``--only kernels`` the TLX kernels against a plain ``tl.dot`` kernel with the pipelined kernel's
+tiles (fp16). With either, ``fp16``/``bf16`` pick the dtype and ``quick`` keeps three shapes (4096^3,
+8192^3 and the skinny 128x13312x16384). The plain kernel uses the pipelined TLX kernel's tiles,
+warps and stage count, with Triton's own software pipeliner doing what the TLX kernel does by hand,
+so that ratio isolates the hand pipelining.
 """
 from __future__ import annotations
+
+import math
 
 import triton
 import triton.language as tl
@@ -103,12 +115,253 @@ def run(shapes=SHAPES, which: str = "all", dtype: str = "fp16", rounds: int = 2,
     return rows
 
 
-def main(out: str, only: str = "") -> int:
-    words = set(only.replace(",", " ").split())
-    unknown = words - {"ws", "fp16", "bf16", "quick"}
+# ------------------------------------------------------------------------------------------------
+# The default suite (issue 9): tritium.ops.matmul against cuBLAS, bare Triton and torch.compile
+
+SEED_SHAPES = [(128, 13312, 16384), (16384, 8192, 8192), (8192, 16384, 8192), (8192, 53248, 8192),
+               (8192, 28672, 4096), (8192, 8192, 8192)]
+SQUARE_SHAPES = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)]
+QUICK_OPS_SHAPES = [(128, 13312, 16384), (4096, 4096, 4096), (1024, 1024, 1024), (256, 256, 256)]
+#: Seconds of torch.compile max-autotune compiles after which the remaining shapes run without it.
+COMPILE_BUDGET_S = 600
+GRAPH_CALLS = 20
+
+
+def _tma_block_hook(nargs):
+    """Autotune pre-hook: the host descriptors' block shapes follow the config being tried."""
+    BM, BN, BK = nargs["BLOCK_SIZE_M"], nargs["BLOCK_SIZE_N"], nargs["BLOCK_SIZE_K"]
+    nargs["a_desc"].block_shape = [BM, BK]
+    nargs["b_desc"].block_shape = [BK, BN]
+    nargs["c_desc"].block_shape = [BM, BN]
+
+
+TRITON_CONFIGS = [triton.Config({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8},
+                                num_stages=s, num_warps=w, pre_hook=_tma_block_hook)
+                  for bn in (128, 256) for s in (3, 4) for w in (4, 8)]
+
+
+@triton.autotune(configs=TRITON_CONFIGS, key=["M", "N", "K"])
+@triton.jit
+def triton_persistent_tma_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_SMS: tl.constexpr,
+                                 BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                                 GROUP_SIZE_M: tl.constexpr):
+    """The bare-Triton baseline: persistent, TMA descriptors, ``tl.dot`` pipelined by Triton."""
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, NUM_SMS):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for k in range(k_tiles):
+            a = a_desc.load([pid_m * BLOCK_SIZE_M, k * BLOCK_SIZE_K])
+            b = b_desc.load([k * BLOCK_SIZE_K, pid_n * BLOCK_SIZE_N])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([pid_m * BLOCK_SIZE_M, pid_n * BLOCK_SIZE_N], acc.to(c_desc.dtype))
+
+
+def triton_matmul(a, b):
+    """``a @ b`` with the bare-Triton baseline (row-major operands with 16-byte rows)."""
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    sms = torch.cuda.get_device_properties(a.device).multi_processor_count
+    dummy = [1, 1]  # the pre-hook sets the real block shapes
+    descs = [TensorDescriptor.from_tensor(t, dummy) for t in (a, b, c)]
+    grid = lambda meta: (min(sms, triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"])), )
+    triton_persistent_tma_kernel[grid](*descs, M, N, K, NUM_SMS=sms)
+    return c
+
+
+def select_ops(words: set[str]) -> tuple[list[tuple[int, int, int]], list[str], bool]:
+    """(shapes, dtypes, with torch.compile) of the default suite for ``--only`` words."""
+    import re
+    shapes_named = [tuple(int(x) for x in w.split("x")) for w in sorted(words) if re.fullmatch(r"\d+x\d+x\d+", w)]
+    unknown = {w for w in words if not re.fullmatch(r"\d+x\d+x\d+", w)} - {
+        "fp16", "bf16", "quick", "seeds", "squares", "nocompile"}
     if unknown:
-        raise SystemExit(f"tritium bench gemm: unknown --only words {sorted(unknown)}; use ws, fp16, bf16, quick")
-    which = "ws" if "ws" in words else "all"
+        raise SystemExit(f"tritium bench gemm: unknown --only words {sorted(unknown)}; use fp16, bf16, quick, seeds, "
+                         "squares, nocompile, shapes such as 1000x1000x1000, or ws / kernels for the TLX kernels alone")
+    shapes = list(shapes_named)
+    if "quick" in words:
+        shapes += QUICK_OPS_SHAPES
+    if "seeds" in words:
+        shapes += SEED_SHAPES
+    if "squares" in words:
+        shapes += SQUARE_SHAPES
+    shapes = list(dict.fromkeys(shapes)) or SEED_SHAPES + SQUARE_SHAPES
+    dtypes = [d for d in ("fp16", "bf16") if d in words] or ["fp16", "bf16"]
+    return shapes, dtypes, "nocompile" not in words
+
+
+def graph_ms(fn, rep_ms: int = 100, calls: int = GRAPH_CALLS) -> float:
+    """Milliseconds per call of ``fn`` replayed from a CUDA graph of ``calls`` calls."""
+    import torch
+    from triton.testing import do_bench
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    return do_bench(graph.replay, warmup=5, rep=rep_ms, return_mode="median") / calls
+
+
+class _Compiled:
+    """torch.compile(max-autotune-no-cudagraphs) of ``a @ b``, with the compile time spent so far."""
+
+    def __init__(self):
+        import torch
+        self.fn = torch.compile(lambda x, y: x @ y, mode="max-autotune-no-cudagraphs", dynamic=False)
+        self.seconds = 0.0
+
+    def warm(self, a, b) -> bool:
+        """Compile for this shape unless the budget is spent; False when skipped."""
+        import time
+        if self.seconds >= COMPILE_BUDGET_S:
+            return False
+        t0 = time.perf_counter()
+        self.fn(a, b)
+        self.seconds += time.perf_counter() - t0
+        return True
+
+
+def ops_implementations(a, b, compiled: _Compiled | None) -> dict:
+    """name -> ``a @ b`` callable: cuBLAS first (the ratios' denominator)."""
+    import torch
+
+    from ..ops import matmul as ops_matmul
+    impls = {"cuBLAS": lambda: torch.matmul(a, b), "Triton": lambda: triton_matmul(a, b)}
+    if compiled is not None and compiled.warm(a, b):
+        impls["torch.compile"] = lambda: compiled.fn(a, b)
+    impls["tritium"] = lambda: ops_matmul(a, b)
+    return impls
+
+
+def run_ops_shape(M: int, N: int, K: int, dtype: str, compiled: _Compiled | None, rounds: int = 2,
+                  rep_ms: int = 100) -> dict:
+    """One shape of the default suite: checked results, then eager and graph TFLOPS per implementation."""
+    import torch
+    from triton.testing import do_bench
+
+    from ..ops.gemm import select_plan
+    tdtype = getattr(torch, {"fp16": "float16", "bf16": "bfloat16"}[dtype])
+    gen = torch.Generator(device="cuda").manual_seed(M + 3 * N + 7 * K)
+    a = torch.randn(M, K, device="cuda", dtype=tdtype, generator=gen)
+    b = torch.randn(K, N, device="cuda", dtype=tdtype, generator=gen)
+    ref = a.double() @ b.double()
+    impls = ops_implementations(a, b, compiled)
+    for name, fn in impls.items():
+        err = ((fn().double() - ref).norm() / ref.norm()).item()
+        if not err < 1e-2:
+            raise AssertionError(f"{name} {dtype} {M}x{N}x{K}: relative error {err:.2e} against float64")
+    del ref
+    flops = 2 * M * N * K
+    eager, graph = dict.fromkeys(impls, 0.0), dict.fromkeys(impls, 0.0)
+    for _ in range(rounds):  # interleaved rounds; the best median of each counts (clock drift)
+        for name, fn in impls.items():
+            eager[name] = max(eager[name], flops / do_bench(fn, warmup=25, rep=rep_ms, return_mode="median") * 1e-9)
+            graph[name] = max(graph[name], flops / graph_ms(fn, rep_ms) * 1e-9)
+    plan = select_plan(a, b, tdtype)
+    return {"shape": f"{M}x{N}x{K}", "dtype": dtype, "eager": eager, "graph": graph,
+            "tritium_plan": [plan.kernel, list(plan.config)]}
+
+
+def host_cost_us(n: int = 256, dtype=None, calls: int = 1000) -> dict[str, float]:
+    """Host microseconds per call of a tiny n^3 GEMM, the GPU kept busy by a sleep kernel so that only
+    the host is timed: torch.matmul, tritium.ops.matmul (through the dispatcher), its direct launch
+    without the dispatcher, and the same kernel launched through the JIT (``kernel[grid]``, host
+    TensorDescriptors built per call)."""
+    import time
+
+    import torch
+
+    from ..ops import gemm as ops_gemm
+    from ..ops import launch as ops_launch
+    dtype = dtype or torch.float16
+    a = torch.randn(n, n, device="cuda", dtype=dtype)
+    b = torch.randn(n, n, device="cuda", dtype=dtype)
+    plan = ops_gemm.select_plan(a, b, dtype)
+    pa, pb, pc = ops_launch.prepare(plan, a, b, dtype)
+    variant = ops_launch.VARIANTS[plan.kernel]
+    grid = ops_launch._grid(plan, n, n, a.device)
+
+    def jit_launch():
+        args, consts = ops_launch._jit_args(plan, pa, pb, pc, n, n, n)
+        variant.kernel[grid](*args, **consts)
+
+    paths = {"torch.matmul": lambda: torch.matmul(a, b), "tritium.ops.matmul": lambda: ops_gemm.matmul(a, b),
+             "tritium direct (no dispatcher)": lambda: ops_gemm.run_plan(plan, a, b, dtype),
+             "Triton JIT launch, same kernel": jit_launch}
+    costs = {}
+    for name, fn in paths.items():
+        for _ in range(20):
+            fn()
+        best = float("inf")
+        for _ in range(5):
+            torch.cuda.synchronize()
+            torch.cuda._sleep(int(2e8))  # ~0.1 s of GPU time: the queue never drains while we time
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+            torch.cuda.synchronize()
+        costs[name] = best
+    return costs
+
+
+def ops_main(out: str, shapes, dtypes: list[str], with_compile: bool) -> int:
+    import torch
+    from tqdm import tqdm
+
+    from .report import save_json
+    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__}
+    host = host_cost_us()
+    print("## Host cost per call of a 256^3 fp16 GEMM (us)\n" + table(["path", "us"], list(host.items())))
+    compiled = _Compiled() if with_compile else None
+    for dtype in dtypes:
+        results = []
+        bar = tqdm(shapes, unit="shape")
+        for M, N, K in bar:
+            bar.set_description(f"{dtype} {M}x{N}x{K}")
+            results.append(run_ops_shape(M, N, K, dtype, compiled))
+            r = results[-1]
+            tqdm.write(f"{dtype} {r['shape']}: " + ", ".join(f"{k} {v:.1f}/{r['graph'][k]:.1f}"
+                                                             for k, v in r["eager"].items()) + " TFLOPS eager/graph")
+        names = list(dict.fromkeys(n for r in results for n in r["eager"]))
+        ours = [n for n in names if n != "cuBLAS"]
+        headers = ["shape", "tritium plan", *(f"{n} eager" for n in names),
+                   *(f"{n}/cuBLAS eager" for n in ours), *(f"{n}/cuBLAS graph" for n in ours)]
+
+        def ratio(r, mode, n):
+            return r[mode][n] / r[mode]["cuBLAS"] if n in r[mode] else float("nan")
+
+        rows = [(r["shape"], r["tritium_plan"][0], *(r["eager"].get(n, float("nan")) for n in names),
+                 *(ratio(r, "eager", n) for n in ours), *(ratio(r, "graph", n) for n in ours)) for r in results]
+        print(f"\n## {dtype} GEMM TFLOPS on {env['gpu']} (torch {env['torch']}, triton {env['triton']}); "
+              f"ratios against cuBLAS in the same run; graph = CUDA-graph replay of {GRAPH_CALLS} calls")
+        print(table(headers, rows))
+        seeds = [r for r in results if tuple(map(int, r["shape"].split("x"))) in SEED_SHAPES]
+        if seeds:
+            geo = math.exp(sum(math.log(ratio(r, "eager", "tritium")) for r in seeds) / len(seeds))
+            print(f"\ntritium/cuBLAS eager geomean over the {len(seeds)} seed shapes: {geo:.3f}")
+        series = {f"{n}/cuBLAS eager": [ratio(r, "eager", n) for r in results] for n in ours}
+        plot = bar_plot(f"{out}/gemm_ops_{dtype}.png", f"{dtype} GEMM vs cuBLAS ({env['gpu']})",
+                        [r["shape"] for r in results], series, "ratio of TFLOPS")
+        print(f"\nplot: {plot}")
+        payload = {"env": env, "host_cost_us": host, "graph_calls": GRAPH_CALLS, "results": results,
+                   "torch_compile_seconds": compiled.seconds if compiled else None}
+        print(f"json: {save_json(f'{out}/gemm_ops_{dtype}.json', payload)}")
+    return 0
+
+
+def kernels_main(out: str, which: str, words: set[str]) -> int:
+    """``--only ws`` / ``--only kernels``: the TLX kernels on their own."""
     dtypes = [d for d in ("fp16", "bf16") if d in words] or (["fp16", "bf16"] if which == "ws" else ["fp16"])
     shapes = QUICK_SHAPES if "quick" in words else SHAPES
     cfg = hopper.LARGE
@@ -132,3 +385,15 @@ def main(out: str, only: str = "") -> int:
                         [r["shape"] for r in rows], series, "TFLOPS")
         print(f"\nplot: {plot}")
     return 0
+
+
+def main(out: str, only: str = "") -> int:
+    words = set(only.replace(",", " ").split())
+    if "ws" in words or "kernels" in words:
+        unknown = words - {"ws", "kernels", "fp16", "bf16", "quick"}
+        if unknown:
+            raise SystemExit(f"tritium bench gemm: unknown --only words {sorted(unknown)}; with ws or kernels use "
+                             "fp16, bf16, quick")
+        return kernels_main(out, "ws" if "ws" in words else "all", words)
+    shapes, dtypes, with_compile = select_ops(words)
+    return ops_main(out, shapes, dtypes, with_compile)
