@@ -24,6 +24,12 @@ def test_local_view_of_a_single_buffer():
     torch.testing.assert_close(z, x[3:4])
 
 
+def test_local_view_rows_of_a_2d_view():
+    x, y = torch.randn(16, 32, device=CUDA), torch.empty(32, device=CUDA)
+    mem.view_rows_kernel[(1, )](x, y, y, R=16, C=32)
+    torch.testing.assert_close(y, x[5])
+
+
 def test_local_reinterpret_to_other_shapes():
     x = torch.randn(4 * 16 * 32, device=CUDA).half()
     y, z = torch.empty(1, 2048, dtype=torch.int16, device=CUDA), torch.empty(16, 16, device=CUDA)

@@ -95,6 +95,35 @@ def test_local_view_of_a_single_buffer_numerics():
 
 
 @triton.jit
+def view_rows_kernel(x_ptr, y_ptr, z_ptr, R: tl.constexpr, C: tl.constexpr):
+    plain: tl.constexpr = tlx.swizzled_shared_layout_encoding.make_default(2)
+    v = tlx.local_alloc((R, C), tl.float32, 1, layout=plain)[0]
+    tlx.local_store(v, tl.load(x_ptr + _offs(R, C)))
+    tl.store(y_ptr + tl.arange(0, C), tlx.local_load(tlx.local_view(v, 5)))
+
+
+@triton.jit
+def view_swizzled_row_kernel(x_ptr, y_ptr, z_ptr, R: tl.constexpr, C: tl.constexpr):
+    tlx.local_view(tlx.local_alloc((R, C), tl.float16, 1, layout=tlx.swizzled_layout(3, 3, 3))[0], 5)
+
+
+@compiled
+@pytest.mark.parametrize("target", TARGETS)
+def test_local_view_rows_of_a_2d_view(target):
+    ttgir = compile_ttgir(view_rows_kernel, VIEW_SIG, {"R": 16, "C": 32}, target)
+    assert "-> !ttg.memdesc<32xf32" in ttgir
+    msg = compile_error(view_swizzled_row_kernel, VIEW_SIG, {"R": 16, "C": 32}, target)
+    assert "tlx.local_view: a row of a swizzled 2-D buffer has no 1-D shared layout" in msg
+
+
+@interpreted
+def test_local_view_rows_of_a_2d_view_numerics():
+    x, y = torch.randn(16, 32), torch.empty(32)
+    view_rows_kernel[(1, )](x, y, y, R=16, C=32)
+    torch.testing.assert_close(y, x[5])
+
+
+@triton.jit
 def view_oob_kernel(x_ptr, y_ptr, z_ptr, R: tl.constexpr, C: tl.constexpr):
     tlx.local_view(tlx.local_alloc((R, C), tl.float32, 1)[0], R)
 

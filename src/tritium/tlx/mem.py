@@ -170,6 +170,11 @@ def _row_view(_semantic: Any, buf: buffered_tensor, index: tl.tensor) -> buffere
                                   "which stock Triton 3.6 rejects; index the buffer before slicing it")
     if len(buf.shape) == 1:  # [N] -> [N, 1] (same bytes, unswizzled), then row index -> [1]
         buf = local_reshape(buf, (buf.shape[0], 1), _semantic=_semantic)
+    plain = isinstance(buf.layout, layouts.SwizzledSharedLayout) and buf.layout.max_phase == 1
+    if len(buf.shape) == 2 and not plain:  # swizzles permute within rows by row index: a row alone has none
+        raise NotImplementedError("tlx.local_view: a row of a swizzled 2-D buffer has no 1-D shared layout on stock "
+                                  "Triton; allocate the buffer with layout=tlx.swizzled_shared_layout_encoding."
+                                  "make_default(2) to index its rows")
     if isinstance(buf.layout, layouts.NVMMASharedLayout):
         layout = layouts.NVMMASharedLayout(buf.layout.swizzle_bytes, buf.layout.element_bits, buf.layout.rank - 1,
                                            buf.layout.transposed)
