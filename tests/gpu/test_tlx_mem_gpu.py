@@ -81,3 +81,15 @@ def test_storage_alias_spec():
     torch.testing.assert_close(out[2048:3072].reshape(32, 32), b0)
     torch.testing.assert_close(out[3072:4096].reshape(32, 32), a1)
     torch.testing.assert_close(out[4096:], torch.full((1024, ), 1065353216.0, device=CUDA))
+
+
+def test_buffers_returned_by_two_helper_calls_stay_apart():
+    x, y = torch.randn(16, 32, device=CUDA), torch.empty(16, 32, device=CUDA)
+    mem.returned_buffers_kernel[(1, )](x, y, R=16, C=32)
+    torch.testing.assert_close(y, 3 * x + 1)
+
+
+def test_zeros_and_layout_checks():
+    x, y = torch.randn(16, 32, device=CUDA), torch.empty(16, 32, device=CUDA)
+    mem.misc_kernel[(1, )](x, y, R=16, C=32)
+    torch.testing.assert_close(y, x)
