@@ -7,6 +7,7 @@ under the interpreter. Interpreter tests need a process started with TRITON_INTE
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -445,7 +446,6 @@ HELP_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "R": "constexpr", "C": "constexp
 @compiled
 @pytest.mark.parametrize("target", TARGETS)
 def test_buffers_returned_by_two_calls_stay_apart(target):
-    import re
     ttgir = compile_ttgir(returned_buffers_kernel, HELP_SIG, {"R": 16, "C": 32}, target)
     allocs = re.findall(r"(%\S+) = ttg.local_alloc", ttgir)
     assert len(allocs) == 3
@@ -617,7 +617,9 @@ def misc_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
     tlx.assert_same_layout(a[0], a[1])
     tlx.assert_same_layout(a[0], plain)
     tlx.dump_layout(a)
-    tlx.local_store(a[0], tl.load(x_ptr + _offs(R, C)) + tlx.zeros((R, C), tl.float32))
+    x = tl.load(x_ptr + _offs(R, C))
+    tlx.dump_layout(x)
+    tlx.local_store(a[0], x + tlx.zeros((R, C), tl.float32))
     tl.store(y_ptr + _offs(R, C), tlx.local_load(a[0]))
 
 
@@ -625,7 +627,9 @@ def misc_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
 @pytest.mark.parametrize("target", TARGETS)
 def test_misc_ops_compile(target, capfd):
     compile_ttgir(misc_kernel, HELP_SIG, {"R": 16, "C": 32}, target)
-    assert "tlx.dump_layout: !ttg.memdesc<2x16x32xf32, #ttg.swizzled_shared<{vec = 1" in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "tlx.dump_layout: !ttg.memdesc<2x16x32xf32, #ttg.swizzled_shared<{vec = 1" in err
+    assert re.search(r"tlx.dump_layout at .*test_conformance_mem.py:\d+: tensor<16x32xf32, #ttg.blocked<", err)
 
 
 @interpreted

@@ -287,8 +287,9 @@ def assert_same_layout(lhs: Any, rhs: Any) -> None:
 
 
 def dump_layout(x: Any) -> None:
-    buf = _buffer(x, "dump_layout")
-    print(f"dump_layout: {buf!r} (the interpreter keeps buffers row-major)", file=sys.stderr)
+    x = _value(x)
+    what = x if isinstance(x, tl.tensor) else _buffer(x, "dump_layout")
+    print(f"dump_layout: {what!r} (the interpreter has no layouts: values are row-major arrays)", file=sys.stderr)
 
 
 class AliasMember(SharedBuffer):

@@ -483,6 +483,12 @@ def assert_same_layout(lhs, rhs, _semantic=None) -> None:
 
 @tlx_builtin
 def dump_layout(x, _semantic=None) -> None:
-    """Print a buffer's shared memory type (layout included) while the kernel compiles."""
+    """Print a value's layout while the kernel compiles: a buffer's shared memory type now, a register
+    tensor's TritonGPU type when TLX lowers (the layout ``convert_to_ttgpuir`` chose; stock passes
+    may still change it, and stock Triton has no hook after them)."""
+    x = _unwrap_if_constexpr(x)
+    if isinstance(x, tl.tensor) and x.type.is_block():
+        emit(_semantic, "dump_layout", operands=[x])
+        return
     _layout_of(_semantic, x, "dump_layout")
-    print(f"tlx.dump_layout: {_unwrap_if_constexpr(x).type.memdesc}", file=sys.stderr)
+    print(f"tlx.dump_layout: {x.type.memdesc}", file=sys.stderr)

@@ -22,6 +22,7 @@ import base64
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
@@ -336,6 +337,11 @@ class _Lowering:
                        f"{member['type']}{loc}")
         elif p.op == "buffer_overlap":
             pass
+        elif p.op == "dump_layout":  # the layout convert_to_ttgpuir gave the tensor; stock passes may change it
+            aliases = dict(re.findall(r"^(#\w+) = (#ttg\..*)$", self.text, re.M))
+            ty = re.sub(r"#\w+", lambda m: aliases.get(m.group(0), m.group(0)), p.operand_types[0])
+            print(f"tlx.dump_layout at {source_location(self.text, loc)}: {ty} (as converted to TritonGPU, before "
+                  "stock layout optimizations)", file=sys.stderr)
         elif p.op == "memdesc_index":
             self.memdesc[pid] = a["type"]
             index = p.operands[0]
