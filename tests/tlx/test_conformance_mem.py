@@ -361,6 +361,9 @@ def bad_layout_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr, KIND: tl.c
         tlx.local_alloc((R, C), tl.float16, 1, layout=tlx.swizzled_layout(3, 1, 1))
     elif KIND == "tmem":
         tlx.local_alloc((R, C), tl.float16, 1, tlx.storage_kind.tmem)
+    elif KIND == "warps":
+        tlx.local_load(tlx.local_alloc((R, C), tl.float16, 1)[0],
+                       layout=tlx.amd_mfma_layout(3, [32, 32, 8], True, [8, 1]))
     else:
         tlx.local_load(tlx.local_alloc((R, C), tl.float16, 1)[0],
                        layout=tlx.swizzled_shared_layout_encoding.make_default(2))
@@ -372,6 +375,7 @@ def bad_layout_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr, KIND: tl.c
     ("cute_period", "tlx.local_alloc: layout= tlx.swizzled_layout: Swizzle<3,1,1> gives perPhase < 1"),
     ("tmem", "tlx.local_alloc: storage=tmem is Blackwell tensor memory"),
     ("shared_as_register", "tlx.local_load: layout must be a TLX register layout"),
+    ("warps", "the layout has 8 warps per CTA ([8, 1]), the kernel has num_warps=4"),
 ])
 def test_layout_misuse_names_op_and_argument(kind, message):
     msg = compile_error(bad_layout_kernel, SL_SIG, {"R": 64, "C": 32, "KIND": kind})

@@ -529,6 +529,18 @@ class layout(layout_encoding):
                                                [coord(f) for f in threads[lane_bits:]], [], shape)
 
 
+def check_threads(lay: layout_encoding, num_warps: int, warp_size: int) -> None:
+    """A register layout must place its tensor on exactly the kernel's warps (and lanes)."""
+    if isinstance(lay, dot_operand_layout):
+        lay = lay.parent
+    if isinstance(lay, amd_mfma_layout) and math.prod(lay.warps_per_cta) != num_warps:
+        raise LayoutError(f"the layout has {math.prod(lay.warps_per_cta)} warps per CTA ({lay.warps_per_cta}), "
+                          f"the kernel has num_warps={num_warps}")
+    if isinstance(lay, layout) and math.prod(lay.thread_shape) != num_warps * warp_size:
+        raise LayoutError(f"the layout's thread mode has {math.prod(lay.thread_shape)} threads, the kernel has "
+                          f"{num_warps} warps of {warp_size}")
+
+
 class storage_kind(enum.Enum):
     smem = "smem"
     tmem = "tmem"

@@ -269,8 +269,11 @@ def _tensor_type_in(_semantic: Any, op: str, layout: Any, shape: Sequence[int], 
         raise TypeError(f"tlx.{op}: layout must be a TLX register layout (tlx.layout, tlx.amd_mfma_layout, "
                         f"tlx.dot_operand_layout), got {layout!r}")
     g = types(_semantic)
-    extra = {"warp_size": _semantic.builder.options.warp_size} if isinstance(layout, layouts.layout) else {}
+    opts = _semantic.builder.options
+    extra = {"warp_size": opts.warp_size} if isinstance(layout, layouts.layout) else {}
     try:
+        if isinstance(layout, layouts.layout_encoding):
+            layouts.check_threads(layout, opts.num_warps, opts.warp_size)
         attr = layout.to_ir(g, list(shape), dtype, **extra) if isinstance(layout, layouts.layout_encoding) \
             else layout.to_ir(g)
         return str(g.get_distributed_ty(dtype.to_ir(g), list(shape), attr))
