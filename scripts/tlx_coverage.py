@@ -189,8 +189,9 @@ def render() -> str:
               "", "## The fork's tutorials (tests/tlx/test_fork_conformance.py)", "",
               "Each tutorial runs with only its TLX import changed; *compile* builds its kernels for the target "
               "through its own host code, *interpreter* runs it on CPU tensors against torch. `pass` is asserted; "
-              "`xfail` is a strict expected failure with its reason.", "",
-              "| tutorial case | target | compile | interpreter |", "|---|---|---|---|"]
+              "`xfail` is a strict expected failure with its reason. Source `wheel`: fbtriton 3.7.4 (fetched in CI); "
+              "`git`: newer tutorials from a git copy of the fork (`$TRITIUM_FORK_GIT`), unavailable in CI.", "",
+              "| tutorial case | source | target | compile | interpreter |", "|---|---|---|---|---|"]
     for case in fc.CASES:
         cells = []
         for mode in ("compile", "interpret"):
@@ -199,19 +200,48 @@ def render() -> str:
                 continue
             reason = fc.KNOWN_FAILURES.get((case.name, mode))
             cells.append(f"xfail: {reason}" if reason else "pass")
-        lines.append(f"| `{case.name}` | {case.target[0]}:{case.target[1]} | {cells[0]} | {cells[1]} |")
+        lines.append(f"| `{case.name}` | {case.source} | {case.target[0]}:{case.target[1]} | {cells[0]} | {cells[1]} |")
     lines += ["", "## The fork's unit tests", "", UNIT_TESTS_NOTE, ""]
     return "\n".join(lines)
 
 
-#: The fork's unit tests are not in its wheel; what running them by hand found.
+#: The fork's unit tests are not in its wheel; what running them by hand found (not regenerated).
 UNIT_TESTS_NOTE = """\
-The fork's unit tests (`python/test/unit/language/test_tlx_*.py`) are not in the fbtriton wheel, so
-the harness cannot fetch them from the registry. They were run by hand from the source mirror
-(`/work/.mirror/facebookexperimental+triton/repo`, commit db4666f2, 2026-08-22): each file extracted
-with `git show`, `triton.language.extra.tlx` renamed `tritium.tlx`, run with `TRITON_INTERPRET=1`,
-a `device` fixture answering `"cpu"`, 150 s per file. Result: see the table below (pytest's summary
-line per file; most tests need a GPU or the fork's launch options, or check the fork's TTGIR text)."""
+The fork's unit tests (`python/test/unit/language/test_tlx_*.py`) are not in the fbtriton wheel, so the
+harness cannot fetch them from the registry. They were run by hand on 2026-11-30 from the source mirror
+(`/work/.mirror/facebookexperimental+triton/repo`, commit db4666f2 of 2026-08-22, newer than 3.7.4): each
+file extracted with `git show`, `triton.language.extra.tlx` renamed `tritium.tlx`, with a `device`
+fixture answering `"cpu"`, `tests/tlx/fork_conformance.py`'s stand-in driver active for the target, and
+its tutorials package serving `tritium.tlx.tutorials` from the same commit. *compile*: kernels compile
+for the target and nothing launches, so every test that checks computed values fails by construction;
+what it shows is which kernels compile and which IR checks hold. *interp*: `TRITON_INTERPRET=1`.
+
+| file | compile sm_90 | compile gfx950 | interp |
+|---|---|---|---|
+| test_tlx_amd.py | (AMD only) | 31 passed, 113 failed, 4 errors, 7 skipped | 155 skipped |
+| test_tlx_amd_fa_bwd.py | (AMD only) | 18 passed, 5 failed | 18 passed, 5 skipped |
+| test_tlx_async_load_partial_mask.py | 4 skipped | 4 skipped | 4 skipped |
+| test_tlx_barriers.py | 7 failed, 1 xfailed | 8 skipped | 8 skipped |
+| test_tlx_cluster.py | 14 failed, 10 skipped | 4 failed, 20 skipped | 4 failed, 20 skipped |
+| test_tlx_dot.py | collection error | collection error | collection error |
+| test_tlx_layout.py | 8 passed, 3 failed, 28 skipped | 5 passed, 13 failed, 21 skipped | 3 passed, 2 failed, 34 skipped |
+| test_tlx_memory_ops.py | 28 failed, 14 skipped | 21 failed, 21 skipped | 21 failed, 21 skipped |
+| test_tlx_misc.py | 3 passed, 19 failed, 12 skipped | 3 passed, 7 failed, 24 skipped | 4 passed, 5 failed, 25 skipped |
+| test_tlx_storage_alias.py | 4 passed, 36 failed, 3 skipped | 25 passed, 9 failed, 9 skipped | 32 passed, 2 failed, 9 skipped |
+| test_tlx_tma.py | collection error | collection error | collection error |
+| test_tlx_warp_specialization.py | 1 passed, 19 failed, 2 skipped | 8 failed, 14 skipped | 8 failed, 14 skipped |
+
+Causes, by frequency: the tests allocate or check on `torch.cuda` (21 of the interpreter failures:
+"Torch not compiled with CUDA enabled") or compare results of kernels that the compile mode does not
+launch; `test_tlx_dot.py` and `test_tlx_tma.py` import fork-only Triton modules
+(`triton.runtime.fbcode_gating`) and cannot be collected on stock Triton; fork Triton options that stock
+Triton rejects (`triton.Config(minRegAutoWS=, maxRegAutoWS=)`, HIP `llvm_fn_attrs`,
+`reverse_local_assignment`, `enable_sched_group_barrier`); tests that import the fork's internal
+modules (`tlx.mem_ops`); and ops newer than the 3.7.4 API this table covers (`assume_uniform`,
+`extract_slice`, `update_tensor_descriptor`, `rematerialized_range`, `amd_register_handoff`,
+`amd_sched_barrier`, seen in `test_tlx_amd.py`). `test_tlx_amd.py` also has 28 kernels that do not
+compile on tritium for gfx950 (CompilationError), not classified further here. Run on the H200 (and an
+AMD GPU) they need the fork's conftest and `device` fixture; that has not been done."""
 
 def main(argv: list[str]) -> int:
     text = render()
