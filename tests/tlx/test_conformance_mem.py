@@ -378,8 +378,14 @@ def bad_layout_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr, KIND: tl.c
     ("warps", "the layout has 8 warps per CTA ([8, 1]), the kernel has num_warps=4"),
 ])
 def test_layout_misuse_names_op_and_argument(kind, message):
-    msg = compile_error(bad_layout_kernel, SL_SIG, {"R": 64, "C": 32, "KIND": kind})
+    msg = compile_error(bad_layout_kernel, SL_SIG, {"R": 64, "C": 32, "KIND": kind}, "gfx942")
     assert message in msg and "bad_layout_kernel" in msg
+
+
+@compiled
+def test_mfma_layout_on_nvidia_is_an_error():
+    msg = compile_error(register_layouts_kernel, RL_SIG, {"R": 64, "C": 64, "KIND": "mfma"}, "sm90")
+    assert "tlx.local_load: layout" in msg and "an MFMA layout is for AMD CDNA wavefronts of 64 lanes" in msg
 
 
 # ------------------------------------------------------------------------------------------------

@@ -533,6 +533,8 @@ def check_threads(lay: layout_encoding, num_warps: int, warp_size: int) -> None:
     """A register layout must place its tensor on exactly the kernel's warps (and lanes)."""
     if isinstance(lay, dot_operand_layout):
         lay = lay.parent
+    if isinstance(lay, amd_mfma_layout) and warp_size != 64:
+        raise LayoutError(f"an MFMA layout is for AMD CDNA wavefronts of 64 lanes; this target has {warp_size}")
     if isinstance(lay, amd_mfma_layout) and math.prod(lay.warps_per_cta) != num_warps:
         raise LayoutError(f"the layout has {math.prod(lay.warps_per_cta)} warps per CTA ({lay.warps_per_cta}), "
                           f"the kernel has num_warps={num_warps}")
