@@ -1,7 +1,8 @@
 """One small TLX GEMM launch, for compute-sanitizer (memcheck, racecheck) on the GPU machine.
 
 Usage: python scripts/sanitize_gemm.py [KERNEL] [programs]   (default: pipelined)
-KERNEL: pipelined, or a persistent warp-specialized GEMM: ws, coop (cooperative), pingpong; with the
+KERNEL: pipelined, small (the pipelined kernel with tritium.ops' small-problem tile), or a persistent
+warp-specialized GEMM: ws, coop (cooperative), pingpong, splitk (3 K slices asked, 2 run: K has 4 steps); with the
 suffix ``-noregs`` these leave register counts to the compiler (no setmaxnreg). ``programs`` caps the
 persistent grid (default 2).
 """
@@ -10,6 +11,7 @@ import sys
 import torch
 
 from tritium.kernels import gemm_pipelined_hopper as hopper
+from tritium.kernels import gemm_splitk_hopper as splitk
 from tritium.kernels import gemm_ws_cooperative_hopper as coop
 from tritium.kernels import gemm_ws_hopper as ws
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong
@@ -20,7 +22,8 @@ M, N, K = 192, 136, 200  # ragged: every mask (pipelined) and every TMA edge (pe
 # its consumers alternate and consumer 0 takes the odd last tile).
 PERSISTENT = {"ws": (ws, ws.Config(128, 128, 64, 8, 2, True, 232)),
               "coop": (coop, coop.Config(128, 64, 64, 8, 2, 2, 232)),
-              "pingpong": (pingpong, pingpong.Config(64, 64, 64, 8, 2, 2, 232))}
+              "pingpong": (pingpong, pingpong.Config(64, 64, 64, 8, 2, 2, 232)),
+              "splitk": (splitk, splitk.Config(128, 64, 64, 8, 2, 2, 232, 3))}  # 6 tiles x 2 K slices (4 steps)
 
 a = torch.randn(M, K, device="cuda", dtype=torch.float16)
 b = torch.randn(K, N, device="cuda", dtype=torch.float16)
@@ -33,8 +36,11 @@ if design in PERSISTENT:
     c = module.matmul(a, b, cfg, num_sms=int(sys.argv[2]) if len(sys.argv) > 2 else 2)
 elif which == "pipelined":
     c = hopper.matmul(a, b, hopper.SMALL)
+elif which == "small":
+    from tritium.ops.plans import SMALL_TILE
+    c = hopper.matmul(a, b, SMALL_TILE)
 else:
-    sys.exit(f"sanitize_gemm: unknown kernel {which!r}; use pipelined or one of {sorted(PERSISTENT)} "
+    sys.exit(f"sanitize_gemm: unknown kernel {which!r}; use pipelined, small or one of {sorted(PERSISTENT)} "
              "(optionally with -noregs)")
 torch.cuda.synchronize()
 ref = a.float() @ b.float()

@@ -218,3 +218,75 @@ def test_interpreted_suite_in_own_process():
                            str(here / "test_ops_matmul_interp.py")], cwd=here.parent, env=env,
                           capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-2000:]
+
+
+class _FakeJit:
+    """Stands in for a @triton.jit kernel on the CPU: ``kernel[grid](...)`` binds the arguments as
+    JITFunction.run does (every parameter in order, descriptors as TensorDescriptors) and launches
+    them through Triton's real CudaLauncher and tensor-descriptor wrapper around a recording launch."""
+
+    def __init__(self, real):
+        self.arg_names = real.arg_names
+        self.received = []  # what the raw C launch got, per launch
+
+    def __getitem__(self, grid):
+        from types import SimpleNamespace
+
+        from triton.backends.nvidia.driver import CudaLauncher, wrap_handle_tensordesc
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        def run(*args, **kwargs):
+            bound = list(args) + [kwargs[n] for n in self.arg_names[len(args):]]
+            signature = {n: ("tensordesc<fp16[1, 1]>" if isinstance(v, TensorDescriptor) else
+                             "constexpr" if i >= len(args) else "i32") for i, (n, v) in
+                         enumerate(zip(self.arg_names, bound))}
+            launcher = CudaLauncher.__new__(CudaLauncher)
+            launcher.__dict__.update(num_ctas=1, global_scratch_size=0, global_scratch_align=1,
+                                     profile_scratch_size=0, profile_scratch_align=1,
+                                     launch_cooperative_grid=False, launch_pdl=False,
+                                     launch=wrap_handle_tensordesc(lambda *a: self.received.append(a), signature, None))
+            launcher(*grid, 0, "fn", "packed", None, None, None, *bound)
+            return SimpleNamespace(run=launcher, function="fn", packed_metadata="packed",
+                                   src=SimpleNamespace(signature=signature),
+                                   metadata=SimpleNamespace(tensordesc_meta=None))
+        return run
+
+
+def _same(x, y):
+    if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+        return isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.data_ptr() == y.data_ptr()
+    return x == y
+
+
+@pytest.mark.parametrize("kernel", ["pingpong", "splitk", "small"])
+def test_direct_launch_passes_what_the_jit_passes(kernel, monkeypatch):
+    """The second call of a shape skips the JIT: its raw launch arguments equal the first call's, and a
+    third call with new tensors gets their addresses (new descriptors) through the same cached entry."""
+    from tritium.ops import launch
+    variant = plans.VARIANTS[kernel]
+    fake = _FakeJit(variant.kernel)
+    monkeypatch.setitem(plans.VARIANTS, kernel, variant.__class__(**{**variant.__dict__, "kernel": fake}))
+    monkeypatch.setattr(launch, "interpreting", lambda: False)
+    monkeypatch.setattr(compat, "current_stream", lambda device: 0)
+    launch.clear_caches()
+    plan = {"pingpong": plans.Plan("pingpong", plans.pingpong.SMALL), "small": plans.Plan("small", plans.SMALL_TILE),
+            "splitk": plans.Plan("splitk", plans.splitk.DEFAULT._replace(SPLIT_K=2))}[kernel]
+
+    def call(seed):
+        g = torch.Generator().manual_seed(seed)
+        a, b = torch.randn(40, 256, generator=g).half(), torch.randn(256, 24, generator=g).half()
+        pa, pb, c = launch.prepare(plan, a, b, torch.float16)
+        launch.launch(plan, pa, pb, c, 40, 24, 256)
+        return pa, pb, c
+
+    first = call(0)
+    again = launch.prepare(plan, *first[:2], torch.float16)[:2] + (first[2], )
+    launch.launch(plan, *again, 40, 24, 256)
+    assert len(fake.received) == 2 and len(launch._launches) == 1
+    jit_args, direct_args = fake.received
+    assert len(jit_args) == len(direct_args) and all(_same(x, y) for x, y in zip(jit_args, direct_args))
+    other = call(1)
+    assert len(launch._launches) == 1 and len(fake.received) == 3
+    ptrs = {t.data_ptr() for t in fake.received[2] if isinstance(t, torch.Tensor)}
+    assert {t.data_ptr() for t in other} <= ptrs and not {t.data_ptr() for t in first} & ptrs
+    launch.clear_caches()

@@ -42,6 +42,7 @@ class _Compiled:
     direct: compat.DirectLaunch
     grid: tuple[int, int, int]
     constexpr_values: list  # the kernel's constexpr parameters, in order, after its runtime ones
+    blocks: tuple  # TMA kernels: the A, B and C descriptor block shapes
 
 
 _launches: dict[tuple, _Compiled] = {}
@@ -72,13 +73,13 @@ def _tma_operand(x):
     return torch.nn.functional.pad(x, (0, cols - x.shape[1])).contiguous()
 
 
-def _descriptor_args(t, block: list[int], meta) -> list:
+def _descriptor_args(t, block: tuple[int, ...], meta) -> list:
     """Launcher arguments of a TMA descriptor over ``t`` with ``block``, from the cache when possible."""
-    key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype, tuple(block), repr(meta))
+    key = (t.data_ptr(), t.shape, t.stride(), t.dtype, block, id(meta))  # meta lives with its compiled kernel
     args = _descriptors.get(key)
     if args is None:
         from triton.tools.tensor_descriptor import TensorDescriptor
-        args = compat.descriptor_args(TensorDescriptor.from_tensor(t, block), meta)
+        args = compat.descriptor_args(TensorDescriptor.from_tensor(t, list(block)), meta)
         _descriptors[key] = args
         if len(_descriptors) > DESCRIPTOR_CACHE_SIZE:
             _descriptors.popitem(last=False)
@@ -102,7 +103,7 @@ def prepare(plan: Plan, a, b, out_dtype):
         return a, b, torch.empty((M, N), device=a.device, dtype=out_dtype)
     split = variant.units(plan.config) > 1
     acc = torch.float32 if split else out_dtype
-    cols = _padded_cols(N, torch.empty((), dtype=acc).element_size())
+    cols = _padded_cols(N, acc.itemsize)
     c = (torch.zeros if split else torch.empty)((M, cols), device=a.device, dtype=acc)
     return _tma_operand(a), _tma_operand(b), c
 
@@ -136,9 +137,8 @@ def _jit_args(plan: Plan, a, b, c, M: int, N: int, K: int) -> tuple[list, dict]:
 
 
 def _key(plan: Plan, a, b, c, digest: str) -> tuple:
-    return (plan, tuple(a.shape), tuple(a.stride()), tuple(b.shape), tuple(b.stride()), tuple(c.shape),
-            tuple(c.stride()), a.dtype, c.dtype, a.device, a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0,
-            c.data_ptr() % 16 == 0, digest)
+    return (plan, a.shape, a.stride(), b.shape, b.stride(), c.shape, c.stride(), a.dtype, c.dtype, a.device,
+            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, c.data_ptr() % 16 == 0, digest)
 
 
 def launch(plan: Plan, a, b, c, M: int, N: int, K: int) -> None:
@@ -155,10 +155,9 @@ def launch(plan: Plan, a, b, c, M: int, N: int, K: int) -> None:
         _first_launch(key, plan, a, b, c, M, N, K)
         return
     if variant.tma:
-        meta = entry.direct.descriptor_meta
-        blocks = variant.descriptor_blocks(plan.config)
-        args = [*_descriptor_args(a, list(blocks[0]), meta[0]), *_descriptor_args(b, list(blocks[1]), meta[1]),
-                *_descriptor_args(c, list(blocks[2]), meta[2]), M, N, K, *entry.constexpr_values]
+        meta, blocks = entry.direct.descriptor_meta, entry.blocks
+        args = [*_descriptor_args(a, blocks[0], meta[0]), *_descriptor_args(b, blocks[1], meta[1]),
+                *_descriptor_args(c, blocks[2], meta[2]), M, N, K, *entry.constexpr_values]
     else:
         args = [a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
                 *entry.constexpr_values]
@@ -177,7 +176,8 @@ def _first_launch(key: tuple, plan: Plan, a, b, c, M: int, N: int, K: int) -> No
         return  # a defaulted constexpr the call did not name: keep launching through the JIT
     direct = compat.direct_launch(compiled)
     if direct is not None:
-        _launches[key] = _Compiled(direct, grid, [consts[n] for n in rest])
+        blocks = tuple(tuple(blk) for blk in variant.descriptor_blocks(plan.config)) if variant.tma else ()
+        _launches[key] = _Compiled(direct, grid, [consts[n] for n in rest], blocks)
 
 
 def clear_caches() -> None:
