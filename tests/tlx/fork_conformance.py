@@ -22,7 +22,7 @@ arguments, descriptors and grids, autotuning keeps the first eligible config, an
 the kernel for the target. In interpreter mode (``TRITON_INTERPRET=1``, a separate process) the
 host code runs the kernel on CPU tensors and the result is compared with torch.
 
-``python tests/tlx/fork_conformance.py {compile,interpret} [names...]`` prints one JSON line per case;
+``python tests/tlx/fork_conformance.py {compile,interpret,gpu} [names...]`` prints one JSON line per case;
 test_fork_conformance.py reads them. Expected failures, with reasons, are :data:`KNOWN_FAILURES`.
 """
 from __future__ import annotations
@@ -195,8 +195,7 @@ class StandInDriver:
         return torch.cuda
 
     def get_benchmarker(self) -> Callable[..., Any]:
-        """Autotuning measures nothing: every config ties, so the autotuner keeps the first eligible one."""
-        return lambda kernel_call, quantiles=None, **kw: [1.0, 1.0, 1.0] if quantiles else 1.0
+        return _untimed
 
     def get_empty_cache_for_benchmark(self) -> Any:
         import torch
@@ -223,11 +222,37 @@ class StandInDriver:
         return launch
 
 
+def _untimed(kernel_call: Callable[[], Any], quantiles: Any = None, **kw: Any) -> Any:
+    """A benchmarker that measures nothing: every config ties, so the autotuner keeps the first eligible one."""
+    return [1.0, 1.0, 1.0] if quantiles else 1.0
+
+
+@contextlib.contextmanager
+def _patched(obj: Any, values: dict) -> Any:
+    saved = {k: getattr(obj, k) for k in values}
+    for k, v in values.items():
+        setattr(obj, k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(obj, k, v)
+
+
+@contextlib.contextmanager
+def first_config_autotuning(active_driver: Any) -> Any:
+    """Autotuners keep their first eligible config instead of timing every one (seconds, not minutes)."""
+    import triton.testing
+    # Autotuners built with use_cuda_graph=True bind triton.testing.do_bench_cudagraph when decorated.
+    with _patched(triton.testing, {"do_bench": _untimed, "do_bench_cudagraph": _untimed}), \
+            _patched(active_driver, {"get_benchmarker": lambda: _untimed}):
+        yield
+
+
 @contextlib.contextmanager
 def device_stand_in(target: tuple) -> Any:
     """Triton's active driver and ``torch.cuda``'s device queries answer for ``target``."""
     import torch
-    import triton.testing
     from triton.runtime import driver
     stand_in = StandInDriver(target)
     props = SimpleNamespace(multi_processor_count=stand_in.sms, name=f"stand-in {target[1]}",
@@ -235,24 +260,13 @@ def device_stand_in(target: tuple) -> Any:
     patches = {"get_device_properties": lambda *a, **k: props,
                "get_device_capability": lambda *a, **k: (9, 0) if target == SM90 else (9, 4),
                "is_available": lambda: False, "current_device": lambda: 0}
-    # Autotuners built with use_cuda_graph=True bind triton.testing.do_bench_cudagraph when decorated.
-    bench = {"do_bench": stand_in.get_benchmarker(), "do_bench_cudagraph": stand_in.get_benchmarker()}
-    saved = {k: getattr(torch.cuda, k) for k in patches}
-    saved_bench = {k: getattr(triton.testing, k) for k in bench}
     saved_active = driver._active
     driver.set_active(stand_in)
-    for k, v in patches.items():
-        setattr(torch.cuda, k, v)
-    for k, v in bench.items():
-        setattr(triton.testing, k, v)
     try:
-        yield stand_in
+        with _patched(torch.cuda, patches), first_config_autotuning(stand_in):
+            yield stand_in
     finally:
         driver._active = saved_active
-        for k, v in saved.items():
-            setattr(torch.cuda, k, v)
-        for k, v in saved_bench.items():
-            setattr(triton.testing, k, v)
 
 
 #: Where tutorials import each other from once ported (``triton.language.extra.tlx.tutorials.X``).
@@ -326,11 +340,20 @@ class Case:
     source: str = "wheel"  # "wheel": fbtriton's tutorials; "git": a git copy of the fork (newer tutorials)
 
 
+#: Where case inputs go: the CPU (compile and interpreter modes) or the GPU (gpu mode, see run_case).
+_INPUT_DEVICE = ["cpu"]
+
+
+def _on(*xs: Any) -> Any:
+    """Inputs made on the CPU (so every mode sees the same numbers), moved to the mode's device."""
+    moved = tuple(x.to(_INPUT_DEVICE[0]) for x in xs)
+    return moved if len(moved) > 1 else moved[0]
+
+
 def _gemm(fn: str, M: int, N: int, K: int, **kw: Any) -> Callable[[ModuleType, Any], tuple[Any, Any]]:
     def run(mod: ModuleType, torch: Any) -> tuple[Any, Any]:
         g = torch.Generator().manual_seed(0)
-        a = torch.randn((M, K), generator=g).half()
-        b = torch.randn((K, N), generator=g).half()
+        a, b = _on(torch.randn((M, K), generator=g).half(), torch.randn((K, N), generator=g).half())
         return getattr(mod, fn)(a, b, **kw), (a.float() @ b.float()).half()
     return run
 
@@ -338,7 +361,7 @@ def _gemm(fn: str, M: int, N: int, K: int, **kw: Any) -> Callable[[ModuleType, A
 def _add2(fn: str) -> Callable[[ModuleType, Any], tuple[Any, Any]]:
     def run(mod: ModuleType, torch: Any) -> tuple[Any, Any]:
         g = torch.Generator().manual_seed(0)
-        x, y, a, b = (torch.rand(3000, generator=g) for _ in range(4))  # 3000: a ragged last block
+        x, y, a, b = _on(*(torch.rand(3000, generator=g) for _ in range(4)))  # 3000: a ragged last block
         return torch.cat(getattr(mod, fn)(x, y, a, b)), torch.cat((x + y, a + b))
     return run
 
@@ -347,7 +370,7 @@ def _attention(fn: str, Z: int, H: int, N: int, D: int, *extra: Any,
                dtype: str = "float16") -> Callable[[ModuleType, Any], tuple[Any, Any]]:
     def run(mod: ModuleType, torch: Any) -> tuple[Any, Any]:
         g = torch.Generator().manual_seed(0)
-        q, k, v = (torch.randn((Z, H, N, D), generator=g).to(getattr(torch, dtype)) for _ in range(3))
+        q, k, v = _on(*(torch.randn((Z, H, N, D), generator=g).to(getattr(torch, dtype)) for _ in range(3)))
         scale = 1.0 / math.sqrt(D)
         causal = bool(extra and extra[0])
         ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), scale=scale,
@@ -360,8 +383,8 @@ def _addmm_glu(variant: str, M: int = 256, N: int = 256, K: int = 256) -> Callab
     """The fork's correctness test: out = x + x * y with x = a @ b + bias (its registry of variants)."""
     def run(mod: ModuleType, torch: Any) -> tuple[Any, Any]:
         g = torch.Generator().manual_seed(0)
-        a, b = torch.randn((M, K), generator=g).half(), torch.randn((K, N), generator=g).half()
-        bias, y = torch.randn(N, generator=g).half(), torch.randn((M, N), generator=g).half()
+        a, b, bias, y = _on(torch.randn((M, K), generator=g).half(), torch.randn((K, N), generator=g).half(),
+                            torch.randn(N, generator=g).half(), torch.randn((M, N), generator=g).half())
         return mod.KERNEL_REGISTRY[variant](a, b, bias, y), mod.pytorch_baseline(bias, a, b, y)
     return run
 
@@ -369,7 +392,8 @@ def _addmm_glu(variant: str, M: int = 256, N: int = 256, K: int = 256) -> Callab
 def _pa_decode(mod: ModuleType, torch: Any) -> tuple[Any, Any]:
     """The fork's correctness test of paged-attention decode (bf16 KV cache, GQA, two sequences)."""
     kv_heads, q_heads, head_dim, page = 2, 8, 128, 16
-    inputs = mod.build_inputs(2, [40, 71], q_heads, kv_heads, head_dim, page, query_length=1, device="cpu")
+    inputs = mod.build_inputs(2, [40, 71], q_heads, kv_heads, head_dim, page, query_length=1,
+                              device=_INPUT_DEVICE[0])
     out = torch.empty_like(inputs[0])
     scale = 1.0 / math.sqrt(head_dim)
     mod.pa_decode_tlx(out, *inputs, scale, query_length=1, num_splits=4)
@@ -381,7 +405,7 @@ def _addmm(M: int, N: int, K: int, b_col_major: bool = False) -> Callable[[Modul
         g = torch.Generator().manual_seed(0)
         a = torch.randn((M, K), generator=g).half()
         b = torch.randn((N, K), generator=g).half().T if b_col_major else torch.randn((K, N), generator=g).half()
-        bias = torch.randn(N, generator=g).half()
+        a, b, bias = _on(a, b, torch.randn(N, generator=g).half())
         return mod.addmm(bias, a, b), (bias.float() + a.float() @ b.float()).half()
     return run
 
@@ -390,10 +414,10 @@ def _bmm(B: int, M: int, N: int, K: int, own_inputs: bool) -> Callable[[ModuleTy
     """``own_inputs``: the tutorial's make_bmm_inputs, for kernels that need its operand layouts."""
     def run(mod: ModuleType, torch: Any) -> tuple[Any, Any]:
         if own_inputs:
-            a, b = mod.make_bmm_inputs(B, M, N, K, "cpu")
+            a, b = mod.make_bmm_inputs(B, M, N, K, _INPUT_DEVICE[0])
         else:
             g = torch.Generator().manual_seed(0)
-            a, b = torch.randn((B, M, K), generator=g).half(), torch.randn((B, K, N), generator=g).half()
+            a, b = _on(torch.randn((B, M, K), generator=g).half(), torch.randn((B, K, N), generator=g).half())
         return mod.bmm(a, b), torch.bmm(a.float(), b.float()).half()
     return run
 
@@ -503,11 +527,23 @@ def tutorials_for(case: Case) -> tuple[Optional[Path], str]:
 
 
 def run_case(case: Case, tutorials: Path, mode: str) -> dict:
-    """Compile (``mode="compile"``) or interpret one case; a dict with ``status`` and details."""
+    """Run one case; a dict with ``status`` and details.
+
+    ``compile``: build the kernels for the case's target under the stand-in driver (nothing runs);
+    ``interpret``: run under TRITON_INTERPRET=1 on CPU tensors; ``gpu``: run on this machine's GPU with
+    Triton's own driver (the case's target must be the GPU's). The result is compared with torch.
+    """
     import torch
     result = {"case": case.name, "mode": mode, "target": "{}:{}".format(*case.target[:2])}
     try:
-        with device_stand_in(case.target) as stand_in, tutorials_package(tutorials):
+        if mode == "gpu":
+            from triton.runtime import driver
+            _INPUT_DEVICE[0] = "cuda"
+            context: Any = first_config_autotuning(driver.active)
+        else:
+            _INPUT_DEVICE[0] = "cpu"
+            context = device_stand_in(case.target)
+        with context as stand_in, tutorials_package(tutorials):
             out, ref = case.run(load_tutorial(tutorials, case.file), torch)
             if mode == "compile":
                 if not stand_in.launched:
@@ -527,8 +563,8 @@ def run_case(case: Case, tutorials: Path, mode: str) -> dict:
 
 def main(argv: list[str]) -> int:
     mode, names = argv[0], argv[1:]
-    if mode not in ("compile", "interpret"):
-        print("usage: fork_conformance.py {compile,interpret} [case names...]", file=sys.stderr)
+    if mode not in ("compile", "interpret", "gpu"):
+        print("usage: fork_conformance.py {compile,interpret,gpu} [case names...]", file=sys.stderr)
         return 2
     if mode == "interpret" and os.environ.get("TRITON_INTERPRET") != "1":
         print("interpret mode needs TRITON_INTERPRET=1 set before Python starts", file=sys.stderr)
