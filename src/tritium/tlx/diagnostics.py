@@ -8,7 +8,8 @@ on fd 2 and, if the stage fails, raises :class:`TLXCompileError`, whose message 
 pass, the first error with its kernel source line, and the TLX op called on that line. The original
 exception is chained (``raise ... from``). The captured diagnostics are written back to stderr only
 if asked for (``TRITIUM_TLX_DUMP_IR=1``, or Triton's ``MLIR_ENABLE_DUMP``), and always when the stage
-succeeds (warnings are not swallowed).
+succeeds (warnings are not swallowed). The redirect is per process: TLX compiles running in parallel
+threads may mix their captured text, never their results.
 """
 from __future__ import annotations
 
