@@ -225,7 +225,8 @@ def test_tasks_with_other_warp_counts_hold_register_tensors(warps):
         used = set(re.findall(r"#blocked\d*\b", part))
         assert used and all(math.prod(int(x) for x in blocked[b].split(", ")) == warps for b in used), (used, blocked)
     default = ttgir.split("default {", 1)[1].split("partition0(", 1)[0]
-    assert all(math.prod(int(x) for x in blocked[b].split(", ")) == 4 for b in set(re.findall(r"#blocked\d*\b", default)))
+    used = set(re.findall(r"#blocked\d*\b", default))
+    assert all(math.prod(int(x) for x in blocked[b].split(", ")) == 4 for b in used)
 
 
 @triton.jit

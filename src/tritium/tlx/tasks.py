@@ -144,12 +144,9 @@ def stock_start_ids(num_warps: Sequence[int], base: int, max_extra: int) -> list
 
 @dataclass(frozen=True)
 class Partition:
-    """One partition of a region: which task, which replica, and its settings."""
+    """One partition of a region: its warps and the warp it asks to start at."""
 
-    task: int
-    replica: int
     num_warps: int
-    num_regs: Optional[int]
     start: Optional[int]
 
 
@@ -159,12 +156,10 @@ def partitions(configs: Sequence[TaskConfig], module_warps: int) -> list[Partiti
     fork). Replica ``r`` of a task with ``warp_group_start_id=s`` starts at warp ``s + r * num_warps``;
     for the default task, ``s`` is where its replica 1 starts."""
     out = []
-    for t, c in enumerate(configs):
+    for c in configs:
         warps = module_warps if c.default else c.num_warps
-        for r in range(1 if c.default else 0, c.replicate):
-            k = r - 1 if c.default else r
-            out.append(Partition(t, r, warps, c.num_regs,
-                                 None if c.warp_group_start_id is None else c.warp_group_start_id + k * warps))
+        for k in range(c.replicate - c.default):
+            out.append(Partition(warps, None if c.warp_group_start_id is None else c.warp_group_start_id + k * warps))
     return out
 
 
