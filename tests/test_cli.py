@@ -79,3 +79,105 @@ def test_bad_input_is_one_line_with_a_nonzero_exit(tmp_path, capsys, args, says)
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err and says in err, err
     assert err.startswith("tritium pipeline: ")
+
+
+# --------------------------------------------------------------------------------------------
+# Triton's conventions: signatures as triton.tools.compile, targets, module:kernel, relative imports
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text,target", [
+    ("sm90", ("cuda", 90, 32)), ("sm_90a", ("cuda", 90, 32)), ("cuda:90", ("cuda", 90, 32)),
+    ("cuda:80:32", ("cuda", 80, 32)), ("sm100", ("cuda", 100, 32)), ("hip:gfx942", ("hip", "gfx942", 64)),
+    ("gfx950", ("hip", "gfx950", 64)), ("hip:gfx90a:64", ("hip", "gfx90a", 64)), ("hip:gfx1100", ("hip", "gfx1100", 32)),
+])
+def test_targets_in_triton_and_short_forms(text, target):
+    from tritium.plugins.inspection import parse_target
+    t = parse_target(text)
+    assert (t.backend, t.arch, t.warp_size) == target
+
+
+@pytest.mark.parametrize("text", ["sm", "cuda:sm90", "hip:942", "tpu:1", "cuda:90:48"])
+def test_bad_targets_say_which_forms_work(text, capsys):
+    assert main(["pipeline", ADD, "--target", text, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK=256"]) == 2
+    err = capsys.readouterr().err
+    assert repr(text) in err and ("cuda:ARCH" in err or "warp size" in err)
+
+
+def _ttir_of(capsys, *args):
+    assert main(["pipeline", *args, "--show", "ttir"]) == 0, capsys.readouterr().err
+    return capsys.readouterr().out.split("# output of stage ttir", 1)[1]
+
+
+def test_signature_hints_as_triton_tools_compile(capsys):
+    plain = _ttir_of(capsys, ADD, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK=256")
+    hinted = _ttir_of(capsys, ADD, "--signature", "*fp32:16, *fp32:16, *fp32, i32:16", "-D", "BLOCK=256")
+    assert "tt.divisibility" not in plain
+    assert hinted.count("tt.divisibility = 16") == 3
+    # every argument, the constexpr as a value (BLOCK, as -D would give it)
+    every = _ttir_of(capsys, ADD, "--signature", "*fp32:16,*fp32:16,*fp32,i32:16,512")
+    assert every.count("tt.divisibility = 16") == 3 and "512" in every
+    named = _ttir_of(capsys, ADD, "--signature", "x_ptr=*fp32:16,y_ptr=*fp32,out_ptr=*fp32,n=i32", "-D", "BLOCK=256")
+    assert named.count("tt.divisibility = 16") == 1
+
+
+def test_signature_hint_1_and_numbers_make_constants(capsys):
+    header = _ttir_of(capsys, ADD, "--signature", "*fp32,*fp32,*fp32,i32:1", "-D", "BLOCK=256").split("tt.func", 1)[1]
+    header = header.split("{", 1)[0]
+    assert header.count("!tt.ptr<f32>") == 3 and " i32" not in header  # n = 1 is a constant, not an argument
+    header = _ttir_of(capsys, ADD, "--signature", "*fp32,*fp32,*fp32,64", "-D", "BLOCK=256").split("tt.func", 1)[1]
+    assert " i32" not in header.split("{", 1)[0]
+
+
+@pytest.mark.parametrize("sig,says", [
+    ("*fp32:8,*fp32,*fp32,i32", "the hint must be 16"),
+    ("*fp32,*fp32,*fp32,i32,*fp32", "'BLOCK' is a constexpr"),
+    ("*fp32,*fp32", "--signature has 2 entries; give one per argument (5: x_ptr, y_ptr, out_ptr, n, BLOCK)"),
+    ("x_ptr=*fp32,nope=i32", "names no argument 'nope'"),
+    ("x_ptr=*fp32", "gives no type for y_ptr, out_ptr, n"),
+    ("*fp32,*fp32,*fp32,i32,128:16", "a constant takes no hint"),
+])
+def test_bad_signatures_are_clear(capsys, sig, says):
+    assert main(["pipeline", ADD, "--signature", sig, "-D", "BLOCK=256"]) == 2
+    assert says in capsys.readouterr().err
+
+
+def test_define_and_signature_values_must_agree(capsys):
+    assert main(["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32,512", "-D", "BLOCK=256"]) == 2
+    assert "'BLOCK' is 256 by -D but 512 by --signature" in capsys.readouterr().err
+
+
+def test_module_kernel_and_the_pipelined_hopper_gemm_with_alignment(capsys):
+    """The project's own pipelined GEMM needs 16-byte alignment for cp.async: `*fp16:16` gives it."""
+    sig = "*fp16:16,*fp16:16,*fp16:16,i32,i32,i32:16,i32:16,i32:1,i32:16,i32:1,i32:16,i32:1"
+    args = ["pipeline", "tritium.kernels.gemm_pipelined_hopper:matmul_kernel_pipelined_hopper", "--signature", sig,
+            "-D", "BLOCK_SIZE_M=128", "-D", "BLOCK_SIZE_N=128", "-D", "BLOCK_SIZE_K=64", "-D", "GROUP_SIZE_M=8",
+            "-D", "NUM_STAGES=3", "-O", "num_warps=8", "--show", "ptx"]
+    assert main(args) == 0, capsys.readouterr().err
+    ptx = capsys.readouterr().out.split("# output of stage ptx", 1)[1]
+    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
+
+
+def test_file_in_a_package_imports_with_its_relative_imports(tmp_path, capsys, monkeypatch):
+    pkg = tmp_path / "mypkg" / "sub"
+    pkg.mkdir(parents=True)
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "helpers.py").write_text("import triton\nimport triton.language as tl\n\n@triton.jit\n"
+                                    "def twice(x):\n    return x * 2\n")
+    (pkg / "kern.py").write_text(textwrap.dedent("""
+        import triton
+        import triton.language as tl
+        from .helpers import twice
+
+        @triton.jit
+        def k(x_ptr, BLOCK: tl.constexpr = 64):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, twice(tl.load(x_ptr + offs)))
+    """))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    assert main(["pipeline", f"{pkg / 'kern.py'}:k", "--signature", "*fp32"]) == 0, capsys.readouterr().err
+    assert sys.modules["mypkg.sub.kern"].k is not None
+    monkeypatch.chdir(tmp_path)
+    assert main(["pipeline", "mypkg.sub.kern:k", "--signature", "*fp32:16", "--target", "hip:gfx942"]) == 0
+    assert main(["pipeline", "mypkg.nope:k", "--signature", "*fp32"]) == 2
+    assert "no file or module 'mypkg.nope'" in capsys.readouterr().err

@@ -142,6 +142,8 @@ def deferred_module(tmp_path, monkeypatch):
     spec = DeferredPlugin("lazy", "lazyplug")
     registry._defer(spec, "entry point lazy = test:spec")
     yield spec
+    if any(lp.plugin.name == "lazy" for lp in tp.loaded_plugins()):
+        tp.unload_plugin("lazy")
     with registry._lock:
         registry._deferred.pop("lazy", None)
         registry._from_deferred.pop("lazy", None)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import re
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
 import triton
@@ -13,20 +14,34 @@ from .activation import PipelineLike, bound_pipeline, resolve_pipeline, use_pipe
 from .errors import PipelineError
 from .runner import CompileReport, recording
 
-#: Short target names accepted by the CLI and :func:`parse_target`.
-TARGETS = {
-    "sm90": GPUTarget("cuda", 90, 32),
-    "sm80": GPUTarget("cuda", 80, 32),
-    "gfx942": GPUTarget("hip", "gfx942", 64),
-    "gfx950": GPUTarget("hip", "gfx950", 64),
-}
+#: How a target is written: Triton's ``backend:arch[:warp_size]`` (``cuda:90``, ``hip:gfx942:64``), or the
+#: short ``sm90``/``sm_90a`` and ``gfx942``.
+TARGET_FORMS = "cuda:ARCH[:WARPS] (e.g. cuda:90), hip:GFX[:WARPS] (e.g. hip:gfx942), smNN (sm90, sm_90a) or gfxNNN"
 
 
 def parse_target(name: str) -> GPUTarget:
-    try:
-        return TARGETS[name.replace("_", "")]
-    except KeyError:
-        raise ValueError(f"unknown target {name!r}; choose one of {', '.join(TARGETS)}") from None
+    """A :class:`GPUTarget` from the forms in :data:`TARGET_FORMS`. Warp size defaults to 32 on CUDA and on
+    RDNA (gfx10-gfx12), 64 on CDNA (gfx9: MI200/MI300/MI350), as the hardware runs them."""
+    text = name.strip().lower()
+    short = re.fullmatch(r"sm_?(\d+)a?", text)
+    if short:
+        text = f"cuda:{short.group(1)}"
+    elif re.fullmatch(r"gfx[0-9a-f]+", text):
+        text = f"hip:{text}"
+    parts = text.split(":")
+    if len(parts) in (2, 3) and parts[0] == "cuda" and parts[1].isdigit():
+        arch: Any = int(parts[1])
+    elif len(parts) in (2, 3) and parts[0] == "hip" and re.fullmatch(r"gfx[0-9a-f]+", parts[1]):
+        arch = parts[1]
+    else:
+        raise ValueError(f"unknown target {name!r}; write {TARGET_FORMS}")
+    if len(parts) == 3:
+        if not parts[2].isdigit() or int(parts[2]) not in (32, 64):
+            raise ValueError(f"target {name!r}: warp size {parts[2]!r} must be 32 or 64")
+        warps = int(parts[2])
+    else:
+        warps = 64 if parts[0] == "hip" and re.fullmatch(r"gfx9[0-9a-f]+", arch) else 32
+    return GPUTarget(parts[0], arch, warps)
 
 
 def make_source(fn: Any, signature: Mapping[str, str], constexprs: Optional[Mapping[str, Any]] = None,
@@ -58,10 +73,12 @@ def _always_compile() -> Iterator[None]:
 
 def compile_kernel(fn: Any, signature: Mapping[str, str], target: GPUTarget | str, *,
                    constexprs: Optional[Mapping[str, Any]] = None, options: Optional[dict] = None,
-                   pipeline: Optional[PipelineLike] = _UNSET, report: Optional[CompileReport] = None) -> Any:
+                   pipeline: Optional[PipelineLike] = _UNSET, report: Optional[CompileReport] = None,
+                   aligned: Iterable[str] = ()) -> Any:
     """``triton.compile`` for a kernel under its bound pipeline, else the one given, else what is active.
 
     With ``report`` the compilation bypasses the cache, so that every stage really runs and is recorded.
+    ``aligned`` names arguments known divisible by 16 (see :func:`make_source`).
     """
     if isinstance(target, str):
         target = parse_target(target)
@@ -73,16 +90,17 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], target: GPUTarget | st
     scope = use_pipeline(chosen) if chosen is not _UNSET else contextlib.nullcontext()
     fresh = _always_compile() if report is not None else contextlib.nullcontext()
     with scope, recording(report), fresh:
-        return triton.compile(make_source(fn, signature, constexprs), target=target, options=options)
+        return triton.compile(make_source(fn, signature, constexprs, aligned), target=target, options=options)
 
 
 def pipeline_report(fn: Any, signature: Mapping[str, str], target: GPUTarget | str, *,
                     constexprs: Optional[Mapping[str, Any]] = None, options: Optional[dict] = None,
-                    pipeline: Optional[PipelineLike] = _UNSET, diff_around: tuple[str, ...] = ()) -> tuple[Any, CompileReport]:
+                    pipeline: Optional[PipelineLike] = _UNSET, diff_around: tuple[str, ...] = (),
+                    aligned: Iterable[str] = ()) -> tuple[Any, CompileReport]:
     """Compile and return ``(kernel, report)``; ``diff_around`` names passes whose IR to capture."""
     report = CompileReport(snapshot=frozenset(diff_around))
     kernel = compile_kernel(fn, signature, target, constexprs=constexprs, options=options, pipeline=pipeline,
-                            report=report)
+                            report=report, aligned=aligned)
     return kernel, report
 
 
