@@ -327,6 +327,29 @@ def test_warp_group_start_id_stock_cannot_honour_is_an_error():
     assert "overwrites warpGroupStartIds" in text
 
 
+@triton.jit
+def _default_start(out_ptr, S: tl.constexpr):
+    with tlx.async_tasks():
+        with tlx.async_task("default", warp_group_start_id=S):  # no partition copies: nothing to place
+            tl.store(out_ptr, S + 1)
+        with tlx.async_task(num_warps=1, registers=96):
+            tl.store(out_ptr + 1, 2)
+
+
+@compiled
+@pytest.mark.parametrize("start", [0, 1])
+def test_warp_group_start_id_on_a_default_task_without_replicas(start):
+    ttgir = compile_kernel(_default_start, {"out_ptr": "*i32"}, {"S": start}).asm["ttgir"]
+    assert len(partitions(ttgir)) == 1 and "warpGroupStartIds" not in ttgir
+
+
+@interpreted
+def test_warp_group_start_id_on_a_default_task_interpreted():
+    out = torch.zeros(2, dtype=torch.int32)
+    _default_start[(1, )](out, S=1)
+    assert out.tolist() == [2, 2]
+
+
 def test_stock_placement_model():
     """The model of stock allocate_warp_groups used for the check (sizes, base warps, largest region)."""
     assert tasks.stock_start_ids([4, 4], 4, 8) == [4, 8]

@@ -295,10 +295,12 @@ class _AsyncTask:
         """Start copy ``replica``: its placeholder, then a fresh block and scope for its body."""
         c = self.config
         default_region = c.default and replica == 0
+        start = None  # the default region always starts at warp 0
+        if c.warp_group_start_id is not None and not default_region:
+            start = partitions([c], _module_warps(self.semantic))[replica - c.default].start
         _, self.cond = emit(self.semantic, "async_task", scalar=tl.int1, region=region.id, default=default_region,
                             task=self.index, replica=replica, num_warps=None if c.default else c.num_warps,
-                            num_regs=c.num_regs, start=None if c.warp_group_start_id is None else
-                            partitions([c], _module_warps(self.semantic))[replica - c.default].start)
+                            num_regs=c.num_regs, start=start)
         self.replica = replica
         self.scope = sub_region(self.gen)
         self.scope.__enter__()
