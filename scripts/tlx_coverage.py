@@ -65,7 +65,7 @@ def _modules_used(tree: ast.Module) -> list[Path]:
             elif node.module.startswith("tritium.kernels."):
                 out.append(REPO / "src" / Path(*node.module.split(".")).with_suffix(".py"))
             elif node.level == 0 and node.module in ("views_kernel", "gluon_gemm_pipelined", "async_copy_kernels",
-                                                     "sync_kernels"):
+                                                     "sync_kernels", "mem_kernels"):
                 out.append(REPO / "tests" / "tlx" / f"{node.module}.py")
     return [p for p in out if p.is_file()]
 
