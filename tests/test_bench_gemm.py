@@ -58,7 +58,7 @@ def test_default_suite_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
                 "graph": {n: 200.0 + 10 * i for i, n in enumerate(names)}, "tritium_plan": ["pingpong", [128]]}
 
     monkeypatch.setattr(gemm, "run_ops_shape", fake_shape)
-    monkeypatch.setattr(gemm, "host_cost_us", lambda: {"torch.matmul": 6.5, "tritium.ops.matmul": 7.0})
+    monkeypatch.setattr(gemm, "host_cost_us", lambda n: {"torch.matmul": 6.5, "tritium.ops.matmul": n / 256})
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "FakeGPU")
     assert gemm.main(str(tmp_path), "fp16 nocompile 128x13312x16384 4096x4096x4096") == 0
     out = capsys.readouterr().out
@@ -67,7 +67,8 @@ def test_default_suite_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
     assert "| 128x13312x16384 | pingpong | 100.000 | 110.000 | 120.000 | 1.100 | 1.200 | 1.050 | 1.100 |" in out
     assert "tritium/cuBLAS eager geomean over the 1 seed shapes: 1.200" in out
     data = json.loads((tmp_path / "gemm_ops_fp16.json").read_text())
-    assert data["host_cost_us"]["torch.matmul"] == 6.5 and len(data["results"]) == 2
+    assert "| tritium.ops.matmul | 1.000 | 8.000 |" in out
+    assert data["host_cost_us"]["2048^3"]["torch.matmul"] == 6.5 and len(data["results"]) == 2
     assert (tmp_path / "gemm_ops_fp16.png").exists()
 
 

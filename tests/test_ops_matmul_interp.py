@@ -103,3 +103,21 @@ def test_backward_and_torch_compile_fullgraph():
     for got, want in ((a.grad, ref_a.grad), (b.grad, ref_b.grad)):
         assert got.dtype == torch.float16 and ((got.double() - want).norm() / want.norm()).item() < 5e-3
     torch._dynamo.reset()
+
+
+def test_eager_calls_skip_the_dispatcher_only_when_nothing_observes_them():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    a, b = _operands(8, 8, 8, torch.float16, False)
+    assert gemm.direct_ok(a, b)
+    assert not gemm.direct_ok(a.clone().requires_grad_(), b)
+    with torch.no_grad():
+        assert gemm.direct_ok(a.clone().requires_grad_(), b)
+    with FakeTensorMode() as mode:
+        fa, fb = mode.from_tensor(a), mode.from_tensor(b)
+        assert not gemm.direct_ok(fa, fb)
+        assert matmul(fa, fb).shape == (8, 8)  # through the op's fake implementation
+    assert not gemm.direct_ok(a.to("meta"), b.to("meta"))
+    # vmap over the op: functorch-wrapped tensors go through the dispatcher (batched by its fallback)
+    batch = torch.stack([a, 2 * a])
+    out = torch.vmap(lambda x: matmul(x, b, out_dtype=torch.float32))(batch)
+    assert out.shape == (2, 8, 8) and _rel_err(out[1], 2 * a, b) < 1e-5

@@ -18,6 +18,8 @@ Contract:
   first cast to the inputs' dtype; the transposed operands are the copies described above).
 * Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake (meta) implementation
   runs the same checks, so ``torch.compile`` reports them while tracing.
+* Host cost: :func:`matmul` calls the implementation directly when nothing would observe the
+  dispatch (:func:`direct_ok`: no autograd, tracing, mode or tensor subclass), else the custom op.
 """
 from __future__ import annotations
 
@@ -91,26 +93,17 @@ def select_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> pla
     return plan
 
 
-def _pointer_operand(x: torch.Tensor) -> torch.Tensor:
-    """``x`` row-major with a 16-byte aligned base (what the cp.async kernel reads), copying only if needed."""
-    if x.stride(1) == 1 and x.data_ptr() % 16 == 0:
-        return x
-    return torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
-
-
 def run_plan(plan: plans.Plan, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     """``a @ b`` with ``plan``'s kernel (checked, non-empty operands)."""
     M, K = a.shape
     N = b.shape[1]
-    if not plans.VARIANTS[plan.kernel].tma:
-        a, b = _pointer_operand(a), _pointer_operand(b)
     a, b, c = launch.prepare(plan, a, b, out_dtype)
     launch.launch(plan, a, b, c, M, N, K)
     return launch.finish(c, N, out_dtype)
 
 
-@torch.library.custom_op("tritium::matmul", mutates_args=())
-def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+def _compute(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -> torch.Tensor:
+    """The op's real implementation."""
     _check(a, b, out_dtype)
     out_dtype = out_dtype or a.dtype
     M, K = a.shape
@@ -121,6 +114,11 @@ def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] =
         with torch.cuda.device(a.device):
             return run_plan(select_plan(a, b, out_dtype), a, b, out_dtype)
     return run_plan(select_plan(a, b, out_dtype), a, b, out_dtype)
+
+
+@torch.library.custom_op("tritium::matmul", mutates_args=())
+def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    return _compute(a, b, out_dtype)
 
 
 @_matmul.register_fake
@@ -145,6 +143,26 @@ def _backward(ctx, grad: torch.Tensor):
 _matmul.register_autograd(_backward, setup_context=_setup_context)
 
 
+#: Let eager calls that nothing observes skip the dispatcher (see :func:`direct_ok`).
+DIRECT_EAGER = True
+
+
+def direct_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether a call may skip the dispatcher and run the implementation directly, with the same result:
+    plain tensors (no subclass, fake or functorch-wrapped tensor) on CUDA (or on the CPU under the
+    interpreter), no tracing, no autograd to record, no torch function or dispatch mode active. The
+    custom op's dispatch costs several microseconds of host time per call, as much as a small GEMM."""
+    return (DIRECT_EAGER and not torch.compiler.is_compiling() and type(a) is torch.Tensor
+            and type(b) is torch.Tensor and (a.is_cuda or (a.is_cpu and launch.interpreting()))
+            and not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled())
+            and torch._C._len_torch_dispatch_stack() == 0 and not torch._C._is_torch_function_mode_enabled()
+            and not torch._C._functorch.is_functorch_wrapped_tensor(a)
+            and not torch._C._functorch.is_functorch_wrapped_tensor(b))
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-    """``a @ b`` with tritium's GEMM kernels (see the module docstring for the contract)."""
+    """``a @ b`` with tritium's GEMM kernels (see the module docstring for the contract): the custom op
+    ``torch.ops.tritium.matmul``, or its implementation directly where :func:`direct_ok` allows."""
+    if direct_ok(a, b):
+        return _compute(a, b, out_dtype)
     return torch.ops.tritium.matmul(a, b, out_dtype)

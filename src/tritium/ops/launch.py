@@ -73,6 +73,14 @@ def _tma_operand(x):
     return torch.nn.functional.pad(x, (0, cols - x.shape[1])).contiguous()
 
 
+def _pointer_operand(x):
+    """``x`` row-major with a 16-byte aligned base (what the cp.async kernel reads), copying only if needed."""
+    import torch
+    if x.stride(1) == 1 and x.data_ptr() % 16 == 0:
+        return x
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
+
+
 def _descriptor_args(t, block: tuple[int, ...], meta) -> list:
     """Launcher arguments of a TMA descriptor over ``t`` with ``block``, from the cache when possible."""
     key = (t.data_ptr(), t.shape, t.stride(), t.dtype, block, id(meta))  # meta lives with its compiled kernel
@@ -92,15 +100,16 @@ def prepare(plan: Plan, a, b, out_dtype):
     """The operands as ``plan``'s kernel reads them and the buffer C it writes: (a, b, c).
 
     TMA kernels: A and B padded to 16-byte rows only when they are not already (a copy), C with
-    16-byte rows; split-K: C is a zeroed fp32 buffer the K slices are added into. :func:`finish`
-    turns C into the op's result.
+    16-byte rows; split-K: C is a zeroed fp32 buffer the K slices are added into. The cp.async
+    kernel: A and B row-major with 16-byte aligned bases (else copied). :func:`finish` turns C into
+    the op's result.
     """
     import torch
     M = a.shape[0]
     N = b.shape[1]
     variant = VARIANTS[plan.kernel]
     if not variant.tma:
-        return a, b, torch.empty((M, N), device=a.device, dtype=out_dtype)
+        return _pointer_operand(a), _pointer_operand(b), torch.empty((M, N), device=a.device, dtype=out_dtype)
     split = variant.units(plan.config) > 1
     acc = torch.float32 if split else out_dtype
     cols = _padded_cols(N, acc.itemsize)
@@ -129,7 +138,8 @@ def _jit_args(plan: Plan, a, b, c, M: int, N: int, K: int) -> tuple[list, dict]:
     consts = variant.constexprs(cfg)
     if variant.tma:
         from triton.tools.tensor_descriptor import TensorDescriptor
-        descs = [TensorDescriptor.from_tensor(t, list(blk)) for t, blk in zip((a, b, c), variant.descriptor_blocks(cfg))]
+        blocks = variant.descriptor_blocks(cfg)
+        descs = [TensorDescriptor.from_tensor(t, list(blk)) for t, blk in zip((a, b, c), blocks)]
         return [*descs, M, N, K], consts
     align = pipelined._stride_align(a.stride(0), b.stride(0), K, N)
     return [a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)], \
