@@ -78,7 +78,7 @@ def test_override_stage_that_raises_leaves_triton_working():
 
 
 @pytest.mark.skipif(compat.NATIVE_HOOK_PROTOCOL, reason="Triton 3.7+ asks the hook itself for the key")
-def test_foreign_stages_hook_is_detected_not_cached_under_our_key(monkeypatch, tmp_path):
+def test_foreign_stages_hook_is_detected_not_cached_under_our_key(monkeypatch, tmp_path, no_auto_pipelines):
     import triton
 
     monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))

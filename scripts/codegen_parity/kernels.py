@@ -81,6 +81,25 @@ TRITIUM = (
           "M": "i32", "N": "i32", "K": "i32"},
          {"BM": 128, "BN": 256, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 3, "EPILOGUE_SPLIT": True,
           "NUM_REGS": 232}, ("M", "N", "K"), {"num_warps": 4}),
+    Spec("tritium.gemm_ws_cooperative_hopper", "tritium.kernels.gemm_ws_cooperative_hopper",
+         "matmul_kernel_ws_cooperative",
+         {"a_desc": _desc("fp16", 64, 64), "b_desc": _desc("fp16", 64, 256), "c_desc": _desc("fp16", 64, 64),
+          "M": "i32", "N": "i32", "K": "i32"},
+         {"BM": 128, "BN": 256, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 4, "EPILOGUE_SUBTILES": 4,
+          "NUM_REGS": 232}, ("M", "N", "K"), {"num_warps": 4}),
+    Spec("tritium.gemm_ws_pingpong_hopper", "tritium.kernels.gemm_ws_pingpong_hopper", "matmul_kernel_ws_pingpong",
+         {"a_desc": _desc("fp16", 128, 64), "b_desc": _desc("fp16", 64, 128), "c_desc": _desc("fp16", 128, 32),
+          "M": "i32", "N": "i32", "K": "i32"},
+         {"BM": 128, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 6, "EPILOGUE_SUBTILES": 4,
+          "NUM_REGS": 232}, ("M", "N", "K"), {"num_warps": 4}),
+    *(Spec(f"tritium.{module}", f"tritium.kernels.{module}", kernel,
+           {"desc_q": _desc("fp16", 1, 1, 64, 128), "desc_k": _desc("fp16", 1, 1, 128, 128),
+            "desc_v": _desc("fp16", 1, 1, 128, 128), "desc_o": _desc("fp16", 1, 1, 64, 128), "sm_scale": "fp32",
+            "H": "i32", "N_CTX": "i32"},
+           {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 128, "NUM_STAGES": 2, "CAUSAL": True, "NUM_REGS": 232},
+           ("N_CTX", ), {"num_warps": 4})
+      for module, kernel in (("attention_ws_hopper", "attn_fwd_ws_hopper"),
+                             ("attention_ws_pipelined_hopper", "attn_fwd_ws_pipelined_hopper"))),
 )
 
 #: Op-level kernels (codegen_parity/op_kernels.py): one TLX op family each.
