@@ -59,15 +59,16 @@ INTERPRETER_TILE = dict(BM=128, BN=256, BK=128, NUM_STAGES=3)
 NUM_WARPS = 4
 
 
-def matmul(a, b, **tile):
-    """``a @ b`` (fp16, row-major) with :func:`unaligned_gemm`, whatever the sizes (``tile``: TILE's keys)."""
+def matmul(a, b, kernel=None, **tile):
+    """``a @ b`` (fp16, row-major) with :func:`unaligned_gemm` (or ``kernel``, a copy of it), whatever the
+    sizes (``tile``: TILE's keys)."""
     import torch
     tile = {**TILE, **tile}
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=torch.float16)
     grid = (triton.cdiv(M, tile["BM"]), triton.cdiv(N, tile["BN"]))
-    unaligned_gemm[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+    (kernel or unaligned_gemm)[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
                          c.stride(1), num_warps=NUM_WARPS, **tile)
     return c
 
