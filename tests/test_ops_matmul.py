@@ -290,3 +290,20 @@ def test_direct_launch_passes_what_the_jit_passes(kernel, monkeypatch):
     ptrs = {t.data_ptr() for t in fake.received[2] if isinstance(t, torch.Tensor)}
     assert {t.data_ptr() for t in other} <= ptrs and not {t.data_ptr() for t in first} & ptrs
     launch.clear_caches()
+
+
+def test_shipped_configs_fit_shared_memory_and_fp32_outputs_get_a_shallower_ring():
+    shipped = [plans.Plan("pingpong", plans.pingpong.LARGE), plans.Plan("pingpong", plans.pingpong.SMALL),
+               plans.Plan("cooperative", plans.coop.LARGE), plans.Plan("cooperative", plans.coop.SMALL),
+               plans.Plan("splitk", plans.splitk.DEFAULT)]
+    # The kernels' own accounting: ping-pong 128x128 "6 x 32 KiB + 4 x 8 KiB", cooperative 128x256 "4 x 48 KiB
+    # + 4 x 8 KiB", both 224 KiB.
+    assert plans.shared_bytes(shipped[0], 2, 2) == plans.shared_bytes(shipped[2], 2, 2) == 224 * 1024
+    for plan in shipped:
+        assert plans.fit(plan, 2, 2) == plan
+        wide = plans.fit(plan, 2, 4)
+        assert plans.shared_bytes(wide, 2, 4) <= plans.SHARED_LIMIT and wide.kernel == plan.kernel
+    assert plans.fit(shipped[0], 2, 4).config == plans.pingpong.LARGE._replace(NUM_STAGES=5)
+    assert plans.fit(shipped[2], 2, 4).config == plans.coop.LARGE._replace(NUM_STAGES=3)
+    assert plans.fit(shipped[3], 2, 4) == shipped[3]  # 5 x 32 KiB + 4 x 16 KiB fits
+    assert plans.fit(plans.Plan("small", plans.SMALL_TILE), 2, 4) == plans.Plan("small", plans.SMALL_TILE)

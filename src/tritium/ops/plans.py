@@ -27,6 +27,7 @@ and later processes read the choice from it. Without autotuning a new shape cost
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -96,6 +97,38 @@ class Plan(NamedTuple):
     def from_json(cls, item: list) -> "Plan":
         kernel, values = item
         return cls(kernel, VARIANTS[kernel].config_type(*values))
+
+
+#: Shared memory a TMA plan may use: what the shipped 16-bit configs take (224 KiB of the 227 KiB an
+#: sm_90 block can have; the rest is barriers and alignment).
+SHARED_LIMIT = 224 * 1024
+
+
+def shared_bytes(plan: Plan, in_size: int, out_size: int) -> int:
+    """Operand ring plus the 4 epilogue staging buffers of a TMA plan (C tiles of ``out_size`` bytes;
+    split-K stages fp32). Each consumer stages BM/2 rows (cooperative, split-K) or BM rows (ping-pong)."""
+    cfg = plan.config
+    rows = cfg.BM if plan.kernel == "pingpong" else cfg.BM // 2
+    out_size = 4 if plan.kernel == "splitk" else out_size
+    return cfg.NUM_STAGES * (cfg.BM * cfg.BK + cfg.BK * cfg.BN) * in_size + \
+        4 * rows * (cfg.BN // cfg.EPILOGUE_SUBTILES) * out_size
+
+
+@functools.lru_cache(maxsize=1024)
+def fit(plan: Plan, in_size: int, out_size: int) -> Plan:
+    """``plan`` with a shallower ring where a wider output (fp32) would overflow shared memory: first
+    narrower epilogue slices (up to 4), then fewer stages (at least 2)."""
+    if not VARIANTS[plan.kernel].tma:
+        return plan
+    while shared_bytes(plan, in_size, out_size) > SHARED_LIMIT:
+        cfg = plan.config
+        if cfg.EPILOGUE_SUBTILES < 4:
+            plan = Plan(plan.kernel, cfg._replace(EPILOGUE_SUBTILES=2 * cfg.EPILOGUE_SUBTILES))
+        elif cfg.NUM_STAGES > 2:
+            plan = Plan(plan.kernel, cfg._replace(NUM_STAGES=cfg.NUM_STAGES - 1))
+        else:
+            break
+    return plan
 
 
 def _fill(units: int, sms: int) -> float:
