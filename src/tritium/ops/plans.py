@@ -174,7 +174,8 @@ def candidates(M: int, N: int, K: int, sms: int, even: bool = True) -> list[Plan
     if even and M * N * K <= 8 * SMALL_WORK:  # up to 1024^3
         plans += [Plan("small", SMALL_TILE), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4))]
     steps = triton.cdiv(K, 64)
-    plans += [Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=s)) for s in (2, 3, 4, 5, 6, 8) if steps // s >= 2]
+    plans += [Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=s)) for s in (2, 3, 4, 5, 6, 8)
+              if steps // s >= SPLIT_K_MIN_STEPS // 2]
     return list(dict.fromkeys(plans))
 
 
