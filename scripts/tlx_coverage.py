@@ -56,7 +56,7 @@ NOT_API = {"compiler": "the fork's compiler-pass package (Python side of its C++
 
 
 def _modules_used(tree: ast.Module) -> list[Path]:
-    """Kernel modules a test imports from tritium.kernels (their tlx calls count for the test)."""
+    """Kernel modules a test imports, from tritium.kernels or next to the tests (their tlx calls count for it)."""
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
@@ -64,10 +64,11 @@ def _modules_used(tree: ast.Module) -> list[Path]:
                 out += [REPO / "src" / "tritium" / "kernels" / f"{a.name}.py" for a in node.names]
             elif node.module.startswith("tritium.kernels."):
                 out.append(REPO / "src" / Path(*node.module.split(".")).with_suffix(".py"))
-            elif node.level == 0 and node.module in ("views_kernel", "gluon_gemm_pipelined", "async_copy_kernels",
-                                                     "sync_kernels", "mem_kernels"):
-                out.append(REPO / "tests" / "tlx" / f"{node.module}.py")
-    return [p for p in out if p.is_file()]
+            elif node.level == 0 and "." not in node.module:  # a helper module next to the tests
+                out += [folder / f"{node.module}.py" for folder in TESTS[:2]]
+        elif isinstance(node, ast.Import):
+            out += [folder / f"{a.name}.py" for a in node.names if "." not in a.name for folder in TESTS[:2]]
+    return [p for p in out if p.is_file() and not p.name.startswith("test_")]
 
 
 def _calls(tree: ast.Module) -> list[tuple[str, int, list[str]]]:
