@@ -24,7 +24,7 @@ VENV=.venv-triton-$VERSION
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q "torch==2.13.0" "triton==$VERSION" pytest
-"$VENV/bin/python" -m pip install -q .
+"$VENV/bin/python" -m pip install -q ".[bench]"  # the bench extra: tests/test_bench_gemm.py renders reports
 "$VENV/bin/python" -c "import sys, triton; v = triton.__version__
 sys.exit(v != '$VERSION' and f'pip install . replaced triton $VERSION with {v}')"
 # From the tests folder's parent but with the installed tritium: src/ is not on the path.

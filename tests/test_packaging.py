@@ -190,7 +190,7 @@ def test_deferred_module_giving_another_name_is_an_error(tmp_path, monkeypatch):
 def test_ci_installs_each_triton_with_plain_pip_install():
     script = (ROOT / "scripts" / "ci_triton.sh").read_text()
     assert "--no-deps" not in script.split("set -euo pipefail")[1]
-    assert 'pip install -q .\n' in script and '"triton==$VERSION"' in script
+    assert 'pip install -q ".[bench]"' in script and '"triton==$VERSION"' in script
     test_sh = (ROOT / "scripts" / "test.sh").read_text()
     for call in ("ci_triton.sh 3.7.0 --compile-only", "ci_triton.sh 3.8.0 --compile-only", "ci_triton.sh 3.9.0\n"):
         assert call in test_sh

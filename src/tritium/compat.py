@@ -307,31 +307,46 @@ def _scratch_context() -> Any:
     return ir.context()
 
 
+#: Triton >= 3.8's ``llvm.translate_to_asm`` takes a ``canonicalize_gep`` flag after ``is_object``.
+LLVM_TRANSLATE_CANONICALIZE_GEP: bool = TRITON_VERSION >= (3, 8)
+_CHILD_ERROR = "tritium-child-python-error: "
+
+
 def llvm_ir_parse_error(text: str) -> Optional[str]:
     """LLVM's message if ``text`` is not valid LLVM IR, else None.
 
     Triton parses LLVM IR with a fatal-error handler that aborts the process, so the parse runs in a
     forked child (LLVM's translation, whose parse step is what matters); only a parse failure
-    counts. Where fork is unavailable nothing is checked.
+    counts. Where fork is unavailable nothing is checked. A ``TypeError`` in the child (a Triton whose
+    ``translate_to_asm`` takes other arguments) is raised here, not taken for valid IR.
     """
     if not hasattr(os, "fork"):
         return None
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: parse (and translate), report on stderr, never return
+        code = 0
         try:
             os.close(read)
             os.dup2(write, 2)
             faulthandler.disable()  # LLVM aborts on bad IR: that is the answer, not a crash to report
             triple = re.search(r'target triple = "([^"]+)"', text)
+            # translate_to_asm(ir, triple, proc, features, flags, enable_fp_fusion, is_object[, canonicalize_gep])
+            extra = (False, ) if LLVM_TRANSLATE_CANONICALIZE_GEP else ()
             llvm.translate_to_asm(text, triple.group(1) if triple else "nvptx64-nvidia-cuda", "", "", [], False,
-                                  False)
+                                  False, *extra)
+        except TypeError as e:  # the binding's arguments changed: reported to the parent, which raises it
+            os.write(2, f"{_CHILD_ERROR}{e}".encode())
+            code = 1
         finally:
-            os._exit(0)
+            os._exit(code)
     os.close(write)
     with os.fdopen(read, "rb") as f:
         message = f.read().decode(errors="replace")
     _, status = os.waitpid(pid, 0)
+    if _CHILD_ERROR in message:
+        raise RuntimeError("tritium.compat.llvm_ir_parse_error: llvm.translate_to_asm does not take these "
+                           f"arguments on triton {triton.__version__}: {message.split(_CHILD_ERROR, 1)[1]}")
     if status != 0 and "parse" in message:
         return message.strip()
     return None
@@ -491,6 +506,21 @@ def interpreter_num_warps(default: int = 4) -> int:
     return default
 
 
+#: Triton >= 3.8 names a variable's IR values (``create_name_loc``) through ``value._set_name(builder,
+#: name)``, which ``base_value`` leaves unimplemented (a ``NotImplementedError`` at the first jit helper
+#: that takes the value); 3.6/3.7 name the handles ``value._flatten_ir`` gives, for any value.
+VALUE_SET_NAME: bool = hasattr(_tl_core.base_value, "_set_name")
+
+
+def name_value_handles(value: Any, builder: Any, name: str) -> None:
+    """Name ``value``'s IR handles after the variable ``name``, as Triton 3.6 does for any frontend value
+    (for the ``_set_name`` of frontend values that 3.8+ requires)."""
+    handles: list = []
+    value._flatten_ir(handles)
+    for handle in handles:
+        handle.set_loc(builder.create_name_loc(name, handle.get_loc()))
+
+
 def _gluon_tma_store_wait_has_read_only() -> bool:
     try:
         from triton.experimental.gluon.language.nvidia.hopper import tma
@@ -517,8 +547,8 @@ def tma_store_wait_attrs(pendings: int) -> str:
 # --------------------------------------------------------------------------------------------
 def ptx_tma_load(rank: int) -> str:
     """How Triton's PTX spells a TMA tensor load into the CTA's shared memory completing on an mbarrier:
-    3.6 names the destination ``shared::cluster``, 3.9 ``shared::cta`` (checked on 3.6 and 3.9 only)."""
-    space = "shared::cta" if TRITON_VERSION >= (3, 9) else "shared::cluster"
+    3.6 names the destination ``shared::cluster``, 3.7+ ``shared::cta`` (checked on 3.6, 3.7, 3.8 and 3.9)."""
+    space = "shared::cta" if TRITON_VERSION >= (3, 7) else "shared::cluster"
     return f"cp.async.bulk.tensor.{rank}d.{space}.global.mbarrier::complete_tx::bytes"
 
 
