@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr, base_type, base_value, builtin
+from triton.language.core import _unwrap_if_constexpr, base_type, builtin
 from triton._C.libtriton import ir
 
 from . import layouts
 from .emit import _code_generator, emit
-from .types import buffered_tensor, buffered_tensor_type, reuse_group, reuse_group_type
+from .types import buffered_tensor, buffered_tensor_type, reuse_group, reuse_group_type, tlx_value
 
 _SPECS = "_tlx_alias_specs"  # on the module: spec id -> _Spec
 
@@ -136,7 +136,7 @@ class storage_alias_spec_type(base_type):
         return f"storage_alias_spec_{self.storage.value}_{self.buffer_size_bytes or 0}_I{self.id}"
 
 
-class storage_alias_spec_value(base_value):
+class storage_alias_spec_value(tlx_value):
     """The value ``tlx.storage_alias_spec()`` returns; pass it as ``local_alloc(..., reuse=spec)``."""
 
     def __init__(self, handle: ir.value, storage: layouts.storage_kind, buffer_size_bytes: Optional[int] = None,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, List, Sequence, Tuple
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr, base_type, base_value, builtin
+from triton.language.core import _unwrap_if_constexpr, base_type, builtin
 from triton._C.libtriton import ir
 
 from . import layouts
@@ -29,7 +29,7 @@ from . import barriers
 from .barriers import check_target, predicate
 from .emit import emit, tlx_builtin, types
 from .mem import _buffer, _memdesc_type
-from .types import buffered_tensor, tensor_descriptor, tensor_descriptor_type
+from .types import buffered_tensor, tensor_descriptor, tensor_descriptor_type, tlx_value
 
 #: Bytes of one CUtensorMap, and its required alignment (``allocate_tensor_descriptor``).
 DESCRIPTOR_SIZE = 128
@@ -272,7 +272,7 @@ class tensor_descriptor_ptr_type(base_type):
         return f"TLXDP{self.num}_{self.size}P"
 
 
-class tensor_descriptor_ptr(base_value):
+class tensor_descriptor_ptr(tlx_value):
     """A pointer into descriptor slots; ``ptr[i]`` points at slot ``i`` (``i * 128`` bytes further)."""
 
     def __init__(self, handle: ir.value, num: int, descriptor_size: int = DESCRIPTOR_SIZE) -> None:

@@ -12,6 +12,7 @@ import triton.language as tl
 from triton.language.core import base_type, base_value, builtin
 from triton._C.libtriton import ir
 
+from tritium import compat
 from .layouts import SharedLayout
 
 
@@ -57,7 +58,15 @@ class buffered_tensor_type(base_type):
         return f"TLXB{self.element_ty.mangle()}S{shape}A{alloc}N{self.num}I{self.id}{'M' if self.barrier else ''}B"
 
 
-class buffered_tensor(base_value):
+class tlx_value(base_value):
+    """Base of TLX frontend values (anything a kernel variable or a jit helper's argument can hold)."""
+
+    def _set_name(self, builder: ir.builder, name: str) -> None:
+        """Name this value's IR handles after its variable: Triton 3.8+ calls this (3.6/3.7 do the same themselves)."""
+        compat.name_value_handles(self, builder, name)
+
+
+class buffered_tensor(tlx_value):
     """A TLX shared-memory buffer (or multi-buffer); ``buf[i]`` is ``tlx.local_view(buf, i)``."""
 
     def __init__(self, handle: ir.value, type: buffered_tensor_type = None, *, element_ty: tl.dtype = None,
@@ -113,7 +122,7 @@ class async_token_type(base_type):
         return "TLXT"
 
 
-class async_token(base_value):
+class async_token(tlx_value):
 
     def __init__(self) -> None:
         self.type = async_token_type()
@@ -146,7 +155,7 @@ class tensor_descriptor_type(base_type):
         return f"TLXD{self.block_type.mangle()}I{self.id}D"
 
 
-class tensor_descriptor(base_value):
+class tensor_descriptor(tlx_value):
     """A device-side TMA descriptor; host-side ones arrive as Triton's own ``tl.tensor_descriptor``."""
 
     def __init__(self, handle: ir.value, type: tensor_descriptor_type) -> None:

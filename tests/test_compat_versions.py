@@ -1,0 +1,40 @@
+"""Triton differences between 3.6 and 3.9 that tritium switches on (see tritium/compat.py), checked
+against the installed wheel so that a new Triton that changes them fails here, by name."""
+import inspect
+
+import pytest
+from triton._C.libtriton import llvm
+
+from tritium import compat
+
+VALID_LLIR = """target triple = "nvptx64-nvidia-cuda"
+define void @k() {
+  ret void
+}
+"""
+
+
+def test_translate_to_asm_arguments():
+    """``llvm_ir_parse_error`` calls ``translate_to_asm`` with this Triton's arguments (3.8 added canonicalize_gep)."""
+    doc = llvm.translate_to_asm.__doc__ or ""
+    assert ("canonicalize_gep" in doc or doc.count("bool") == 3) == compat.LLVM_TRANSLATE_CANONICALIZE_GEP, doc
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="the parse check runs in a forked child")
+def test_llvm_ir_parse_error_tells_valid_from_broken_ir():
+    assert compat.llvm_ir_parse_error(VALID_LLIR) is None
+    why = compat.llvm_ir_parse_error(VALID_LLIR.replace("define", "defin"))
+    assert why and "parse" in why
+
+
+def test_frontend_values_are_named_through_set_name():
+    """3.8+ names variables through ``base_value._set_name`` (unimplemented there); 3.6/3.7 through
+    ``_flatten_ir``. TLX values implement ``_set_name`` so a jit helper can take them on both."""
+    from triton.compiler.code_generator import CodeGenerator
+    from triton.language.core import base_value
+    from tritium.tlx.types import tlx_value
+    naming = inspect.getsource(CodeGenerator._maybe_set_loc_to_name)
+    assert ("._set_name(" in naming) == compat.VALUE_SET_NAME, naming
+    assert compat.VALUE_SET_NAME == (compat.TRITON_VERSION >= (3, 8))
+    if compat.VALUE_SET_NAME:
+        assert tlx_value._set_name is not base_value._set_name
