@@ -53,6 +53,19 @@ FORK_NAMES = (
 )
 #: Fork names that are not part of its kernel API, with what they are.
 NOT_API = {"compiler": "the fork's compiler-pass package (Python side of its C++ passes), not a kernel API"}
+#: What a fork name still missing from tritium.tlx is, shown next to it (names without a note show bare).
+MISSING = {
+    "mbarrier": "the fork's Python value class of a barrier buffer; tritium's barriers are buffered_tensor values",
+    "mbarrier_type": "the fork's type class of a barrier buffer (int64 x num); see mbarrier",
+    "reuse_group_ir_type": "the fork's MLIR type of a reuse group, internal to its storage-alias lowering",
+    "DummyRegisterLayoutEncoding": "the fork's placeholder register layout, resolved by its own layout pass "
+                                   "after inlining",
+    "remote_shmem_store": "a store into another cluster CTA's shared memory (DSMEM, sm_90); TLX kernels here run "
+                          "as a cluster of one CTA",
+    "async_remote_shmem_store": "asynchronous DSMEM store to another cluster CTA; see remote_shmem_store",
+    "async_remote_shmem_copy": "cp.async.bulk from local to another cluster CTA's shared memory; see "
+                               "remote_shmem_store",
+}
 
 
 def _modules_used(tree: ast.Module) -> list[Path]:
@@ -176,7 +189,7 @@ def render() -> str:
             status, note = "raises", unsupported.REASONS[name].split(";")[0]
             entry = _UNSUPPORTED_TESTS
         elif obj is None:
-            status, note = "missing", ""
+            status, note = "missing", MISSING.get(name, "")
         else:
             status, note = "implemented", ""
         counts[status] += 1
