@@ -188,3 +188,22 @@ def buffer_ops_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
 def bad_eviction(x_ptr):
     buf = tlx.local_alloc((256, ), tl.uint8, 1)
     tlx.async_load(x_ptr + tl.arange(0, 256), buf[0], eviction_policy="evict_sometimes")
+
+
+@triton.jit
+def _slot_of(bufs, i):
+    return tlx.local_view(bufs, i)
+
+
+@triton.jit
+def helper_views_copy_kernel(x_ptr, y_ptr, BM: tl.constexpr, BK: tl.constexpr):
+    # two views made by two calls of one inlined helper: the two copies must land in two slots
+    offs = tl.arange(0, BM)[:, None] * BK + tl.arange(0, BK)[None, :]
+    bufs = tlx.local_alloc((BM, BK), tlx.dtype_of(x_ptr), 2)
+    first = _slot_of(bufs, tl.program_id(0))
+    second = _slot_of(bufs, tl.program_id(0) + 1)
+    t0 = tlx.async_load(x_ptr + offs, first)
+    t1 = tlx.async_load(x_ptr + BM * BK + offs, second)
+    tlx.async_load_commit_group([t0, t1])
+    tlx.async_load_wait_group(0, [t0, t1])
+    tl.store(y_ptr + offs, tlx.local_load(first) * 2 + tlx.local_load(second))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import triton
 
-from async_copy_kernels import (TILE, bad_eviction, bad_pendings, bad_prefetch_level, bad_tokens,
+from async_copy_kernels import (TILE, helper_views_copy_kernel, bad_eviction, bad_pendings, bad_prefetch_level, bad_tokens,
                                 barrier_without_bulk, buffer_ops_kernel, bulk_kernel, bulk_no_barrier, copy_kernel, int_mask,
                                 other_without_mask, prefetch_kernel, prefetch_tensormap, prefetch_tensormap_desc,
                                 two_groups_kernel, unaligned_gemm)
@@ -219,3 +219,13 @@ def test_buffer_ops_are_amd_only():
     from triton.compiler.errors import CompilationError
     with pytest.raises(CompilationError, match="tlx.buffer_load is an AMD buffer instruction; the target sm90"):
         _compile(buffer_ops_kernel, BUFFER_SIG, {"BLOCK": 256}, ("x_ptr", ), "sm90")
+
+
+@pytest.mark.parametrize("target", ["sm90", "gfx942", "gfx950"])
+def test_copies_into_views_from_two_calls_of_one_helper_land_in_two_slots(target):
+    k, _ = _compile(helper_views_copy_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp16"}, {"BM": 32, "BK": 64},
+                    ("x_ptr", "y_ptr"), target)
+    ttgir = k.asm["ttgir"]
+    views = dict(re.findall(r"(%\S+) = ttg.memdesc_index %\S+\[(%\S+)\]", ttgir))
+    dests = re.findall(r"(?:ttg.async_copy_global_to_local %\S+,|amdg.buffer_load_to_local .* into) (%\S+)", ttgir)
+    assert len(dests) == 2 and len({views[d] for d in dests}) == 2, ttgir  # indexed by pid and pid + 1

@@ -108,7 +108,7 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
     """
     opts = _semantic.builder.options
     _check_target(opts.arch, "async_load")
-    result = _buffer(result, "async_load")
+    result = _buffer(result, "async_load", _semantic)
     if result.type.num:
         raise TypeError("tlx.async_load: pick one buffer with tlx.local_view first")
     mask, other = _unwrap_if_constexpr(mask), _unwrap_if_constexpr(other)

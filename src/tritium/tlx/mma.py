@@ -42,9 +42,11 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
         raise ValueError(f"tlx.async_dot: wgmma needs whole warpgroups; num_warps={opts.num_warps}")
     if _unwrap_if_constexpr(pred) is not None or list(mBarriers) or _unwrap_if_constexpr(two_ctas):
         raise NotImplementedError("tlx.async_dot: pred, mBarriers and two_ctas are Blackwell (tcgen05) features")
-    B = _buffer(B, "async_dot")
+    B = _buffer(B, "async_dot", _semantic)
     if not isinstance(A, (buffered_tensor, tl.tensor)):
         raise TypeError(f"tlx.async_dot: A must be a TLX buffer or a tensor, got {type(A).__name__}")
+    if isinstance(A, buffered_tensor):
+        A = _buffer(A, "async_dot", _semantic)
     if len(A.shape) != 2 or len(B.shape) != 2:
         raise ValueError(f"tlx.async_dot: A and B must be 2D, got {list(A.shape)} and {list(B.shape)}")
     (M, K), (K2, N) = A.shape, B.shape
