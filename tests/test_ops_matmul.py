@@ -307,3 +307,15 @@ def test_shipped_configs_fit_shared_memory_and_fp32_outputs_get_a_shallower_ring
     assert plans.fit(shipped[2], 2, 4).config == plans.coop.LARGE._replace(NUM_STAGES=3)
     assert plans.fit(shipped[3], 2, 4) == shipped[3]  # 5 x 32 KiB + 4 x 16 KiB fits
     assert plans.fit(plans.Plan("small", plans.SMALL_TILE), 2, 4) == plans.Plan("small", plans.SMALL_TILE)
+
+
+def test_adapt_leaves_no_split_k_slice_empty():
+    from tritium.kernels.gemm_splitk_hopper import DEFAULT
+    for K in (1, 2, 64, 200, 25 * 64, 16384):
+        for s in (2, 3, 5, 6, 8):
+            cfg = plans.adapt(plans.Plan("splitk", DEFAULT._replace(SPLIT_K=s)), K, 2, 2).config
+            steps = -(-K // cfg.BK)
+            per = -(-steps // cfg.SPLIT_K)
+            assert 1 <= cfg.SPLIT_K <= s and (cfg.SPLIT_K - 1) * per < steps, (K, s, cfg.SPLIT_K)
+    assert plans.adapt(plans.Plan("splitk", DEFAULT._replace(SPLIT_K=6)), 25 * 64, 2, 2).config.SPLIT_K == 5
+    assert plans.adapt(plans.Plan("pingpong", plans.pingpong.LARGE), 1, 2, 2).config == plans.pingpong.LARGE

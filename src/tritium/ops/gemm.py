@@ -94,11 +94,11 @@ def select_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> pla
 
 
 def run_plan(plan: plans.Plan, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
-    """``a @ b`` with ``plan``'s kernel (checked, non-empty operands), its ring made to fit shared memory
-    with a wider output (:func:`tritium.ops.plans.fit`)."""
+    """``a @ b`` with ``plan``'s kernel (checked, non-empty operands), adapted to the problem
+    (:func:`tritium.ops.plans.adapt`: shared memory, non-empty split-K slices)."""
     M, K = a.shape
     N = b.shape[1]
-    plan = plans.fit(plan, a.element_size(), out_dtype.itemsize)
+    plan = plans.adapt(plan, K, a.element_size(), out_dtype.itemsize)
     a, b, c = launch.prepare(plan, a, b, out_dtype)
     launch.launch(plan, a, b, c, M, N, K)
     return launch.finish(c, N, out_dtype)

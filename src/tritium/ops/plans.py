@@ -131,6 +131,18 @@ def fit(plan: Plan, in_size: int, out_size: int) -> Plan:
     return plan
 
 
+@functools.lru_cache(maxsize=4096)
+def adapt(plan: Plan, K: int, in_size: int, out_size: int) -> Plan:
+    """``plan`` as it runs on a K of ``K`` with these element sizes: :func:`fit` to shared memory, and for
+    split-K the number of non-empty K slices (an empty slice would leave the kernel's barrier
+    accounting one arrive off)."""
+    plan = fit(plan, in_size, out_size)
+    if plan.kernel == "splitk":
+        cfg = plan.config
+        plan = Plan("splitk", cfg._replace(SPLIT_K=splitk.effective_split(K, cfg.BK, cfg.SPLIT_K)))
+    return plan
+
+
 def _fill(units: int, sms: int) -> float:
     """How full the waves of ``units`` equal units of work on ``sms`` SMs are (1.0: the last wave is full)."""
     return units / (triton.cdiv(units, sms) * sms)
