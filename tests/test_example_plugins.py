@@ -1,4 +1,4 @@
-"""The example plugins in src/tritium/examples, loaded by path, and the effects they claim (compile-only)."""
+"""The example plugins (src/tritium/examples, found through entry points) and the effects they claim (compile-only)."""
 import json
 import re
 import sys
@@ -12,7 +12,6 @@ from tritium.cli import main
 from tritium.plugins.inspection import compile_kernel, make_source, parse_target
 from kernels import KERNELS, MATMUL_CONST
 
-EXAMPLES = Path(__file__).parent.parent / "src" / "tritium" / "examples"
 MATMUL = KERNELS["matmul"]
 BM, BN, BK = MATMUL_CONST["BM"], MATMUL_CONST["BN"], MATMUL_CONST["BK"]
 TILE_BYTES = (BM * BK + BK * BN) * 2  # one fp16 A tile and one B tile per loop iteration
@@ -33,7 +32,7 @@ def compile_matmul(target, pipeline, **options):
 # ------------------------------------------------------------------------------------------------
 @pytest.fixture
 def analysis():
-    return tp.load_plugin(EXAMPLES / "analysis.py")
+    return tp.get_plugin("analysis")  # through tritium's entry point
 
 
 def test_analysis_report_on_sm90(analysis):
@@ -66,8 +65,7 @@ def test_analysis_report_on_gfx950(analysis):
     assert report["intensity"]["flops_per_byte"] == 2 * BM * BN * BK / TILE_BYTES
 
 
-def test_analysis_is_printed_by_the_cli(capsys, monkeypatch):
-    monkeypatch.setenv("TRITIUM_PLUGIN_PATHS", str(EXAMPLES / "analysis.py"))
+def test_analysis_is_printed_by_the_cli(capsys):
     signature = ",".join(f"{k}={v}" for k, v in MATMUL[1].items())
     assert main(["pipeline", f"{Path(__file__).parent}/kernels.py:matmul_kernel", "--target", "sm90",
                  "--signature", signature, *[f"-D{k}={v}" for k, v in MATMUL_CONST.items()],
@@ -83,7 +81,7 @@ def test_analysis_is_printed_by_the_cli(capsys, monkeypatch):
 # ------------------------------------------------------------------------------------------------
 @pytest.fixture
 def policy():
-    return tp.load_plugin(EXAMPLES / "pipeline_policy.py")
+    return tp.get_plugin("policy")
 
 
 def buffers(kernel):
@@ -136,7 +134,7 @@ def module_of(plugin):
 
 @pytest.fixture
 def instrumentation():
-    return module_of(tp.load_plugin(EXAMPLES / "instrumentation.py"))
+    return module_of(tp.get_plugin("instrumentation"))
 
 
 @pytest.mark.parametrize("kernel", ["add", "matmul"])

@@ -5,7 +5,7 @@ import triton
 import triton.language as tl
 
 import tritium.plugins as tp
-from test_example_plugins import EXAMPLES, module_of
+from test_example_plugins import module_of
 
 pytestmark = pytest.mark.gpu
 
@@ -20,7 +20,7 @@ def spin_kernel(x_ptr, n_iter, BLOCK: tl.constexpr):
 
 
 def test_readout_is_positive_and_grows_with_work():
-    instrumentation = module_of(tp.load_plugin(EXAMPLES / "instrumentation.py"))
+    instrumentation = module_of(tp.get_plugin("instrumentation"))
     kernel = tp.bind("instrumentation:timing", triton.jit(spin_kernel.fn))
     grid, block = 264, 256
     x = torch.zeros(grid * block, device="cuda")
