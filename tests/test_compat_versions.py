@@ -38,3 +38,10 @@ def test_frontend_values_are_named_through_set_name():
     assert compat.VALUE_SET_NAME == (compat.TRITON_VERSION >= (3, 8))
     if compat.VALUE_SET_NAME:
         assert tlx_value._set_name is not base_value._set_name
+
+
+def test_make_tensordesc_arg_parameters():
+    """``descriptor_args`` calls NVIDIA's ``make_tensordesc_arg`` with this Triton's parameters."""
+    from triton.backends.nvidia.driver import make_tensordesc_arg
+    params = list(inspect.signature(make_tensordesc_arg).parameters)
+    assert params == (["arg", "metadata", "_"] if compat.TENSORDESC_ARG_BASE_ARGS else ["arg", "metadata"]), params

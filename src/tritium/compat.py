@@ -699,7 +699,12 @@ def direct_launch(compiled: Any) -> Optional[DirectLaunch]:
     return DirectLaunch(raw, compiled.function, compiled.packed_metadata, meta)
 
 
+#: Triton >= 3.8's ``make_tensordesc_arg(arg, metadata, base_args)`` also takes the launcher's leading
+#: arguments (which NVIDIA's ignores); 3.6 has ``make_tensordesc_arg(arg, metadata)``.
+TENSORDESC_ARG_BASE_ARGS: bool = TRITON_VERSION >= (3, 8)
+
+
 def descriptor_args(desc: Any, meta: Any) -> list:
     """The launcher arguments of host TensorDescriptor ``desc`` (a CUtensorMap and its shape and strides)."""
     from triton.backends.nvidia.driver import make_tensordesc_arg
-    return make_tensordesc_arg(desc, meta)
+    return make_tensordesc_arg(desc, meta, ()) if TENSORDESC_ARG_BASE_ARGS else make_tensordesc_arg(desc, meta)
