@@ -45,3 +45,18 @@ def test_make_tensordesc_arg_parameters():
     from triton.backends.nvidia.driver import make_tensordesc_arg
     params = list(inspect.signature(make_tensordesc_arg).parameters)
     assert params == (["arg", "metadata", "_"] if compat.TENSORDESC_ARG_BASE_ARGS else ["arg", "metadata"]), params
+
+
+
+def test_ptxas_for_sm90_assembles_this_tritons_ptx(tmp_path):
+    """``compat.ptxas_path(90)`` accepts the PTX (and its ``.version``) Triton emits for sm_90."""
+    import subprocess
+
+    from kernels import KERNELS  # tests/ is on the path (conftest.py)
+    from tritium.plugins.inspection import compile_kernel
+    fn, sig, const = KERNELS["add"]
+    ptx = tmp_path / "k.ptx"
+    ptx.write_text(compile_kernel(fn, sig, "sm90", constexprs=const).asm["ptx"])
+    run = subprocess.run([compat.ptxas_path(90), "-arch=sm_90a", str(ptx), "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

@@ -545,6 +545,13 @@ def tma_store_wait_attrs(pendings: int) -> str:
 # --------------------------------------------------------------------------------------------
 # Generated code
 # --------------------------------------------------------------------------------------------
+def ptxas_path(arch: int) -> str:
+    """The ptxas Triton assembles PTX for ``sm_<arch>`` with: 3.6-3.8 the legacy one below sm_100, 3.9 the
+    newer (``ptxas-blackwell``) one from sm_90 on, as its PTX has a version the legacy one rejects."""
+    from triton.backends.nvidia.compiler import get_ptxas
+    return get_ptxas(arch).path
+
+
 def ptx_tma_load(rank: int) -> str:
     """How Triton's PTX spells a TMA tensor load into the CTA's shared memory completing on an mbarrier:
     3.6 names the destination ``shared::cluster``, 3.7+ ``shared::cta`` (checked on 3.6, 3.7, 3.8 and 3.9)."""
