@@ -195,3 +195,19 @@ def test_ci_installs_each_triton_with_plain_pip_install():
     for call in ("ci_triton.sh 3.7.0 --compile-only", "ci_triton.sh 3.8.0 --compile-only", "ci_triton.sh 3.9.0\n"):
         assert call in test_sh
     assert not any(d.startswith("torch") for d in PYPROJECT["project"]["dependencies"])
+
+
+def test_a_source_tree_without_an_install_still_offers_the_bundled_plugins():
+    """``PYTHONPATH=src`` with no install (how the GPU machine runs tritium) has no entry points:
+    simulated here by an entry-point lookup that finds none."""
+    import subprocess
+    import sys
+
+    code = ("import importlib.metadata as m; real = m.entry_points; "
+            "m.entry_points = lambda **kw: [] if kw.get('group') == 'tritium.plugins' else real(**kw); "
+            "import tritium.plugins as tp; print(sorted(o for _, o in tp.registry.deferred_plugins())); "
+            "print(tp.get_plugin('instrumentation').name)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "bundled instrumentation = tritium.bundled:instrumentation (source tree)" in out.stdout
+    assert out.stdout.strip().endswith("instrumentation")

@@ -68,5 +68,23 @@ _log.install_listener()
 
 from . import plugins  # noqa: E402
 
+
+
+def _announce_bundled_from_a_source_tree() -> None:
+    """Run from a source tree (``PYTHONPATH=src``, not installed), tritium's own entry points do not
+    exist; announce the plugins it bundles (tritium/bundled.py) as those entry points would."""
+    from importlib import metadata
+
+    from . import bundled
+
+    group = metadata.entry_points(group=plugins.registry.ENTRY_POINT_GROUP)
+    if any(ep.value.startswith(f"{bundled.__name__}:") for ep in group):
+        return
+    for name, spec in vars(bundled).items():
+        if isinstance(spec, plugins.registry.DeferredPlugin):
+            plugins.registry.announce(spec, f"bundled {name} = {bundled.__name__}:{name} (source tree)")
+
+
 if not knobs.plugins.disable_autoload:
     plugins.discover(strict=False)
+    _announce_bundled_from_a_source_tree()

@@ -75,3 +75,8 @@ def test_ctas_per_cga_one_cta_is_the_stock_launch_more_is_skipped_by_the_autotun
     with pytest.raises(OutOfResources, match=r"asks for 2 CTAs per cluster: ctas_per_cga is the TLX fork's "
                        r"launch option .* stock Triton 3.6 has no launch path for it"):
         cluster.pre_hook({})
+
+
+def test_gpu_target_answers_the_forks_backend_query():
+    from triton.backends.compiler import GPUTarget
+    assert GPUTarget("cuda", 90, 32).is_cuda_backend() and not GPUTarget("hip", "gfx942", 64).is_cuda_backend()

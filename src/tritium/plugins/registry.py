@@ -393,6 +393,11 @@ def discover(*, strict: bool = True) -> list[Plugin]:
     return [p for p in found if isinstance(p, Plugin)]
 
 
+def announce(spec: DeferredPlugin, origin: str) -> None:
+    """Announce a deferred plugin found other than through an entry point (see :func:`_defer`)."""
+    _defer(spec, origin)
+
+
 def _defer(spec: DeferredPlugin, origin: str) -> Any:
     """Announce a deferred plugin (a no-op if a plugin of that name is loaded already, e.g. TLX imported
     before discovery); returns the spec, which :func:`discover` does not count as loaded."""

@@ -99,3 +99,4 @@ for _name in _unsupported.REASONS:
 del _name
 __all__ += [n for n in _unsupported.REASONS if n not in __all__]
 _unsupported.accept_ctas_per_cga()
+_unsupported.accept_fork_target_queries()

@@ -118,6 +118,14 @@ def _config_init(init: Callable[..., None]) -> Callable[..., None]:
     return __init__
 
 
+def accept_fork_target_queries() -> None:
+    """Give ``GPUTarget`` the fork's ``is_cuda_backend()``: fork kernels call it on the driver's target at
+    import (``driver.active.get_current_target().is_cuda_backend()``), and stock Triton's has no such method."""
+    from triton.backends.compiler import GPUTarget
+    if not hasattr(GPUTarget, "is_cuda_backend"):
+        GPUTarget.is_cuda_backend = lambda self: self.backend == "cuda"
+
+
 def accept_ctas_per_cga() -> None:
     """Let ``triton.Config`` take the fork's ``ctas_per_cga``: one CTA per cluster is the stock launch;
     a config with more is kept, and the autotuner skips it with :class:`ClusterLaunchUnsupported`.
