@@ -14,9 +14,12 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 import tritium.tlx as tlx
+from tritium import compat
 from tritium.tlx.diagnostics import TLXCompileError, describe, tlx_op_at
 
 SM90 = GPUTarget("cuda", 90, 32)
+#: What Triton prints with this failure: 3.6 dumps the IR; 3.7+ fails an assertion in the pass's source.
+PRINTED = "tt.func" if compat.TRITON_VERSION < (3, 7) else "NVGPUToLLVMPass.cpp"
 
 
 # A real failure of Triton's own lowering after TLX lowered fine: tf32 wgmma operands from shared
@@ -46,8 +49,8 @@ def test_pass_failure_reads_as_one_paragraph_without_ir(capfd):
     assert "TRITIUM_TLX_DUMP_IR=1" in text
     assert (err.stage, err.pass_name, err.line) == ("llir", "ConvertNVGPUToLLVM", first + 1)
     assert isinstance(err.__cause__, RuntimeError) and "PassManager::run failed" in str(err.__cause__)
-    assert "tt.func" in err.diagnostics  # the IR dump is kept on the exception...
-    assert "tt.func" not in capfd.readouterr().err  # ...and not printed
+    assert PRINTED in err.diagnostics  # what Triton printed (the IR dump, on 3.6) is kept on the exception...
+    assert PRINTED not in capfd.readouterr().err  # ...and not printed
 
 
 def test_kernels_without_tlx_ops_keep_triton_errors():
@@ -90,7 +93,7 @@ def test_located_failure_names_line_and_tlx_op():
 
 
 def test_dump_ir_when_asked(tmp_path):
-    """With TRITIUM_TLX_DUMP_IR=1 the diagnostics Triton printed, IR included, reach stderr."""
+    """With TRITIUM_TLX_DUMP_IR=1 the diagnostics Triton printed (the IR, on 3.6) reach stderr."""
     script = tmp_path / "dump.py"
     script.write_text(textwrap.dedent(f"""
         import sys
@@ -106,7 +109,7 @@ def test_dump_ir_when_asked(tmp_path):
     env.pop("TRITON_INTERPRET", None)
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert "REPHRASED None" in proc.stdout, proc.stdout + proc.stderr[-2000:]
-    assert "tt.func" in proc.stderr and "ConvertNVGPUToLLVM" in proc.stderr
+    assert PRINTED in proc.stderr and "NVGPUToLLVM" in proc.stderr
 
 
 def test_a_stage_that_succeeds_prints_what_it_printed(capfd):
