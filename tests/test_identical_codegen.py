@@ -57,7 +57,6 @@ def assert_identical(kernel, target, exts):
 @pytest.mark.parametrize("target", sorted(BINARY))
 @pytest.mark.parametrize("kernel", KERNEL_CORPUS, ids=[k[0].__name__.strip("_") for k in KERNEL_CORPUS])
 def test_triton_kernels_compile_identically(kernel, target, example_plugins):
-    assert len(example_plugins) >= 2
     assert_identical(kernel, target, BINARY[target])
 
 

@@ -491,6 +491,13 @@ def semantic_descriptor_load(semantic: Any, desc: Any, offsets: list, cache_modi
     return semantic.descriptor_load(desc, offsets, cache_modifier, eviction_policy)
 
 
+def interpreter_masked_load(builder: Any, ptrs: Any, mask: Any) -> Any:
+    """The interpreter builder's plain masked load (no other, no cache hints, not volatile): Triton 3.9
+    merged its ``cache_modifier`` and ``eviction_policy`` parameters into one ``cache_policy``."""
+    hints = len(inspect.signature(builder.create_masked_load).parameters) - 4  # ptrs, mask, other, is_volatile
+    return builder.create_masked_load(ptrs, mask, None, *([None] * hints), False)
+
+
 def interpreter_num_warps(default: int = 4) -> int:
     """``num_warps`` of the ``TRITON_INTERPRET=1`` launch running on this thread (Triton's default if none).
 

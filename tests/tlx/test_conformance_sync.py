@@ -17,6 +17,7 @@ from interp_shim import interpret_mode
 from sync_kernels import (ballot, ballot_tensor, cluster_amd, cluster_barrier_outside_tasks, cluster_barrier_tasks,
                           cluster_misuse, cluster_ops, fp8_name, named_misuse, named_pingpong, named_runtime, redux,
                           warp_barrier_square)
+from tritium import compat
 from tritium.plugins.errors import PassError
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -137,7 +138,14 @@ def test_alloc_warp_barrier_argument_errors():
 # ------------------------------------------------------------------------------------------------
 
 
+CLUSTER_BARRIER_ON_NEWER_TRITON = pytest.mark.xfail(
+    compat.TRITON_VERSION >= (3, 9), strict=True,
+    reason="known gap: Triton 3.9 replaced ttng.cluster_arrive/cluster_wait with ttng.cluster_barrier, which "
+           "requires num-ctas > 1; the lowering of tlx.cluster_barrier for a cluster of one CTA is not ported")
+
+
 @compiled
+@CLUSTER_BARRIER_ON_NEWER_TRITON
 def test_cluster_ops_compile_to_the_cluster_registers_and_barrier():
     k = compile_kernel(cluster_ops, {"out_ptr": "*i32"}, {})
     ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
@@ -179,6 +187,7 @@ def test_cluster_ops_refuse_num_ctas_clusters():
 
 
 @compiled
+@CLUSTER_BARRIER_ON_NEWER_TRITON
 def test_cluster_barrier_in_every_task_compiles():
     ptx = compile_kernel(cluster_barrier_tasks, {"out_ptr": "*i64"}, {}).asm["ptx"]
     assert ptx.count("barrier.cluster.arrive") == 2 and ptx.count("barrier.cluster.wait") == 2

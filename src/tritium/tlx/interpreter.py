@@ -400,7 +400,7 @@ def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache
         byte_ptrs = _interp.TensorHandle(np.uint64(address) + np.arange(nbytes, dtype=np.uint64),
                                          tl.pointer_type(tl.uint8))
         every = _interp.TensorHandle(np.ones(nbytes, dtype=bool), tl.int1)
-        values = _interp.interpreter_builder.create_masked_load(byte_ptrs, every, None, None, None, False)
+        values = compat.interpreter_masked_load(_interp.interpreter_builder, byte_ptrs, every)
         raw = dst.storage[dst.byte_offset():dst.byte_offset() + nbytes]
         barrier.inflight.append((raw, values.data.view(np.uint8)))
         return AsyncToken()
