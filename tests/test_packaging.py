@@ -192,8 +192,7 @@ def test_ci_installs_each_triton_with_plain_pip_install():
     assert "--no-deps" not in script.split("set -euo pipefail")[1]
     assert 'pip install -q ".[bench]"' in script and '"triton==$VERSION"' in script
     test_sh = (ROOT / "scripts" / "test.sh").read_text()
-    for call in ("ci_triton.sh 3.7.0 --compile-only", "ci_triton.sh 3.8.0 --compile-only", "ci_triton.sh 3.9.0\n"):
-        assert call in test_sh
+    assert "ci_triton.sh 3.9.0\n" in test_sh  # 3.7 and 3.8 are run by hand for now (README, "Triton versions")
     assert not any(d.startswith("torch") for d in PYPROJECT["project"]["dependencies"])
 
 
