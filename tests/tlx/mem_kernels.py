@@ -286,3 +286,20 @@ def misc_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
     tlx.dump_layout(x)
     tlx.local_store(a[0], x + tlx.zeros((R, C), tl.float32))
     tl.store(y_ptr + offs2d(R, C), tlx.local_load(a[0]))
+
+
+@triton.jit
+def fork_keywords_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
+    # the view ops called with the fork's parameter names, as fork kernels may call them
+    plain: tl.constexpr = tlx.swizzled_shared_layout_encoding.make_default(2)  # the compile path flattens these
+    bufs = tlx.local_alloc((R, C), tlx.dtype_of(v=x_ptr), 2, layout=plain)
+    view = tlx.local_view(local_allocated_buffers=bufs, buffer_idx=1)
+    tlx.local_store(view, tl.load(x_ptr + offs2d(R, C)))
+    top = tlx.local_slice(buffer=view, offset=[0, 0], shape=[R // 2, C])
+    flipped = tlx.local_trans(input=view, dims=(1, 0))
+    flat = tlx.local_reshape(src=view, shape=[R * C])
+    same = tlx.local_reinterpret(src=bufs, dtype=tl.float32, shape=[2, R, C])
+    tl.store(y_ptr + tl.arange(0, R // 2)[:, None] * C + tl.arange(0, C)[None, :], tlx.local_load(top))
+    tl.store(y_ptr + 3 * R * C + tl.arange(0, R * C), tlx.local_load(flat))
+    tl.store(y_ptr + R * C + tl.arange(0, C)[:, None] * R + tl.arange(0, R)[None, :], tlx.local_load(flipped))
+    tl.store(y_ptr + 2 * R * C + offs2d(R, C), tlx.local_load(tlx.local_view(same, 1)))

@@ -19,7 +19,8 @@ from mem_kernels import (view_single_kernel, view_rows_kernel, view_swizzled_row
                          reinterpret_kernel, reinterpret_size_kernel, gather_scatter_kernel, gather_1d_kernel,
                          gather_bad_axis_kernel, scatter_too_big_kernel, shared_layouts_kernel,
                          register_layouts_kernel, bad_layout_kernel, helpers_kernel, _not_inlined, noinline_kernel,
-                         returned_buffers_kernel, reuse_kernel, unsupported_kernel, alias_kernel, misc_kernel)
+                         returned_buffers_kernel, reuse_kernel, unsupported_kernel, alias_kernel, misc_kernel,
+                         fork_keywords_kernel)
 
 TARGETS = {"sm90": GPUTarget("cuda", 90, 32), "gfx942": GPUTarget("hip", "gfx942", 64),
            "gfx950": GPUTarget("hip", "gfx950", 64)}
@@ -294,3 +295,10 @@ def test_misc_ops_compile(target, capfd):
     assert re.search(r"tlx.dump_layout at .*mem_kernels.py:\d+: tensor<16x32xf32, #ttg.blocked<", err)
 
 
+
+
+@compiled
+@pytest.mark.parametrize("target", TARGETS)
+def test_view_ops_take_the_forks_parameter_names(target):
+    ttgir = compile_ttgir(fork_keywords_kernel, HELP_SIG, {"R": 16, "C": 32}, target)
+    assert "ttg.memdesc_trans" in ttgir and "ttg.memdesc_subslice" in ttgir

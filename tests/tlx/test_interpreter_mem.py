@@ -5,7 +5,8 @@ import torch
 from interp_shim import require_interpret_mode
 from mem_kernels import (view_single_kernel, view_rows_kernel, reinterpret_kernel, gather_scatter_kernel,
                          gather_1d_kernel, gs_indices, shared_layouts_kernel, register_layouts_kernel, helpers_kernel,
-                         returned_buffers_kernel, reuse_kernel, alias_kernel, alias_expected, misc_kernel)
+                         returned_buffers_kernel, reuse_kernel, alias_kernel, alias_expected, misc_kernel,
+                         fork_keywords_kernel)
 
 require_interpret_mode()
 
@@ -91,3 +92,12 @@ def test_misc_ops_numerics():
     x, y = torch.randn(16, 32), torch.empty(16, 32)
     misc_kernel[(1, )](x, y, R=16, C=32)
     torch.testing.assert_close(y, x)
+
+
+def test_view_ops_take_the_forks_parameter_names():
+    x, y = torch.randn(16, 32), torch.empty(4 * 16 * 32)
+    fork_keywords_kernel[(1, )](x, y, R=16, C=32)
+    torch.testing.assert_close(y[:8 * 32], x[:8].flatten())
+    torch.testing.assert_close(y[16 * 32:2 * 16 * 32].reshape(32, 16), x.t())
+    torch.testing.assert_close(y[2 * 16 * 32:3 * 16 * 32].reshape(16, 32), x)
+    torch.testing.assert_close(y[3 * 16 * 32:], x.flatten())

@@ -157,8 +157,9 @@ def local_alloc(shape: Any, dtype: Any, num: Any, storage: Any = "smem", reuse: 
     return SharedBuffer(raw[:nbytes].view(np_dtype).reshape((num, ) + shape), dtype, raw)
 
 
-def local_view(buf: Any, idx: Any) -> Any:
+def local_view(local_allocated_buffers: Any, buffer_idx: Any) -> Any:
     """Select buffer ``idx`` of a multi-buffer allocation or barrier array."""
+    buf, idx = local_allocated_buffers, buffer_idx  # the fork's parameter names
     buf, idx = _value(buf), _as_int(idx)
     if isinstance(buf, BarrierArray):
         return buf[idx]
@@ -171,7 +172,8 @@ def local_view(buf: Any, idx: Any) -> Any:
     return buf.view(buf.data[idx:idx + 1] if buf.data.ndim == 1 else buf.data[idx])
 
 
-def local_slice(buf: Any, offset: Any, shape: Any) -> SharedBuffer:
+def local_slice(buffer: Any, offset: Any, shape: Any) -> SharedBuffer:
+    buf = buffer  # the fork's parameter names
     buf, offset, shape = _buffer(buf, "local_slice"), _as_shape(offset), _as_shape(shape)
     if not len(offset) == len(shape) == buf.data.ndim:
         raise ValueError(f"local_slice: offset {offset} and shape {shape} must have rank {buf.data.ndim}")
@@ -180,12 +182,14 @@ def local_slice(buf: Any, offset: Any, shape: Any) -> SharedBuffer:
     return buf.view(buf.data[tuple(slice(o, o + s) for o, s in zip(offset, shape))])
 
 
-def local_trans(buf: Any, dims: Any = (1, 0)) -> SharedBuffer:
+def local_trans(input: Any, dims: Any = (1, 0)) -> SharedBuffer:
+    buf = input  # the fork's parameter names
     buf = _buffer(buf, "local_trans")
     return buf.view(buf.data.transpose(_as_shape(dims)))
 
 
-def local_reshape(buf: Any, shape: Any) -> SharedBuffer:
+def local_reshape(src: Any, shape: Any) -> SharedBuffer:
+    buf = src  # the fork's parameter names
     buf, shape = _buffer(buf, "local_reshape"), _as_shape(shape)
     data = buf.data.view()
     try:
@@ -195,8 +199,9 @@ def local_reshape(buf: Any, shape: Any) -> SharedBuffer:
     return buf.view(data)
 
 
-def local_reinterpret(buf: Any, dtype: Any, shape: Any = None, layout: Any = None) -> SharedBuffer:
+def local_reinterpret(src: Any, dtype: Any, shape: Any = None, layout: Any = None) -> SharedBuffer:
     """Reinterpret the bytes at the start of a contiguous view as ``dtype``/``shape``."""
+    buf = src  # the fork's parameter names
     buf, dtype = _buffer(buf, "local_reinterpret"), _value(dtype)
     shape = buf.shape if _value(shape) is None else _as_shape(shape)
     if not buf.data.flags.c_contiguous:
@@ -991,9 +996,9 @@ def clock64() -> tl.tensor:
     return _scalar(time.perf_counter_ns(), tl.int64)
 
 
-def dtype_of(ptr_or_tensor: Any) -> tl.dtype:
+def dtype_of(v: Any) -> tl.dtype:
     """Pointee type of a pointer (tensor); element type of a tensor, tensor descriptor or local buffer."""
-    v = _value(ptr_or_tensor)
+    v = _value(v)
     if isinstance(v, (SharedBuffer, tl.core.tensor_descriptor_base)):
         return v.dtype
     if isinstance(v, tl.tensor):

@@ -137,8 +137,9 @@ def storage_alias_spec(storage=layouts.storage_kind.smem, buffer_size_bytes=None
 
 
 @tlx_builtin
-def local_view(buf, idx, _semantic=None) -> buffered_tensor:
+def local_view(local_allocated_buffers, buffer_idx, _semantic=None) -> buffered_tensor:
     """Buffer ``idx`` of a multi-buffer allocation (or barrier ``idx`` of ``alloc_barriers``)."""
+    buf, idx = local_allocated_buffers, buffer_idx  # the fork's parameter names
     if not isinstance(buf, buffered_tensor):
         raise TypeError(f"tlx.local_view expects a TLX buffer or barrier array, got {type(buf).__name__}")
     buf = _anchored(_semantic, buf, "local_view")
@@ -192,9 +193,9 @@ def _row_view(_semantic: Any, buf: buffered_tensor, index: tl.tensor) -> buffere
 
 
 @tlx_builtin
-def local_slice(buf, offset, shape, _semantic=None) -> buffered_tensor:
+def local_slice(buffer, offset, shape, _semantic=None) -> buffered_tensor:
     """A same-rank sub-view starting at compile-time ``offset``."""
-    buf = _buffer(buf, "local_slice", _semantic)
+    buf = _buffer(buffer, "local_slice", _semantic)  # ``buffer``: the fork's parameter name
     offset = tuple(_unwrap_if_constexpr(o) for o in _unwrap_if_constexpr(offset))
     shape = _int_tuple(shape, "tlx.local_slice: shape")
     if len(offset) != len(buf.shape) or len(shape) != len(buf.shape):
@@ -206,8 +207,9 @@ def local_slice(buf, offset, shape, _semantic=None) -> buffered_tensor:
 
 
 @tlx_builtin
-def local_trans(buf, dims=(1, 0), _semantic=None) -> buffered_tensor:
+def local_trans(input, dims=(1, 0), _semantic=None) -> buffered_tensor:
     """The buffer seen with its dimensions permuted (no data movement)."""
+    buf = input  # the fork's parameter names
     buf = _buffer(buf, "local_trans", _semantic)
     dims = tuple(_unwrap_if_constexpr(d) for d in _unwrap_if_constexpr(dims))
     if sorted(dims) != list(range(len(buf.shape))):
@@ -218,9 +220,9 @@ def local_trans(buf, dims=(1, 0), _semantic=None) -> buffered_tensor:
 
 
 @tlx_builtin
-def local_reshape(buf, shape, _semantic=None) -> buffered_tensor:
+def local_reshape(src, shape, _semantic=None) -> buffered_tensor:
     """The buffer seen with another shape of the same size (no data movement)."""
-    buf = _buffer(buf, "local_reshape", _semantic)
+    buf = _buffer(src, "local_reshape", _semantic)  # ``src``: the fork's parameter name
     shape = _int_tuple(shape, "tlx.local_reshape: shape")
     if math.prod(shape) != math.prod(buf.shape):
         raise ValueError(f"tlx.local_reshape: cannot reshape {buf.shape} into {shape}")
@@ -229,7 +231,7 @@ def local_reshape(buf, shape, _semantic=None) -> buffered_tensor:
 
 
 @tlx_builtin
-def local_reinterpret(buf, dtype, shape=None, layout=None, _semantic=None) -> buffered_tensor:
+def local_reinterpret(src, dtype, shape=None, layout=None, _semantic=None) -> buffered_tensor:
     """The same bytes seen as another dtype, shape (same byte size) and layout; no data movement.
 
     ``buf`` may be a whole multi-buffer allocation: the result is then one view over all its buffers.
@@ -237,6 +239,7 @@ def local_reinterpret(buf, dtype, shape=None, layout=None, _semantic=None) -> bu
     gets the planner's default. The bytes map to elements in row-major order as the interpreter
     models them only when both layouts are unswizzled; pass ``layout=`` to choose.
     """
+    buf = src  # the fork's parameter names
     buf = _buffer(buf, "local_reinterpret", _semantic)
     alias.check_not_member(_semantic, buf, "local_reinterpret")
     dtype = _unwrap_if_constexpr(dtype)

@@ -12,9 +12,9 @@ from .types import buffered_tensor, tensor_descriptor
 
 
 @tlx_builtin
-def dtype_of(ptr_or_tensor, _semantic=None) -> tl.dtype:
+def dtype_of(v, _semantic=None) -> tl.dtype:
     """Element dtype of a pointer, a tensor (of pointers), a tensor descriptor or a TLX buffer."""
-    x = _unwrap_if_constexpr(ptr_or_tensor)
+    x = _unwrap_if_constexpr(v)
     if isinstance(x, (buffered_tensor, tensor_descriptor, tl.core.tensor_descriptor_base)):
         return x.dtype
     if not isinstance(x, tl.tensor):
