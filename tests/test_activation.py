@@ -18,7 +18,7 @@ def test_global_activation_holds_until_unset():
     assert seen == [a]  # every thread sees the global pipeline
     tp.deactivate()
     assert tp.active_pipeline() is None
-    assert tp.effective_pipelines() == tp.registry.auto_pipelines()  # only plugins' automatic ones remain
+    assert tp.effective_pipelines() == tp.default_manager().auto_pipelines()  # only plugins' automatic ones remain
 
 
 def test_context_manager_nests_and_wins_over_global():

@@ -14,7 +14,7 @@ import pytest
 import tritium
 import tritium.plugins as tp
 from tritium import bundled
-from tritium.plugins import DeferredPlugin, PluginLoadError, registry
+from tritium.plugins import DeferredPlugin, PluginLoadError
 
 ROOT = Path(__file__).parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -140,13 +140,14 @@ def deferred_module(tmp_path, monkeypatch):
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = DeferredPlugin("lazy", "lazyplug")
-    registry._defer(spec, "entry point lazy = test:spec")
+    manager = tp.default_manager()
+    manager.announce(spec, "entry point lazy = test:spec")
     yield spec
     if any(lp.plugin.name == "lazy" for lp in tp.loaded_plugins()):
         tp.unload_plugin("lazy")
-    with registry._lock:
-        registry._deferred.pop("lazy", None)
-        registry._from_deferred.pop("lazy", None)
+    with manager._lock:
+        manager._deferred.pop("lazy", None)
+        manager._from_deferred.pop("lazy", None)
     sys.modules.pop("lazyplug", None)
 
 
@@ -175,13 +176,14 @@ def test_a_same_named_plugin_stands_in_for_a_deferred_one(deferred_module, tmp_p
 def test_deferred_module_giving_another_name_is_an_error(tmp_path, monkeypatch):
     (tmp_path / "misnamed.py").write_text("from tritium.plugins import Plugin\ntritium_plugin = Plugin('x', '1')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    registry._defer(DeferredPlugin("misnamed", "misnamed"), "entry point misnamed")
+    manager = tp.default_manager()
+    manager.announce(DeferredPlugin("misnamed", "misnamed"), "entry point misnamed")
     try:
         with pytest.raises(PluginLoadError, match="gives a plugin named 'x', the entry point announced 'misnamed'"):
             tp.get_plugin("misnamed")
     finally:
-        registry._deferred.pop("misnamed", None)
-        registry._from_deferred.pop("misnamed", None)
+        manager._deferred.pop("misnamed", None)
+        manager._from_deferred.pop("misnamed", None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,7 +206,7 @@ def test_a_source_tree_without_an_install_still_offers_the_bundled_plugins():
 
     code = ("import importlib.metadata as m; real = m.entry_points; "
             "m.entry_points = lambda **kw: [] if kw.get('group') == 'tritium.plugins' else real(**kw); "
-            "import tritium.plugins as tp; print(sorted(o for _, o in tp.registry.deferred_plugins())); "
+            "import tritium.plugins as tp; print(sorted(o for _, o in tp.deferred_plugins())); "
             "print(tp.get_plugin('instrumentation').name)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -82,7 +82,7 @@ def _announce_bundled_from_a_source_tree() -> None:
         return
     for name, spec in vars(bundled).items():
         if isinstance(spec, plugins.registry.DeferredPlugin):
-            plugins.registry.announce(spec, f"bundled {name} = {bundled.__name__}:{name} (source tree)")
+            plugins.default_manager().announce(spec, f"bundled {name} = {bundled.__name__}:{name} (source tree)")
 
 
 if not knobs.plugins.disable_autoload:

@@ -5,8 +5,9 @@ into no cache key.  Triton 3.7+ calls the same hook with no arguments to get ``(
 folds those into its keys (``key`` appended to the on-disk key, ``hash`` to the JIT
 specialization).  This module gives the rest of tritium the 3.7 contract on both:
 
-* :func:`install_stages_hook` sets the hook (chaining any hook already there); on 3.6 it also
-  wraps the two key functions so the hook's ``(key, hash)`` reaches the on-disk and JIT keys.
+* :func:`install_stages_hook` puts a plugin manager's :class:`ChainedHook` in Triton's one hook slot
+  (chaining any hook already there); on 3.6 it also wraps the two key functions so the hook's
+  ``(key, hash)`` reaches the on-disk and JIT keys.
 * :func:`load_native_plugin` loads a Triton ``.so`` plugin where Triton leaves that to the caller
   (3.9: ``passes.plugin.extend_with`` and friends); 3.7/3.8 load ``TRITON_PLUGIN_PATHS`` themselves
   when libtriton is imported, and 3.6 has no native plugins.
@@ -53,16 +54,17 @@ StagesHook = Callable[..., Any]
 # --------------------------------------------------------------------------------------------
 # The stages hook and the cache keys
 # --------------------------------------------------------------------------------------------
-class _ChainedHook:
-    """Our hook, with whatever hook was installed before us called first.
+class ChainedHook:
+    """A plugin manager's stages hook, with whatever hook was in Triton's slot before it called first.
 
     ``key(kernel)`` gives ``(key, hash)`` for compiling ``kernel`` (a JITFunction, or None when
     Triton does not say which kernel: the 3.7+ protocol); ``apply(..., kernel)`` edits the stages.
+    The manager (``owner``) makes and owns it; :func:`install_stages_hook` sets ``previous``.
     """
 
-    def __init__(self, apply: Callable[..., None], key: Callable[[Any], tuple[str, str]],
-                 previous: Optional[StagesHook]):
-        self.apply, self.key, self.previous = apply, key, previous
+    def __init__(self, apply: Callable[..., None], key: Callable[[Any], tuple[str, str]], owner: Any) -> None:
+        self.apply, self.key, self.owner = apply, key, owner
+        self.previous: Optional[StagesHook] = None
 
     def __call__(self, *args: Any) -> Any:
         if not args:  # the 3.7+ key protocol
@@ -83,7 +85,8 @@ class _Compiling(threading.local):
 
 
 _compiling = _Compiling()
-_installed: Optional[_ChainedHook] = None
+#: The hook in Triton's one slot, for the key functions below (so, process-wide: one manager is enabled at a time).
+_installed: Optional[ChainedHook] = None
 _key_fn: Optional[Callable[[Any], tuple[str, str]]] = None  # _installed.key, read once per launch
 _orig_get_cache_key = _compiler.get_cache_key
 _orig_jit_get_cache_key = _jit.get_cache_key
@@ -114,8 +117,8 @@ def _check_hook_is_ours(key: str) -> None:
         raise PipelineError(
             f"knobs.runtime.add_stages_inspection_hook was replaced by {current!r} after tritium installed its "
             f"own, so the pipelines in effect ({key}) would not run and the binary would be cached under a key "
-            "that does not describe it; nothing was compiled. Call tritium.plugins.enable() to chain that hook "
-            "into tritium's, or restore the hook")
+            "that does not describe it; nothing was compiled. Call tritium.plugins.enable() (or the enabled "
+            "PluginManager's enable()) to chain that hook into tritium's, or restore the hook")
 
 
 def _keyed_compute_cache_key(kernel_key_cache, specialization, options):
@@ -156,33 +159,39 @@ def track_kernel_keys(kernel: Any) -> bool:
     return True
 
 
-def install_stages_hook(apply: Callable[..., None], key: Callable[[Any], tuple[str, str]]) -> None:
-    """Install ``apply(backend, stages, options, language, capability, kernel=...)`` as the stages hook.
+def install_stages_hook(hook: ChainedHook) -> None:
+    """Put ``hook`` in Triton's stages-hook slot, chaining the hook found there.
 
-    ``key(kernel)`` returns ``(key, hash)``: empty strings when nothing is active, so keys stay
-    exactly those of bare Triton.  Idempotent; called again after another tool replaced the hook, it
-    puts ours back with that tool's hook chained in.
+    ``hook.apply(backend, stages, options, language, capability, kernel=...)`` edits the stages;
+    ``hook.key(kernel)`` returns ``(key, hash)``, empty strings when nothing is active, so keys stay
+    exactly those of bare Triton.  Triton has one slot: another tritium hook in it is uninstalled first
+    (the plugin manager decides when that is allowed).  Idempotent; called again after another tool
+    replaced the hook, it puts ``hook`` back with that tool's hook chained in.
     """
     global _installed, _key_fn
-    if _installed is not None:
+    if _installed is hook:
         current = knobs.runtime.add_stages_inspection_hook
-        if current is not _installed:  # another tool set its hook over ours: chain it behind ours
-            _installed.previous = current
-            knobs.runtime.add_stages_inspection_hook = _installed
+        if current is not hook:  # another tool set its hook over ours: chain it behind ours
+            hook.previous = current
+            knobs.runtime.add_stages_inspection_hook = hook
         return
-    _installed = _ChainedHook(apply, key, knobs.runtime.add_stages_inspection_hook)
-    _key_fn = key
-    knobs.runtime.add_stages_inspection_hook = _installed
+    uninstall_stages_hook()
+    hook.previous = knobs.runtime.add_stages_inspection_hook
+    _installed, _key_fn = hook, hook.key
+    knobs.runtime.add_stages_inspection_hook = hook
     if not NATIVE_HOOK_PROTOCOL:
         _compiler.get_cache_key = _keyed_get_cache_key
         _jit.get_cache_key = _keyed_get_cache_key
         _jit.compute_cache_key = _keyed_compute_cache_key
 
 
-def uninstall_stages_hook() -> None:
-    """Restore the hook and key functions exactly as they were before :func:`install_stages_hook`."""
+def uninstall_stages_hook(hook: Optional[ChainedHook] = None) -> None:
+    """Restore the hook and key functions exactly as they were before ``hook`` was installed.
+
+    ``None`` means whichever tritium hook is installed; a hook that is not installed is left alone.
+    """
     global _installed, _key_fn
-    if _installed is None:
+    if _installed is None or (hook is not None and hook is not _installed):
         return
     if knobs.runtime.add_stages_inspection_hook is _installed:
         knobs.runtime.add_stages_inspection_hook = _installed.previous
@@ -194,6 +203,11 @@ def uninstall_stages_hook() -> None:
 
 def stages_hook_installed() -> bool:
     return _installed is not None and knobs.runtime.add_stages_inspection_hook is _installed
+
+
+def installed_stages_hook() -> Optional[ChainedHook]:
+    """The tritium hook that holds Triton's slot (even if another tool has since set its hook over it)."""
+    return _installed
 
 
 # --------------------------------------------------------------------------------------------

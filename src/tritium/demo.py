@@ -24,7 +24,7 @@ def _compile(kernel: Any, cfg: Any, target: str) -> tuple[Any, Any]:
 
     from .kernels.specialize import gemm_source
     from .plugins.inspection import parse_target
-    from .plugins.runner import CompileReport, recording
+    from .plugins import CompileReport, recording
     report = CompileReport()
     with recording(report), triton.knobs.compilation.scope():
         triton.knobs.compilation.always_compile = True

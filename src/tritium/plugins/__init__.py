@@ -1,38 +1,48 @@
 """tritium's plugin system: load plugins, edit any stage's passes, per kernel, with correct caching.
 
-Nothing here knows about TLX or any other plugin; see ``docs/plugins.md`` for a tour.
+The functions here act on the default :class:`PluginManager` (:func:`default_manager`), which owns
+the loaded plugins, the pipeline in effect and tritium's stages hook, installed at import.  Nothing
+here knows about TLX or any other plugin; see ``docs/plugins.md`` for a tour.
 """
 from __future__ import annotations
 
-from .. import compat
 from ..compat import parse_module
-from .activation import activate, active_pipeline, bind, bound_pipeline, deactivate, effective_pipelines, \
-    pipelines_key, resolve_pipeline, use_pipeline
 from .errors import PassError, PipelineError, PluginLoadError, TritiumError
+from .manager import PipelineLike, PluginManager, bound_pipeline, default_manager, enabled_manager
 from .passes import PythonPass, StockPass, mlir_pass, text_pass
 from .pipeline import Pipeline
-from .registry import DeferredPlugin, Plugin, deferred_plugins, discover, get_plugin, load_deferred, load_plugin, \
-    loaded_plugins, register, unload_plugin
-from .runner import CompileReport, StageContext, apply_pipelines
+from .registry import DeferredPlugin, Plugin
+from .runner import CompileReport, StageContext
 
-
-def enable() -> None:
-    """Install tritium's stages hook (idempotent).  With no pipeline in effect it changes nothing."""
-    compat.install_stages_hook(apply_pipelines, pipelines_key)
-
-
-def disable() -> None:
-    """Remove tritium's hook and restore Triton's key functions and any hook that was there before."""
-    compat.uninstall_stages_hook()
-
+_default = default_manager()
+load_plugin = _default.load_plugin
+register = _default.register
+unload_plugin = _default.unload_plugin
+discover = _default.discover
+loaded_plugins = _default.loaded_plugins
+get_plugin = _default.get_plugin
+deferred_plugins = _default.deferred_plugins
+load_deferred = _default.load_deferred
+activate = _default.activate
+deactivate = _default.deactivate
+use_pipeline = _default.use_pipeline
+bind = _default.bind
+active_pipeline = _default.active_pipeline
+effective_pipelines = _default.effective_pipelines
+pipelines_key = _default.pipelines_key
+resolve_pipeline = _default.resolve_pipeline
+recording = _default.recording
+enable = _default.enable
+disable = _default.disable
 
 enable()
 
 __all__ = [
     "Plugin", "Pipeline", "StockPass", "PythonPass", "mlir_pass", "text_pass", "StageContext", "CompileReport",
+    "PluginManager", "default_manager", "enabled_manager", "PipelineLike",
     "load_plugin", "register", "unload_plugin", "discover", "loaded_plugins", "get_plugin",
     "DeferredPlugin", "deferred_plugins", "load_deferred",
     "activate", "deactivate", "use_pipeline", "bind", "bound_pipeline", "active_pipeline", "effective_pipelines",
-    "pipelines_key", "resolve_pipeline", "enable", "disable",
+    "pipelines_key", "resolve_pipeline", "recording", "enable", "disable",
     "TritiumError", "PluginLoadError", "PipelineError", "PassError", "parse_module",
 ]

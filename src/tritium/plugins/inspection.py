@@ -10,9 +10,9 @@ import triton
 from triton import knobs
 from triton.backends.compiler import GPUTarget
 
-from .activation import PipelineLike, bound_pipeline, resolve_pipeline, use_pipeline
 from .errors import PipelineError
-from .runner import CompileReport, recording
+from .manager import PipelineLike, bound_pipeline, default_manager, enabled_manager
+from .runner import CompileReport
 
 #: How a target is written: Triton's ``backend:arch[:warp_size]`` (``cuda:90``, ``hip:gfx942:64``), or the
 #: short ``sm90``/``sm_90a`` and ``gfx942``.
@@ -78,18 +78,20 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], target: GPUTarget | st
     """``triton.compile`` for a kernel under its bound pipeline, else the one given, else what is active.
 
     With ``report`` the compilation bypasses the cache, so that every stage really runs and is recorded.
-    ``aligned`` names arguments known divisible by 16 (see :func:`make_source`).
+    ``aligned`` names arguments known divisible by 16 (see :func:`make_source`).  Pipelines are chosen and
+    recorded by the enabled plugin manager (the one whose hook Triton calls), else the default one.
     """
     if isinstance(target, str):
         target = parse_target(target)
+    manager = enabled_manager() or default_manager()
     bound = bound_pipeline(fn)
-    if bound is not None and pipeline is not _UNSET and resolve_pipeline(pipeline) is not bound:
+    if bound is not None and pipeline is not _UNSET and manager.resolve_pipeline(pipeline) is not bound:
         raise PipelineError(f"kernel {fn.__name__!r} is bound to pipeline {bound.origin()!r}; unbind it with "
                             "tritium.plugins.bind(None, kernel) to compile it under another pipeline")
     chosen = bound if bound is not None else pipeline
-    scope = use_pipeline(chosen) if chosen is not _UNSET else contextlib.nullcontext()
+    scope = manager.use_pipeline(chosen) if chosen is not _UNSET else contextlib.nullcontext()
     fresh = _always_compile() if report is not None else contextlib.nullcontext()
-    with scope, recording(report), fresh:
+    with scope, manager.recording(report), fresh:
         return triton.compile(make_source(fn, signature, constexprs, aligned), target=target, options=options)
 
 

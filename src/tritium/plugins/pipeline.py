@@ -24,7 +24,8 @@ STAGE_OUTPUT = {"ttir": "mlir", "ttgir": "mlir", "llir": "llir", "ptx": "ptx", "
 PASS_STAGES = ("ttir", "ttgir", "llir")
 
 class Generation:
-    """Bumped on every pipeline edit and plugin (un)load, so cached keys know when to recompute."""
+    """Bumped on every pipeline edit, so cached keys know when to recompute.  Process-wide: a pipeline is a
+    value that any plugin manager may use (each manager counts its own plugin (un)loads)."""
     value = 0
 
     @classmethod

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .. import compat, knobs, log
-from .activation import effective_pipelines
 from .errors import PassError, PipelineError
 from .passes import Pass, PythonPass, StockPass
 from .pipeline import STAGE_INPUT, STAGE_OUTPUT, Anchor, Edit, Pipeline
@@ -54,29 +52,6 @@ class CompileReport:
             if s.name == name:
                 return s
         raise KeyError(f"no stage {name!r}; stages: {', '.join(s.name for s in self.stages)}")
-
-
-class _ReportSlot(threading.local):
-    report: Optional[CompileReport] = None
-
-
-_slot = _ReportSlot()
-
-
-def recording(report: Optional[CompileReport]) -> "_Recording":
-    return _Recording(report)
-
-
-class _Recording:
-    def __init__(self, report: Optional[CompileReport]) -> None:
-        self.report, self.saved = report, None
-
-    def __enter__(self) -> Optional[CompileReport]:
-        self.saved, _slot.report = _slot.report, self.report
-        return self.report
-
-    def __exit__(self, *exc: Any) -> None:
-        _slot.report = self.saved
 
 
 # --------------------------------------------------------------------------------------------
@@ -169,14 +144,15 @@ def _anchor_matches(anchor: Anchor, base: str, occurrence: int) -> bool:
 class StageRunner:
     """A stage function with the effective pipelines' edits for that stage applied."""
 
-    def __init__(self, name: str, fn: Callable[[Any, dict], Any], pipelines: list[Pipeline],
-                 ctx: StageContext, added_by: Optional[Pipeline] = None) -> None:
+    def __init__(self, name: str, fn: Callable[[Any, dict], Any], pipelines: tuple[Pipeline, ...],
+                 ctx: StageContext, report: Optional[CompileReport], added_by: Optional[Pipeline] = None) -> None:
         self.name, self.fn, self.pipelines, self.ctx, self.added_by = name, fn, pipelines, ctx, added_by
+        self.report = report
 
     def __call__(self, src: Any, metadata: dict) -> Any:
         active = [p for p in self.pipelines if p.applies(src, metadata)]
         edits = [(p, e) for p in active for e in p.for_stage(self.name)]
-        report = _slot.report
+        report = self.report
         if not edits and report is None and self.added_by is None and not self.ctx.text_edit:
             return self.fn(src, metadata)
         ctx = StageContext(self.name, self.ctx.backend, self.ctx.options, self.ctx.language,
@@ -381,12 +357,12 @@ def _pass_label(p: Pass) -> str:
 # --------------------------------------------------------------------------------------------
 # The stages hook
 # --------------------------------------------------------------------------------------------
-def apply_pipelines(backend: Any, stages: dict, options: Any, language: Any, capability: Any = None, *,
-                    kernel: Any = None) -> None:
-    """The stages hook body: wrap each stage of this compilation of ``kernel`` in a :class:`StageRunner`."""
+def apply_pipelines(pipelines: tuple[Pipeline, ...], report: Optional[CompileReport], backend: Any, stages: dict,
+                    options: Any, language: Any, capability: Any) -> None:
+    """The stages hook body: wrap each stage of this compilation in a :class:`StageRunner` that applies
+    ``pipelines`` and records into ``report`` (a plugin manager says which)."""
     log.start_compilation()
-    pipelines = effective_pipelines(kernel)
-    if not pipelines and _slot.report is None:
+    if not pipelines and report is None:
         return
     ctx = StageContext("", backend, options, language, capability)
     ordered = list(stages.items())
@@ -400,7 +376,7 @@ def apply_pipelines(backend: Any, stages: dict, options: Any, language: Any, cap
                     added_by[edit.stage] = pipeline
     stages.clear()
     for name, fn in ordered:
-        stages[name] = StageRunner(name, fn, pipelines, ctx, added_by.get(name))
+        stages[name] = StageRunner(name, fn, pipelines, ctx, report, added_by.get(name))
     for pipeline in pipelines:
         for edit in pipeline.edits:
             if edit.op == "override_pipeline":
@@ -411,5 +387,5 @@ def apply_pipelines(backend: Any, stages: dict, options: Any, language: Any, cap
                                         f"{type(e).__name__}: {e}") from e
 
 
-__all__ = ["apply_pipelines", "StageContext", "CompileReport", "StageRecord", "PassRecord", "recording",
+__all__ = ["apply_pipelines", "StageContext", "CompileReport", "StageRecord", "PassRecord",
            "STAGE_INPUT", "STAGE_OUTPUT"]

@@ -1,0 +1,186 @@
+"""PluginManager: managers keep their own plugins and pipelines, the module functions act on the default one,
+one manager at a time holds Triton's stages hook, and a manager's recorder traces its compilations."""
+import sys
+import threading
+
+import pytest
+import triton
+import triton.compiler.compiler as compiler
+import triton.runtime.jit as jit
+from triton import knobs
+
+import tritium.plugins as tp
+from tritium import compat
+from tritium.plugins import CompileReport, DeferredPlugin, Pipeline, Plugin, PluginManager, TritiumError, mlir_pass
+from tritium.plugins.inspection import make_source, parse_target
+from kernels import KERNELS
+
+
+def tagging(value: str) -> Pipeline:
+    """A pipeline that marks the TTGIR module it compiles, so a binary says which pipeline built it."""
+    @mlir_pass(name=f"tag_{value}")
+    def tag(mod, ctx):
+        from triton._C.libtriton import ir
+        mod.set_attr("tritium.tag", ir.builder(mod.context).get_string_attr(value))
+    return Pipeline(f"tag-{value}").insert("ttgir", tag, at="end")
+
+
+def compile_add(fresh: bool = False):
+    """Compile the add kernel; ``fresh`` bypasses the cache, so that every stage really runs."""
+    fn, sig, const = KERNELS["add"]
+    with knobs.compilation.scope():
+        knobs.compilation.always_compile = fresh
+        return triton.compile(make_source(fn, sig, const), target=parse_target("sm90"))
+
+
+def tag_of(compiled) -> str:
+    ttgir = compiled.asm["ttgir"]
+    return ttgir.split('tritium.tag = "', 1)[1].split('"', 1)[0] if "tritium.tag" in ttgir else ""
+
+
+def test_two_managers_do_not_see_each_others_state():
+    one, two = PluginManager("one"), PluginManager("two")
+    a, b = tagging("a"), tagging("b")
+    one.register(Plugin("pa", "1", pipelines={"p": a}, auto_pipelines=[Pipeline("auto-a")]))
+    two.register(Plugin("pb", "1", pipelines={"p": b}))
+    assert [lp.plugin.name for lp in one.loaded_plugins()] == ["pa"]
+    assert [lp.plugin.name for lp in two.loaded_plugins()] == ["pb"]
+    assert one.resolve_pipeline("p") is a and two.resolve_pipeline("p") is b
+    with pytest.raises(tp.PluginLoadError, match="no plugin named 'pb'"):
+        one.get_plugin("pb")
+    assert "pa" not in [lp.plugin.name for lp in tp.loaded_plugins()]
+
+    one.activate("p")
+    with two.use_pipeline("p"):
+        assert one.active_pipeline() is a and two.active_pipeline() is b
+        assert tp.active_pipeline() is None  # the default manager saw none of it
+        key_one, key_two = one.pipelines_key()[0], two.pipelines_key()[0]
+    assert key_one.split("+") == [f"pa:auto-a#{one.auto_pipelines()[0].digest()}", f"pa:tag-a#{a.digest()}"]
+    assert key_two == f"pb:tag-b#{b.digest()}"
+    assert two.active_pipeline() is None and two.pipelines_key() == ("", "")
+
+    seen = []  # a thread sees each manager's global pipeline, and its own use_pipeline only in its own manager
+    worker = threading.Thread(target=lambda: seen.append((one.active_pipeline(), two.active_pipeline())))
+    worker.start()
+    worker.join()
+    assert seen == [(a, None)]
+
+    one.unload_plugin("pa")
+    assert one.auto_pipelines() == () and one.pipelines_key()[0] == f"pa:tag-a#{a.digest()}"
+    assert two.loaded_plugins()[0].plugin.name == "pb"
+
+
+def test_a_pipeline_edit_reaches_every_managers_key():
+    one, two = PluginManager("one"), PluginManager("two")
+    p = Pipeline("shared")
+    one.activate(p)
+    two.activate(p)
+    before = one.pipelines_key(), two.pipelines_key()
+    p.disable("ttgir", "ttgpuir.coalesce")
+    after = one.pipelines_key(), two.pipelines_key()
+    assert before[0] == before[1] and after[0] == after[1] and after[0] != before[0]
+
+
+def test_module_functions_act_on_the_default_manager():
+    default = tp.default_manager()
+    assert tp.enabled_manager() is default and default.is_enabled()
+    p = Pipeline("module-level")
+    tp.activate(p)
+    assert default.active_pipeline() is p
+    plugin = tp.register(Plugin("via-module", "1", pipelines={"x": p}))
+    assert default.get_plugin("via-module") is plugin and default.resolve_pipeline("via-module:x") is p
+    with default.use_pipeline(None):
+        assert tp.active_pipeline() is None
+    tp.unload_plugin("via-module")
+    assert "via-module" not in [lp.plugin.name for lp in default.loaded_plugins()]
+    report = CompileReport()
+    with tp.recording(report):
+        compile_add(fresh=True)
+    assert [s.name for s in report.stages][:2] == ["ttir", "ttgir"]
+
+
+def test_enabling_a_second_manager_is_refused_and_a_hand_over_restores_the_hooks():
+    default, mine = tp.default_manager(), PluginManager("mine")
+    hook, get_key, compute_key = (knobs.runtime.add_stages_inspection_hook, compiler.get_cache_key,
+                                  jit.compute_cache_key)
+    with pytest.raises(TritiumError, match=r"cannot enable PluginManager\('mine'.*PluginManager\('default'.*holds "
+                                           r"Triton's stages hook"):
+        mine.enable()
+    assert knobs.runtime.add_stages_inspection_hook is hook and not mine.is_enabled()
+    with mine.enabled() as held:
+        assert held is mine and tp.enabled_manager() is mine and not default.is_enabled()
+        assert knobs.runtime.add_stages_inspection_hook is compat.installed_stages_hook() is not hook
+        mine.activate(Pipeline("x"))
+        assert compat.pipeline_digest(None) == mine.pipelines_key()[1] != ""  # the keys ask this manager
+        tp.disable()  # the default manager is not enabled: nothing to remove
+        assert mine.is_enabled()
+        with mine.enabled():  # already enabled: stays so after the block
+            pass
+        assert mine.is_enabled()
+    assert tp.enabled_manager() is default
+    assert (knobs.runtime.add_stages_inspection_hook, compiler.get_cache_key, jit.compute_cache_key) == \
+        (hook, get_key, compute_key)
+
+
+def test_disabling_every_manager_gives_back_triton_and_a_foreign_hook(monkeypatch):
+    calls = []
+
+    def foreign(*args):
+        calls.append(args[0].target)
+
+    mine = PluginManager("mine")
+    tp.disable()
+    try:
+        assert tp.enabled_manager() is None and knobs.runtime.add_stages_inspection_hook is None
+        assert compiler.get_cache_key is compat._orig_get_cache_key
+        knobs.runtime.add_stages_inspection_hook = foreign
+        mine.enable()
+        assert compat.installed_stages_hook().previous is foreign  # chained, so the foreign tool still runs
+        compile_add(fresh=True)
+        assert calls
+        mine.disable()
+        assert knobs.runtime.add_stages_inspection_hook is foreign
+        assert compiler.get_cache_key is compat._orig_get_cache_key
+        assert jit.compute_cache_key is compat._orig_compute_cache_key
+    finally:
+        mine.disable()
+        knobs.runtime.add_stages_inspection_hook = None
+        tp.enable()
+
+
+def test_only_the_enabled_managers_pipelines_and_recorder_apply(no_auto_pipelines):
+    mine = PluginManager("mine")
+    mine.activate(tagging("mine"))
+    tp.activate(tagging("default"))
+    default_report, my_report = CompileReport(), CompileReport()
+    with tp.recording(default_report), mine.recording(my_report):
+        assert tag_of(compile_add()) == "default"
+        assert my_report.stages == []  # not enabled: its recorder saw nothing
+        with mine.enabled():
+            compiled = compile_add()
+            with mine.use_pipeline(None):
+                assert tag_of(compile_add()) == ""  # no pipeline in effect: bare Triton's binary
+        stages = len(default_report.stages)
+        assert tag_of(compiled) == "mine"  # same kernel, same options: its key names its pipeline
+        (ttgir,) = [s for s in my_report.stages if s.name == "ttgir" and any(
+            r.name == "python:tag_mine" for r in s.passes)]
+        (tagged,) = [r for r in ttgir.passes if r.status == "inserted"]
+        assert tagged.origin == "tag-mine"
+        assert not any(r.name == "python:tag_default" for s in my_report.stages for r in s.passes)
+        compile_add(fresh=True)  # the default manager is enabled again, and records again
+        assert len(default_report.stages) > stages
+
+
+def test_a_deferred_module_that_registers_itself_loads_into_any_manager(tmp_path, monkeypatch):
+    (tmp_path / "selfreg.py").write_text("import tritium.plugins as tp\n"
+                                         "tp.load_plugin(tp.Plugin('selfreg', '1.0'))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mine = PluginManager("mine")
+    mine.announce(DeferredPlugin("selfreg", "selfreg"), "entry point selfreg = test")
+    try:
+        plugin = mine.get_plugin("selfreg")  # the import registered it with the default manager
+        assert plugin is tp.get_plugin("selfreg")
+        (lp,) = mine.loaded_plugins()
+        assert lp.origin == "entry point selfreg = test" and mine.deferred_plugins() == []
+    finally:
+        sys.modules.pop("selfreg", None)
