@@ -1,0 +1,305 @@
+"""AlphaFold3's triangle multiplicative update ("outgoing", the GPU MODE trimul task) as three TLX kernels.
+
+Operator (x [B, N, N, C] fp32, mask [B, N, N], hidden H)::
+
+    xn = LayerNorm_C(x)
+    left = (xn Wl^T) * mask * sigmoid(xn Wlg^T);  right = (xn Wr^T) * mask * sigmoid(xn Wrg^T)
+    out[b, i, j, h] = sum_k left[b, i, k, h] * right[b, j, k, h]
+    y = (LayerNorm_H(out) * sigmoid(xn Wog^T)) Wo^T
+
+Kernels (bf16 inside, fp32 at the boundaries; every accumulation and LayerNorm statistic in fp32):
+
+1. :func:`trimul_proj_kernel`: one GEMM over the five stacked projections. A program owns BM rows of
+   x and one HS-wide slice of the hidden dimension. It computes the rows' LayerNorm statistics
+   (chunked two-pass moments merged exactly, so Cauchy tails neither overflow nor cancel), then for
+   every K step normalizes the x tile in registers and feeds it, as wgmma's register A operand, to
+   five async dots whose B tiles (the five weights' K x HS slices) stream through a cp.async ring.
+   The x tile of the next step is loaded while the dots run. The epilogue applies mask and sigmoid
+   gates and writes left and right channel-major, [B * H, N, N] (i, k contiguous), so step 3 is a
+   batched row-major GEMM, and sigmoid(out gate) row-major [B * N * N, H].
+2. :func:`trimul_pair_kernel`: the batched GEMM ``out[z] = left[z] @ right[z]^T`` over z = B * H,
+   the project's pipelined Hopper GEMM (cp.async ring, async wgmma, one wgmma in flight) with a
+   batch index and B read through a transposed shared-memory view. Output [B * H, N, N] in bf16
+   (its sums can exceed fp16's range on Cauchy inputs).
+3. :func:`trimul_out_kernel`: a program loads BM rows of ``out`` across all H channels (coalesced:
+   BM contiguous elements per channel), transposes them in registers, applies LayerNorm over H, the
+   out gate, and multiplies by Wo^T (K = H, one register-A wgmma per BN columns of the output, Wo^T
+   tiles through a cp.async ring), writing y fp32.
+
+Tiling: C must be a multiple of BK = 64, H 64 or 128, N a multiple of 16 (so that BM = 128 rows of
+a batch never straddle two batches and every row is 32-byte aligned). :func:`check_shapes` says so.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import triton
+import triton.language as tl
+
+import tritium.tlx as tlx
+
+from .tiles import grouped_tile
+
+#: The LayerNorm'd x tile's width (the projection GEMM's K step) and the row block of kernels 1 and 3.
+BK = 64
+BM = 128
+#: Hidden widths the kernels tile (kernel 3 holds a whole [BM, H] row block in registers).
+HIDDEN_DIMS = (64, 128)
+
+
+class PairConfig(NamedTuple):
+    BM: int
+    BN: int
+    BK: int
+    GROUP_SIZE_M: int
+    NUM_STAGES: int
+    num_warps: int
+
+
+#: The pipelined Hopper GEMM's published tile, a smaller one when N is small, one warpgroup's for N <= 64.
+PAIR_LARGE = PairConfig(128, 256, 64, 8, 3, 8)
+PAIR_SMALL = PairConfig(128, 128, 64, 8, 3, 8)
+PAIR_TINY = PairConfig(64, 64, 64, 8, 2, 4)
+
+
+@triton.jit
+def _row_stats(x_ptr, rows64, row_ok, C, eps, BM: tl.constexpr, BK: tl.constexpr):
+    """fp32 mean and 1/sqrt(var + eps) of BM rows of x [*, C]: exact two-pass moments per BK chunk,
+    merged with Chan's formula, so huge values neither overflow a sum of squares nor cancel."""
+    cols = tl.arange(0, BK)
+    mean = tl.zeros((BM, ), tl.float32)
+    m2 = tl.zeros((BM, ), tl.float32)
+    for k0 in range(0, C, BK):
+        xt = tl.load(x_ptr + rows64[:, None] * C + (k0 + cols)[None, :], mask=row_ok[:, None], other=0.0,
+                     eviction_policy="evict_last")  # read again right after, by the GEMM loop
+        c_mean = tl.sum(xt, axis=1) / BK
+        d = xt - c_mean[:, None]
+        seen = k0 * 1.0
+        total = seen + BK
+        delta = c_mean - mean
+        mean = mean + delta * (BK / total)
+        m2 = m2 + tl.sum(d * d, axis=1) + delta * delta * (seen * BK / total)
+    return mean, 1.0 / tl.sqrt(m2 / C + eps)
+
+
+@triton.jit
+def _load_weight_stage(w_ptrs, w_bufs, stage, step, w_rows, C, H: tl.constexpr, BK: tl.constexpr):
+    """One commit group: the five weights' [BK, HS] tiles of K step ``step`` into ring stage ``stage``
+    (masked off, so zero-filled and never read, past the last step)."""
+    ok = w_rows[:, None] < C - step * BK
+    for j in tl.static_range(5):
+        tlx.async_load(w_ptrs + (j * C + step * BK) * H, w_bufs[5 * stage + j], mask=ok)
+    tlx.async_load_commit_group()
+
+
+@triton.jit
+def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, right_ptr, og_ptr, M, NN, C, eps,
+                       H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr,
+                       NUM_STAGES: tl.constexpr):
+    """LayerNorm(x) @ [Wl | Wlg | Wr | Wrg | Wog]^T for BM rows and hidden columns h0 .. h0 + HS, gated.
+
+    ``w_ptr``: the five transposed weights packed [5, C, H] (bf16). Rows m = b * NN + (i * N + k).
+    """
+    N_SLICES: tl.constexpr = H // HS
+    pid = tl.program_id(0)
+    m0 = (pid // N_SLICES) * BM
+    h0 = (pid % N_SLICES) * HS
+    rows = m0 + tl.arange(0, BM)
+    row_ok = rows < M
+    rows64 = rows.to(tl.int64)
+    cols = tl.arange(0, BK)
+    mean, rstd = _row_stats(x_ptr, rows64, row_ok, C, eps, BM, BK)
+
+    dtype = tlx.dtype_of(w_ptr)
+    w_bufs = tlx.local_alloc((BK, HS), dtype, 5 * NUM_STAGES)  # stage s, projection j at 5 * s + j
+    w_rows = tl.arange(0, BK)
+    w_ptrs = w_ptr + (w_rows[:, None] * H + h0 + tl.arange(0, HS)[None, :])
+    k_tiles = C // BK
+    for i in tl.range(0, NUM_STAGES - 1, loop_unroll_factor=NUM_STAGES - 1):  # prologue
+        _load_weight_stage(w_ptrs, w_bufs, i, i, w_rows, C, H, BK)
+
+    acc_lp = tl.zeros((BM, HS), tl.float32)
+    acc_lg = tl.zeros((BM, HS), tl.float32)
+    acc_rp = tl.zeros((BM, HS), tl.float32)
+    acc_rg = tl.zeros((BM, HS), tl.float32)
+    acc_og = tl.zeros((BM, HS), tl.float32)
+    x_ptrs = x_ptr + (rows64[:, None] * C + cols[None, :])
+    xt = tl.load(x_ptrs, mask=row_ok[:, None], other=0.0)
+    for k in tl.range(0, k_tiles, num_stages=0):
+        s = k % NUM_STAGES
+        g = tl.load(ln_w_ptr + k * BK + cols)
+        beta = tl.load(ln_b_ptr + k * BK + cols)
+        a = ((xt - mean[:, None]) * rstd[:, None] * g[None, :] + beta[None, :]).to(dtype)
+        tlx.async_load_wait_group(NUM_STAGES - 2)  # step k's weight tiles have landed
+        acc_lp = tlx.async_dot(a, w_bufs[5 * s + 0], acc_lp)
+        acc_lg = tlx.async_dot(a, w_bufs[5 * s + 1], acc_lg)
+        acc_rp = tlx.async_dot(a, w_bufs[5 * s + 2], acc_rp)
+        acc_rg = tlx.async_dot(a, w_bufs[5 * s + 3], acc_rg)
+        acc_og = tlx.async_dot(a, w_bufs[5 * s + 4], acc_og)
+        # The next x tile loads while the wgmmas run.
+        xt = tl.load(x_ptrs + (k + 1) * BK, mask=row_ok[:, None] & (k + 1 < k_tiles), other=0.0)
+        acc_lp = tlx.async_dot_wait(0, acc_lp)
+        acc_lg = tlx.async_dot_wait(0, acc_lg)
+        acc_rp = tlx.async_dot_wait(0, acc_rp)
+        acc_rg = tlx.async_dot_wait(0, acc_rg)
+        acc_og = tlx.async_dot_wait(0, acc_og)
+        # Refill the stage read one step ago (its wgmmas are retired) with step k + NUM_STAGES - 1.
+        i = k + NUM_STAGES - 1
+        _load_weight_stage(w_ptrs, w_bufs, i % NUM_STAGES, i, w_rows, C, H, BK)
+    tlx.async_load_wait_group(0)  # the zero-filling copies past the end, before shared memory is reused
+
+    # Epilogue: a row block lies in one batch b (NN % BM == 0): left/right[b * H + h, p] for p = m - b * NN.
+    mask = tl.load(mask_ptr + rows64, mask=row_ok, other=0).to(tl.float32)
+    left = (acc_lp * mask[:, None] * tl.sigmoid(acc_lg)).to(dtype)
+    right = (acc_rp * mask[:, None] * tl.sigmoid(acc_rg)).to(dtype)
+    b = m0 // NN
+    hs = h0 + tl.arange(0, HS)
+    pair_offs = (b * H + hs[None, :]).to(tl.int64) * NN + (rows - b * NN)[:, None]
+    tl.store(left_ptr + pair_offs, left, mask=row_ok[:, None])
+    tl.store(right_ptr + pair_offs, right, mask=row_ok[:, None])
+    tl.store(og_ptr + rows64[:, None] * H + hs[None, :], tl.sigmoid(acc_og).to(dtype), mask=row_ok[:, None])
+
+
+@triton.jit
+def trimul_pair_kernel(l_ptr, r_ptr, o_ptr, N, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                       GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """``o[z] = l[z] @ r[z]^T`` for row-major [N, N] matrices, z = program_id(1). N % 16 == 0."""
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(N, BM), tl.cdiv(N, BN), GROUP_SIZE_M)
+    base = tl.program_id(1).to(tl.int64) * N * N
+    # Rows past N wrap around: loads stay in bounds, the store mask drops them.
+    offs_i = (pid_m * BM + tl.arange(0, BM)) % N
+    offs_j = (pid_n * BN + tl.arange(0, BN)) % N
+    offs_k = tl.arange(0, BK)
+    a_ptrs = l_ptr + base + (tl.multiple_of(offs_i[:, None] * N, [16, 16]) + offs_k[None, :])
+    b_ptrs = r_ptr + base + (tl.multiple_of(offs_j[:, None] * N, [16, 16]) + offs_k[None, :])
+    dtype = tlx.dtype_of(l_ptr)
+    bufs_a = tlx.local_alloc((BM, BK), dtype, NUM_STAGES)
+    bufs_b = tlx.local_alloc((BN, BK), dtype, NUM_STAGES)
+
+    for i in tl.range(0, NUM_STAGES - 1, loop_unroll_factor=NUM_STAGES - 1):  # prologue
+        ok = tl.max_constancy(offs_k[None, :] < N - i * BK, [1, 16])
+        token_a = tlx.async_load(a_ptrs + i * BK, bufs_a[i], mask=ok)
+        token_b = tlx.async_load(b_ptrs + i * BK, bufs_b[i], mask=ok)
+        tlx.async_load_commit_group([token_a, token_b])
+
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(N, BK), num_stages=0):
+        s = k % NUM_STAGES
+        tlx.async_load_wait_group(NUM_STAGES - 2)
+        acc = tlx.async_dot(bufs_a[s], tlx.local_trans(bufs_b[s]), acc)
+        acc = tlx.async_dot_wait(1, acc)  # retires the previous wgmma, which read the stage refilled below
+        i = k + NUM_STAGES - 1
+        ns = i % NUM_STAGES
+        ok = tl.max_constancy(offs_k[None, :] < N - i * BK, [1, 16])
+        token_a = tlx.async_load(a_ptrs + i * BK, bufs_a[ns], mask=ok)
+        token_b = tlx.async_load(b_ptrs + i * BK, bufs_b[ns], mask=ok)
+        tlx.async_load_commit_group([token_a, token_b])
+    acc = tlx.async_dot_wait(0, acc)
+    tlx.async_load_wait_group(0)
+
+    rows = pid_m * BM + tl.arange(0, BM)
+    cols = pid_n * BN + tl.arange(0, BN)
+    tl.store(o_ptr + base + rows[:, None] * N + cols[None, :], acc.to(tlx.dtype_of(o_ptr)),
+             mask=(rows[:, None] < N) & (cols[None, :] < N))
+
+
+@triton.jit
+def trimul_out_kernel(p_ptr, og_ptr, ln_w_ptr, ln_b_ptr, w_ptr, y_ptr, M, NN, C, eps, H: tl.constexpr,
+                      BM: tl.constexpr, BN: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """y[m] = (LayerNorm_H(p[:, m]) * og[m]) @ Wo^T for BM rows; ``p`` [B * H, NN], ``w_ptr`` Wo^T [H, C]."""
+    m0 = tl.program_id(0) * BM
+    b = m0 // NN
+    hs = tl.arange(0, H)
+    ps = tl.arange(0, BM)
+    rows = m0 + ps
+    row_ok = rows < M
+    rows64 = rows.to(tl.int64)
+    dtype = tlx.dtype_of(w_ptr)
+
+    # Wo^T column blocks through a cp.async ring; the first ones load while the LayerNorm runs.
+    w_bufs = tlx.local_alloc((H, BN), dtype, NUM_STAGES)
+    w_ptrs = w_ptr + (hs[:, None] * C + tl.arange(0, BN)[None, :])
+    n_tiles = C // BN
+    for i in tl.range(0, NUM_STAGES - 1, loop_unroll_factor=NUM_STAGES - 1):
+        tlx.async_load(w_ptrs + i * BN, w_bufs[i], mask=hs[:, None] + i * H < n_tiles * H)  # i < n_tiles
+        tlx.async_load_commit_group()
+
+    # [H, BM] -> [BM, H]: per channel, BM contiguous elements of the channel-major pair product.
+    pt = tl.load(p_ptr + ((b * H + hs[:, None]).to(tl.int64) * NN + (m0 - b * NN) + ps[None, :]),
+                 mask=row_ok[None, :], other=0.0)
+    v = tl.trans(pt).to(tl.float32)
+    mean = tl.sum(v, axis=1) / H
+    d = v - mean[:, None]
+    rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=1) / H + eps)
+    g = tl.load(ln_w_ptr + hs)
+    beta = tl.load(ln_b_ptr + hs)
+    gate = tl.load(og_ptr + rows64[:, None] * H + hs[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
+    a = ((d * rstd[:, None] * g[None, :] + beta[None, :]) * gate).to(dtype)
+
+    cols = tl.arange(0, BN)
+    for n in tl.range(0, n_tiles, num_stages=0):
+        s = n % NUM_STAGES
+        tlx.async_load_wait_group(NUM_STAGES - 2)
+        acc = tlx.async_dot(a, w_bufs[s])
+        acc = tlx.async_dot_wait(0, acc)
+        i = n + NUM_STAGES - 1
+        tlx.async_load(w_ptrs + i * BN, w_bufs[i % NUM_STAGES], mask=hs[:, None] + i * H < n_tiles * H)
+        tlx.async_load_commit_group()
+        tl.store(y_ptr + rows64[:, None] * C + (n * BN + cols)[None, :], acc, mask=row_ok[:, None])
+    tlx.async_load_wait_group(0)
+
+
+def check_shapes(B: int, N: int, C: int, H: int, op: str) -> None:
+    """The tiling limits, as errors that name the argument (x or hidden_dim)."""
+    if C % BK:
+        raise ValueError(f"{op}: x's last dimension (dim={C}) must be a multiple of {BK}: the projection GEMM "
+                         f"steps through it {BK} columns at a time")
+    if N % 16:
+        raise ValueError(f"{op}: x's sequence dimensions (N={N}) must be a multiple of 16: the kernels take "
+                         f"{BM}-row blocks of N * N rows and 32-byte aligned rows of N elements")
+    if H not in HIDDEN_DIMS:
+        raise ValueError(f"{op}: hidden_dim={H} is not supported; the kernels tile hidden_dim in {HIDDEN_DIMS}")
+
+
+def pair_config(N: int) -> PairConfig:
+    return PAIR_LARGE if N >= 256 else PAIR_SMALL if N > 64 else PAIR_TINY
+
+
+def launch(x, mask, ln_w, ln_b, w_proj_t, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float, y=None,
+           stages=None):
+    """Run the three kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32.
+
+    ``stages``: an optional callable ``stages(name)`` returning a context manager entered around each
+    launch (the benchmark's per-kernel timing).
+    """
+    import contextlib
+
+    import torch
+
+    B, N, _, C = x.shape
+    H = w_out_t.shape[0]
+    M, NN = B * N * N, N * N
+    dev = x.device
+    dtype = w_proj_t.dtype
+    stage = stages or (lambda name: contextlib.nullcontext())
+    left = torch.empty((B * H, N, N), device=dev, dtype=dtype)
+    right = torch.empty_like(left)
+    og = torch.empty((M, H), device=dev, dtype=dtype)
+    pair = torch.empty_like(left)
+    if y is None:
+        y = torch.empty((B, N, N, C), device=dev, dtype=torch.float32)
+    hs = 64
+    with stage("proj"):
+        trimul_proj_kernel[(triton.cdiv(M, BM) * (H // hs), )](
+            x, mask, ln_w, ln_b, w_proj_t, left, right, og, M, NN, C, eps, H=H, BM=BM, BK=BK, HS=hs,
+            NUM_STAGES=3, num_warps=8)
+    cfg = pair_config(N)
+    with stage("pair"):
+        trimul_pair_kernel[(triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)](
+            left, right, pair, N, BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
+            NUM_STAGES=cfg.NUM_STAGES, num_warps=cfg.num_warps)
+    with stage("out"):
+        trimul_out_kernel[(triton.cdiv(M, BM), )](
+            pair, og, out_ln_w, out_ln_b, w_out_t, y, M, NN, C, out_eps, H=H, BM=BM,
+            BN=128 if C % 128 == 0 else 64, NUM_STAGES=2, num_warps=8)
+    return y

@@ -1,0 +1,57 @@
+"""``tritium.kernels.TriMul``: the fused trimul as an nn.Module, state_dict-compatible with the reference."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from . import trimul as kernels
+
+
+class TriMul(nn.Module):
+    """Outgoing triangle multiplicative update on tritium's TLX kernels (forward only).
+
+    Submodules and parameters are the reference's (``norm``, ``left_proj``, ``right_proj``,
+    ``left_gate``, ``right_gate``, ``out_gate``, ``to_out_norm``, ``to_out``), so a reference
+    ``state_dict`` loads unchanged. The bf16 packing of the six projection weights is cached and
+    redone only when one of them changes (storage, in-place update or dtype/device move).
+    """
+
+    def __init__(self, dim: int, hidden_dim: int = 128) -> None:
+        super().__init__()
+        if dim % kernels.BK:
+            raise ValueError(f"TriMul: dim={dim} must be a multiple of {kernels.BK} (the kernels' K step)")
+        if hidden_dim not in kernels.HIDDEN_DIMS:
+            raise ValueError(f"TriMul: hidden_dim={hidden_dim} is not supported; the kernels tile {kernels.HIDDEN_DIMS}")
+        self.norm = nn.LayerNorm(dim)
+        self.left_proj = nn.Linear(dim, hidden_dim, bias=False)
+        self.right_proj = nn.Linear(dim, hidden_dim, bias=False)
+        self.left_gate = nn.Linear(dim, hidden_dim, bias=False)
+        self.right_gate = nn.Linear(dim, hidden_dim, bias=False)
+        self.out_gate = nn.Linear(dim, hidden_dim, bias=False)
+        self.to_out_norm = nn.LayerNorm(hidden_dim)
+        self.to_out = nn.Linear(hidden_dim, dim, bias=False)
+        self._packed: tuple | None = None
+        self._packed_key: tuple | None = None
+
+    def _weights(self) -> list[torch.Tensor]:
+        return [self.left_proj.weight, self.left_gate.weight, self.right_proj.weight, self.right_gate.weight,
+                self.out_gate.weight, self.to_out.weight]
+
+    def packed_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(proj_weight_t, out_weight_t) for :func:`tritium.ops.trimul`, cached per weight version."""
+        from ..ops.trimul import pack_weights
+        weights = self._weights()
+        if torch.compiler.is_compiling():  # traced: the cast becomes part of the graph
+            return pack_weights(*weights)
+        key = tuple((w.data_ptr(), w._version, w.dtype, w.device) for w in weights)
+        if key != self._packed_key:
+            with torch.no_grad():
+                self._packed = pack_weights(*weights)
+            self._packed_key = key
+        return self._packed
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        from ..ops.trimul import trimul
+        proj_t, out_t = self.packed_weights()
+        return trimul(x, mask, self.norm.weight, self.norm.bias, proj_t, self.to_out_norm.weight,
+                      self.to_out_norm.bias, out_t, self.norm.eps, self.to_out_norm.eps)

@@ -1,0 +1,105 @@
+"""``torch.ops.tritium.trimul``: the fused triangle multiplicative update as a torch operator.
+
+Contract:
+
+* ``x`` [B, N, N, dim] float32; ``mask`` [B, N, N] of any real or bool dtype (multiplied in as fp32).
+* LayerNorm parameters as float32: ``norm_weight``/``norm_bias`` [dim], ``out_norm_weight``/
+  ``out_norm_bias`` [hidden]; the projections packed once by :func:`pack_weights`:
+  ``proj_weight_t`` [5, dim, hidden] bfloat16 (left_proj, left_gate, right_proj, right_gate,
+  out_gate, each transposed) and ``out_weight_t`` [hidden, dim] bfloat16. Packing is the caller's
+  to cache (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is timed.
+* Tiling limits: dim a multiple of 64, N a multiple of 16, hidden 64 or 128
+  (:func:`tritium.kernels.trimul.check_shapes`).
+* Returns a new float32 [B, N, N, dim] tensor. Forward only (no autograd formula).
+* Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake implementation runs the
+  same checks, so ``torch.compile(fullgraph=True)`` reports them while tracing.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..kernels import trimul as kernels
+from .launch import interpreting
+
+_OP = "tritium.ops.trimul"
+#: The order of the five projections in ``proj_weight_t``.
+PROJECTIONS = ("left_proj", "left_gate", "right_proj", "right_gate", "out_gate")
+
+
+def pack_weights(left_proj: torch.Tensor, left_gate: torch.Tensor, right_proj: torch.Tensor,
+                 right_gate: torch.Tensor, out_gate: torch.Tensor, to_out: torch.Tensor,
+                 dtype: torch.dtype = torch.bfloat16) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``proj_weight_t`` [5, dim, hidden], ``out_weight_t`` [hidden, dim]) in ``dtype`` from the
+    nn.Linear weights ([hidden, dim] each, ``to_out`` [dim, hidden])."""
+    proj = torch.stack([left_proj, left_gate, right_proj, right_gate, out_gate]).transpose(1, 2)
+    return proj.to(dtype).contiguous(), to_out.t().to(dtype).contiguous()
+
+
+def _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t) -> None:
+    """Argument checks shared by the real and the fake implementation."""
+    if x.dim() != 4 or x.shape[1] != x.shape[2]:
+        raise ValueError(f"{_OP}: x must be [B, N, N, dim], got shape {tuple(x.shape)}")
+    if x.dtype != torch.float32:
+        raise TypeError(f"{_OP}: x has dtype {x.dtype}; it must be float32")
+    B, N, _, C = x.shape
+    if tuple(mask.shape) != (B, N, N):
+        raise ValueError(f"{_OP}: mask must be [B, N, N] = {[B, N, N]} for x of shape {tuple(x.shape)}, "
+                         f"got {tuple(mask.shape)}")
+    if mask.is_complex():
+        raise TypeError(f"{_OP}: mask has dtype {mask.dtype}; use a real or bool mask")
+    if out_weight_t.dim() != 2 or out_weight_t.shape[1] != C:
+        raise ValueError(f"{_OP}: out_weight_t must be [hidden, dim={C}], got {tuple(out_weight_t.shape)}")
+    H = out_weight_t.shape[0]
+    if tuple(proj_weight_t.shape) != (5, C, H):
+        raise ValueError(f"{_OP}: proj_weight_t must be [5, dim, hidden] = {[5, C, H]} (see pack_weights), "
+                         f"got {tuple(proj_weight_t.shape)}")
+    for name, w in (("proj_weight_t", proj_weight_t), ("out_weight_t", out_weight_t)):
+        if w.dtype != torch.bfloat16:
+            raise TypeError(f"{_OP}: {name} has dtype {w.dtype}; it must be bfloat16 (see pack_weights)")
+    for name, p, n in (("norm_weight", norm_weight, C), ("norm_bias", norm_bias, C),
+                       ("out_norm_weight", out_norm_weight, H), ("out_norm_bias", out_norm_bias, H)):
+        if tuple(p.shape) != (n, ):
+            raise ValueError(f"{_OP}: {name} must have shape [{n}], got {tuple(p.shape)}")
+        if p.dtype != torch.float32:
+            raise TypeError(f"{_OP}: {name} has dtype {p.dtype}; it must be float32")
+    kernels.check_shapes(B, N, C, H, _OP)
+    args = {"mask": mask, "norm_weight": norm_weight, "norm_bias": norm_bias, "proj_weight_t": proj_weight_t,
+            "out_norm_weight": out_norm_weight, "out_norm_bias": out_norm_bias, "out_weight_t": out_weight_t}
+    for name, t in args.items():
+        if t.device != x.device:
+            raise ValueError(f"{_OP}: {name} is on {t.device} but x is on {x.device}; all must be on one device")
+    if x.device.type == "cpu" and not interpreting():
+        raise ValueError(f"{_OP}: x is a CPU tensor; the kernels run on CUDA devices, or on the CPU only under "
+                         "TRITON_INTERPRET=1 (set before triton is imported)")
+    if x.device.type not in ("cuda", "cpu", "meta"):
+        raise ValueError(f"{_OP}: x is on {x.device}; the kernels run on CUDA devices")
+
+
+@torch.library.custom_op("tritium::trimul", mutates_args=())
+def _trimul(x: torch.Tensor, mask: torch.Tensor, norm_weight: torch.Tensor, norm_bias: torch.Tensor,
+            proj_weight_t: torch.Tensor, out_norm_weight: torch.Tensor, out_norm_bias: torch.Tensor,
+            out_weight_t: torch.Tensor, eps: float = 1e-5, out_eps: float = 1e-5) -> torch.Tensor:
+    _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t)
+    if x.numel() == 0:
+        return torch.zeros_like(x)
+    args = [t.contiguous() for t in (x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight,
+                                     out_norm_bias, out_weight_t)]
+    if x.device.type == "cuda" and x.device.index != torch.cuda.current_device():
+        with torch.cuda.device(x.device):
+            return kernels.launch(*args, eps, out_eps)
+    return kernels.launch(*args, eps, out_eps)
+
+
+@_trimul.register_fake
+def _trimul_fake(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t,
+                 eps=1e-5, out_eps=1e-5):
+    _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t)
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def trimul(x: torch.Tensor, mask: torch.Tensor, norm_weight: torch.Tensor, norm_bias: torch.Tensor,
+           proj_weight_t: torch.Tensor, out_norm_weight: torch.Tensor, out_norm_bias: torch.Tensor,
+           out_weight_t: torch.Tensor, eps: float = 1e-5, out_eps: float = 1e-5) -> torch.Tensor:
+    """The fused trimul forward (see the module docstring for the contract): ``torch.ops.tritium.trimul``."""
+    return torch.ops.tritium.trimul(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight,
+                                    out_norm_bias, out_weight_t, eps, out_eps)

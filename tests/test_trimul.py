@@ -1,0 +1,207 @@
+"""The fused trimul on the CPU without the interpreter: the three kernels compiled for sm_90 (wgmma,
+cp.async, no spills), argument errors (real and fake implementation), state_dict compatibility with
+the reference, the packed-weight cache; and test_trimul_interp.py run in a TRITON_INTERPRET=1 process."""
+import functools
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import triton  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+
+from tritium import compat  # noqa: E402
+from tritium.kernels import TriMul  # noqa: E402
+from tritium.kernels import trimul as K  # noqa: E402
+from tritium.kernels.trimul_reference import TriMulReference, check_close  # noqa: E402
+from tritium.ops.trimul import pack_weights, trimul  # noqa: E402
+from tritium.plugins.inspection import make_source  # noqa: E402
+
+SM90 = GPUTarget("cuda", 90, 32)
+PTRS = {"proj": {"x_ptr": "*fp32", "mask_ptr": "*i64", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": "*bf16",
+                 "left_ptr": "*bf16", "right_ptr": "*bf16", "og_ptr": "*bf16"},
+        "pair": {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16"},
+        "out": {"p_ptr": "*bf16", "og_ptr": "*bf16", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": "*bf16",
+                "y_ptr": "*fp32"}}
+INTS = {"proj": ("M", "NN", "C"), "pair": ("N", ), "out": ("M", "NN", "C")}
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(kernel: str):
+    """A kernel as ``launch`` compiles it for the first ranked case's shapes (aligned pointers and sizes)."""
+    fn = {"proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel, "out": K.trimul_out_kernel}[kernel]
+    cfg = K.PAIR_LARGE
+    consts, warps = {"proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=64, NUM_STAGES=3), 8),
+                     "pair": (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
+                                   NUM_STAGES=cfg.NUM_STAGES), cfg.num_warps),
+                     "out": (dict(H=128, BM=K.BM, BN=128, NUM_STAGES=2), 8)}[kernel]
+    sig = {**PTRS[kernel], **dict.fromkeys(INTS[kernel], "i32")}
+    if kernel != "pair":
+        sig["eps"] = "fp32"
+    sig.update(dict.fromkeys(consts, "constexpr"))
+    src = make_source(fn, sig, consts, aligned=[*PTRS[kernel], *INTS[kernel]])
+    return triton.compile(src, target=SM90, options={"num_warps": warps})
+
+
+@pytest.mark.parametrize("kernel, wgmma", [("proj", "m64n64k16"), ("pair", "m64n256k16"), ("out", "m64n128k16")])
+def test_kernels_compile_to_wgmma_and_cp_async(kernel, wgmma, tmp_path):
+    k = compiled(kernel)
+    ptx = k.asm["ptx"]
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.bf16\.bf16", ptx)) == {wgmma}
+    assert "wgmma.commit_group.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned" in ptx
+    # Weight (and, for the pair GEMM, operand) tiles arrive by 16-byte cp.async, retired by group.
+    assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::128B)? \[[^\]]+\], \[[^\]]+\], 0x10", ptx)
+    assert "cp.async.wait_group" in ptx
+    assert k.metadata.shared <= 232448  # Hopper's 227 KB per block
+    if kernel == "proj":  # the x tile is normalized in registers and fed to wgmma as its register A operand
+        assert re.search(r"ttng\.warp_group_dot %\S+, %\S+, %\S+ {[^}]*} : tensor<128x64xbf16, #ttg\.dot_op", k.asm["ttgir"])
+    if kernel == "pair":  # B is the transposed view of right's K-contiguous tile
+        assert "ttg.memdesc_trans" in k.asm["ttgir"]
+    ptx_file = tmp_path / "k.ptx"
+    ptx_file.write_text(ptx)
+    out = subprocess.run([compat.ptxas_path(90), "-arch=sm_90a", "-v", str(ptx_file), "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "0 bytes spill stores, 0 bytes spill loads" in out.stderr, out.stderr
+
+
+def _reference(dim=128, hidden=128, seed=0):
+    torch.manual_seed(seed)
+    ref = TriMulReference(dim, hidden)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.normal_()
+    return ref
+
+
+def _op_args(x, mask, ref):
+    proj_t, out_t = pack_weights(ref.left_proj.weight, ref.left_gate.weight, ref.right_proj.weight,
+                                 ref.right_gate.weight, ref.out_gate.weight, ref.to_out.weight)
+    return [x, mask, ref.norm.weight, ref.norm.bias, proj_t, ref.to_out_norm.weight, ref.to_out_norm.bias, out_t]
+
+
+def test_state_dict_of_the_reference_loads_unchanged():
+    ref = _reference(256)
+    fused = TriMul(256)
+    assert list(fused.state_dict()) == list(ref.state_dict())
+    fused.load_state_dict(ref.state_dict())  # strict
+    assert all(torch.equal(a, b) for a, b in zip(fused.state_dict().values(), ref.state_dict().values()))
+
+
+def test_packed_weights_are_cached_until_a_weight_changes():
+    fused = TriMul(128)
+    first = fused.packed_weights()
+    assert fused.packed_weights() is first  # no per-call cast
+    proj_t, out_t = first
+    assert proj_t.shape == (5, 128, 128) and proj_t.dtype == torch.bfloat16 and out_t.shape == (128, 128)
+    # The order the kernel expects: left_proj, left_gate, right_proj, right_gate, out_gate, transposed.
+    assert torch.equal(proj_t[1], fused.left_gate.weight.t().to(torch.bfloat16))
+    assert torch.equal(out_t, fused.to_out.weight.t().to(torch.bfloat16))
+    with torch.no_grad():
+        fused.right_gate.weight.mul_(2)  # in place: the version counter moves
+    second = fused.packed_weights()
+    assert second is not first and torch.equal(second[0][3], fused.right_gate.weight.t().to(torch.bfloat16))
+    fused.load_state_dict(_reference(128).state_dict())  # copies in place too
+    assert torch.equal(fused.packed_weights()[1], fused.to_out.weight.t().to(torch.bfloat16))
+
+
+def test_module_rejects_shapes_the_kernels_cannot_tile():
+    with pytest.raises(ValueError, match="dim=100 must be a multiple of 64"):
+        TriMul(100)
+    with pytest.raises(ValueError, match="hidden_dim=96 is not supported"):
+        TriMul(128, 96)
+
+
+BAD = [
+    (lambda x, m: (x[0], m), ValueError, r"x must be \[B, N, N, dim\], got shape \(32, 32, 128\)"),
+    (lambda x, m: (x[:, :, :16], m[:, :, :16]), ValueError, r"x must be \[B, N, N, dim\]"),
+    (lambda x, m: (x.double(), m), TypeError, "x has dtype torch.float64; it must be float32"),
+    (lambda x, m: (x.half(), m), TypeError, "x has dtype torch.float16"),
+    (lambda x, m: (x, m[:, :16]), ValueError, r"mask must be \[B, N, N\] = \[1, 32, 32\] .* got \(1, 16, 32\)"),
+    (lambda x, m: (x, m[0]), ValueError, "mask must be"),
+]
+
+
+@pytest.mark.parametrize("edit, exc, msg", BAD)
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_bad_input_names_the_argument(edit, exc, msg, device):
+    """Meta tensors run the fake implementation (what torch.compile traces); CPU ones the real one."""
+    ref = _reference().to(device)
+    x = torch.zeros(1, 32, 32, 128, device=device)
+    mask = torch.ones(1, 32, 32, device=device)
+    x, mask = edit(x, mask)
+    with pytest.raises(exc, match=msg):
+        trimul(*_op_args(x, mask, ref))
+    with pytest.raises(exc, match=msg):
+        TriMul(128).to(device)(x, mask)
+
+
+@pytest.mark.parametrize("shape, msg", [((1, 24, 24, 128), r"N=24\) must be a multiple of 16"),
+                                        ((1, 32, 32, 96), r"dim=96\) must be a multiple of 64")])
+def test_untileable_shapes_name_x(shape, msg):
+    C = shape[-1]
+    ref = _reference(C if C % 64 == 0 else 128)
+    args = _op_args(torch.zeros(shape, device="meta"), torch.ones(shape[:3], device="meta"), ref.to("meta"))
+    if C % 64:  # weights of the right width for this dim, so the tiling check is what fails
+        args[2:] = [torch.ones(C, device="meta"), torch.zeros(C, device="meta"),
+                    torch.zeros(5, C, 128, dtype=torch.bfloat16, device="meta"), args[5], args[6],
+                    torch.zeros(128, C, dtype=torch.bfloat16, device="meta")]
+    with pytest.raises(ValueError, match=msg):
+        trimul(*args)
+
+
+def test_bad_weights_name_the_argument():
+    ref = _reference().to("meta")
+    x, mask = torch.zeros(1, 32, 32, 128, device="meta"), torch.ones(1, 32, 32, device="meta")
+    args = _op_args(x, mask, ref)
+    for i, value, exc, msg in [(4, args[4].float(), TypeError, "proj_weight_t has dtype torch.float32"),
+                               (4, args[4][:4], ValueError, r"proj_weight_t must be \[5, dim, hidden\]"),
+                               (7, args[7][:, :64], ValueError, r"out_weight_t must be \[hidden, dim=128\]"),
+                               (2, args[2][:64], ValueError, r"norm_weight must have shape \[128\]"),
+                               (6, args[6].half(), TypeError, "out_norm_bias has dtype torch.float16")]:
+        bad = list(args)
+        bad[i] = value
+        with pytest.raises(exc, match=msg):
+            trimul(*bad)
+
+
+def test_fake_implementation_gives_the_output_shape():
+    ref = _reference().to("meta")
+    x, mask = torch.zeros(2, 32, 32, 128, device="meta"), torch.ones(2, 32, 32, device="meta")
+    y = trimul(*_op_args(x, mask, ref))
+    assert y.shape == x.shape and y.dtype == torch.float32 and y.device.type == "meta"
+
+
+def test_cpu_tensors_need_the_interpreter():
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("this process is interpreted")
+    ref = _reference()
+    with pytest.raises(ValueError, match="x is a CPU tensor"):
+        trimul(*_op_args(torch.zeros(1, 32, 32, 128), torch.ones(1, 32, 32), ref))
+
+
+def test_check_close_compares_values_and_nonfinite_placement():
+    ref = torch.tensor([1.0, float("inf"), float("nan"), -2.0])
+    assert check_close(ref + 0.01, ref) is None
+    assert "outside" in check_close(ref + torch.tensor([0.1, 0, 0, 0]), ref)
+    assert "NaN/inf placement" in check_close(torch.tensor([1.0, float("nan"), float("nan"), -2.0]), ref)
+    assert "NaN/inf placement" in check_close(torch.tensor([1.0, float("-inf"), float("nan"), -2.0]), ref)
+
+
+def test_interpreted_suite_in_own_process():
+    """test_trimul_interp.py needs TRITON_INTERPRET=1 before triton is imported."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("this process is interpreted: the module runs directly")
+    here = Path(__file__).parent
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(here.parent / "src"), env.get("PYTHONPATH")]))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(here / "test_trimul_interp.py")], cwd=here.parent, env=env, capture_output=True,
+                         text=True, timeout=1800)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "skipped" not in out.stdout.split("\n")[-2]

@@ -1,0 +1,49 @@
+"""The fused trimul kernels against the fp32 reference on the CPU interpreter (run by test_trimul.py in
+a TRITON_INTERPRET=1 process): N = 32 and 64, with and without mask, a Cauchy case, one call traced
+by torch.compile(fullgraph=True); tolerance |y - ref| <= 2e-2 + 2e-2 |ref|, NaN/inf in the same places."""
+import os
+
+import pytest
+
+if os.environ.get("TRITON_INTERPRET") != "1":
+    pytest.skip("needs TRITON_INTERPRET=1 before triton is imported; test_trimul.py runs this module "
+                "in such a process", allow_module_level=True)
+
+import torch  # noqa: E402
+
+from tritium.kernels import TriMul  # noqa: E402
+from tritium.kernels.trimul_reference import Case, check_close, make_inputs, reference_model  # noqa: E402
+
+
+def _fused_and_reference(case: Case, seed: int):
+    ref = reference_model(case, seed)
+    fused = TriMul(case.dim)
+    fused.load_state_dict(ref.state_dict())
+    x, mask = make_inputs(case, seed + 1)
+    with torch.no_grad():
+        return fused, ref, x, mask, ref(x, mask)
+
+
+@pytest.mark.parametrize("case", [Case(32, 1, 128, False, "normal"), Case(32, 1, 128, True, "cauchy"),
+                                  Case(64, 1, 128, True, "normal"), Case(64, 1, 64, False, "normal")],
+                         ids=lambda c: c.label)
+def test_fused_matches_reference(case):
+    fused, _, x, mask, want = _fused_and_reference(case, 3)
+    with torch.no_grad():
+        got = fused(x, mask)
+    assert got.dtype == torch.float32 and got.shape == x.shape
+    assert check_close(got, want) is None, check_close(got, want)
+    if case.distribution == "cauchy":
+        assert x.abs().max() > 1e3  # the heavy tail is there: a plain fp16 path would overflow its sums
+
+
+def test_torch_compile_fullgraph_batch_two():
+    """torch.compile(fullgraph=True) traces the module through the op's fake implementation; batch 2 and
+    a bool mask (loaded as 0/1) on the way."""
+    case = Case(32, 2, 128, False, "normal")
+    fused, _, x, mask, want = _fused_and_reference(case, 5)
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(fused, fullgraph=True, backend="aot_eager")(x, mask.bool())
+    torch._dynamo.reset()
+    assert check_close(got, want) is None, check_close(got, want)
