@@ -291,18 +291,18 @@ def test_direct_launch_passes_what_the_jit_passes(kernel, monkeypatch):
     def call(seed):
         g = torch.Generator().manual_seed(seed)
         a, b = torch.randn(40, 256, generator=g).half(), torch.randn(256, 24, generator=g).half()
-        pa, pb, c = launch.prepare(plan, a, b, torch.float16)
-        launch.launch(plan, pa, pb, c, 40, 24, 256)
-        return pa, pb, c
+        run = launch.call_for(plan, a, b, torch.float16)
+        pa, pb, c = run.prepare(a, b)
+        run.launch(pa, pb, c)
+        return run, (pa, pb, c)
 
-    first = call(0)
-    again = launch.prepare(plan, *first[:2], torch.float16)[:2] + (first[2], )
-    launch.launch(plan, *again, 40, 24, 256)
-    assert len(fake.received) == 2 and len(launch._launches) == 1
+    run, first = call(0)
+    run.launch(*run.prepare(*first[:2])[:2], first[2])
+    assert len(fake.received) == 2 and len(launch._calls) == 1 and len(run.compiled) == 1
     jit_args, direct_args = fake.received
     assert len(jit_args) == len(direct_args) and all(_same(x, y) for x, y in zip(jit_args, direct_args))
-    other = call(1)
-    assert len(launch._launches) == 1 and len(fake.received) == 3
+    again, other = call(1)
+    assert again is run and len(fake.received) == 3
     ptrs = {t.data_ptr() for t in fake.received[2] if isinstance(t, torch.Tensor)}
     assert {t.data_ptr() for t in other} <= ptrs and not {t.data_ptr() for t in first} & ptrs
     launch.clear_caches()
@@ -329,9 +329,72 @@ def test_adapt_leaves_no_split_k_slice_empty():
     from tritium.kernels.gemm_splitk_hopper import DEFAULT
     for K in (1, 2, 64, 200, 25 * 64, 16384):
         for s in (2, 3, 5, 6, 8):
-            cfg = plans.adapt(plans.Plan("splitk", DEFAULT._replace(SPLIT_K=s)), K, 2, 2).config
-            steps = -(-K // cfg.BK)
+            plan = plans.adapt(plans.Plan("splitk", DEFAULT._replace(SPLIT_K=s)), K, 2, 2)
+            steps = -(-K // DEFAULT.BK)
+            if steps == 1:  # one slice: the cooperative kernel with the same tiles (no workspace to zero)
+                assert plan == plans.Plan("cooperative", plans.coop.Config(*DEFAULT[:-1])), (K, s)
+                continue
+            cfg = plan.config
             per = -(-steps // cfg.SPLIT_K)
-            assert 1 <= cfg.SPLIT_K <= s and (cfg.SPLIT_K - 1) * per < steps, (K, s, cfg.SPLIT_K)
+            assert plan.kernel == "splitk" and 2 <= cfg.SPLIT_K <= s and (cfg.SPLIT_K - 1) * per < steps, (K, s)
     assert plans.adapt(plans.Plan("splitk", DEFAULT._replace(SPLIT_K=6)), 25 * 64, 2, 2).config.SPLIT_K == 5
     assert plans.adapt(plans.Plan("pingpong", plans.pingpong.LARGE), 1, 2, 2).config == plans.pingpong.LARGE
+
+
+def test_layout_gives_size_one_dimensions_a_dense_stride():
+    """K = 1 with B a transposed view: B is [1, N] with strides (1, 1); no row stride is ever used, so TMA
+    reads it in place (its row stride must be a multiple of 16 bytes)."""
+    from tritium.ops import launch
+    b = torch.randn(200, 1, dtype=torch.float16).t()
+    assert b.stride() == (1, 1) and launch.layout(b) == (200, 1) and launch.tma_in_place(b)
+    b = torch.randn(13, 1, dtype=torch.bfloat16).t()
+    assert launch.layout(b) == (16, 1) and launch.kernel_row_stride(b, True) == 16
+    a = torch.randn(300, 1, dtype=torch.float16)  # [M, 1]: unit column stride, 2-byte rows: copied for TMA
+    assert launch.layout(a) == (1, 1) and not launch.tma_in_place(a) and launch.kernel_row_stride(a, True) == 8
+    assert not launch.tma_in_place(torch.randn(8, 16, dtype=torch.float16).t())  # a real transposed view
+
+
+def test_sweep_space_respects_the_kernels_limits():
+    """Every config the GPU sweep times can exist: it fits shared memory, a cooperative or split-K
+    consumer owns at least 64 rows, a ping-pong consumer's accumulator is at most 128x128 fp32."""
+    seen = {p for v in plans.SWEEP_SPACE.values() for p in v}
+    for plan in seen:
+        cfg = plan.config
+        if plan.kernel == "small":
+            assert cfg.BLOCK_SIZE_M >= 16 * cfg.num_warps
+            continue
+        assert plans.shared_bytes(plan, 2, 2) <= plans.SHARED_LIMIT, plan
+        if plan.kernel == "pingpong":
+            assert cfg.BM >= 64 and cfg.BM * cfg.BN <= 128 * 128, plan
+        else:
+            assert cfg.BM >= 128, plan
+    for shape in [(128, 13312, 16384), (8192, 8192, 8192), (2048, 2048, 2048), (1024, 1024, 1024), (256, 256, 256)]:
+        c = plans.sweep_candidates(*shape, H200_SMS)
+        assert c[0] == plans.choose(*shape, H200_SMS) and len(c) == len(set(c)) and 8 <= len(c) <= 20
+        assert all(p.kernel != "splitk" or -(-shape[2] // 64) // p.config.SPLIT_K >= 4 for p in c)
+
+
+def test_gpu_sweep_jobs():
+    """scripts/gpu_gemm_sweep.py's phase 1: a check job per variant and dtype (the op, each shipped config,
+    a forced split-K) over ragged shapes with both layouts of B; compile jobs on small problems that
+    specialize like the real ones, each (plan, specialization) once."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_gemm_sweep.py"
+    spec = importlib.util.spec_from_file_location("gpu_gemm_sweep", path)
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    assert sweep._representative(8192, 53248, 8192) == (256, 256, 8192)
+    assert sweep._representative(128, 4097, 513) == (128, 257, 513)
+    shapes = [(128, 13312, 16384), (4096, 4096, 4096), (8192, 8192, 8192)]
+    jobs = sweep.phase1_jobs(shapes, ["fp16", "bf16"], H200_SMS)
+    checks = [j for j in jobs if j["kind"] == "check"]
+    assert len(checks) == 2 * 7 and {j["plan"] is None for j in checks} == {True, False}
+    op = next(j for j in checks if j["plan"] is None)
+    assert (300, 200, 1, True, None) in op["problems"] and (1, 1, 2, False, None) in op["problems"]
+    small = next(j for j in checks if j["plan"] and j["plan"][0] == "small")
+    assert all(K % 2 == 0 and N % 2 == 0 for M, N, K, _, _ in small["problems"][:-1])
+    compiles = [j for j in jobs if j["kind"] == "compile" and j["dtype"] == "fp16"]
+    planned = {tuple(map(tuple, [[j["plan"][0]], j["plan"][1]])) for j in compiles}
+    # 4096^3 and 8192^3 are one class with one specialization: their candidates compile once
+    wanted = {p for s in shapes for p in plans.sweep_candidates(*s, H200_SMS)}
+    assert len(compiles) == len(wanted) and len(planned) == len(wanted)

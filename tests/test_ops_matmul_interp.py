@@ -38,6 +38,10 @@ def _tol(dtype):
     (37, 29, 45, torch.float16, False, "pingpong"),  # odd K and N: the TMA path with padded rows
     (37, 29, 45, torch.float16, True, "pingpong"),
     (9, 13, 1, torch.float16, False, "pingpong"),  # K = 1
+    # K = 1 with B a transposed view: [1, N] with strides (1, 1), read in place (no 16-byte row stride
+    # to honour in a single row); N = 200 needs no padding, so nothing would have replaced that stride
+    (300, 200, 1, torch.float16, True, "cooperative"),
+    (300, 200, 1, torch.bfloat16, True, "cooperative"),
     (1, 1, 1, torch.bfloat16, False, "pingpong"),
 ])
 def test_op_matches_float64(M, N, K, dtype, b_transposed, kernel):
@@ -56,6 +60,31 @@ def test_every_variant_on_a_ragged_shape(plan):
     a, b = _operands(100, 70, 200, torch.float16, True)
     c = gemm.run_plan(plan, a, b, torch.float16)
     assert c.shape == (100, 70) and c.is_contiguous() and _rel_err(c, a, b) < 2e-3
+
+
+def test_forced_split_k_with_one_k_step_runs_the_cooperative_kernel():
+    """A split-K plan on a K of one BK step has one slice: it runs as the cooperative kernel (the split-K
+    kernel would add into a C that nobody zeroed)."""
+    a, b = _operands(1, 1, 2, torch.bfloat16, False)
+    plan = plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3))
+    assert plans.adapt(plan, 2, 2, 2).kernel == "cooperative"
+    for out_dtype in (torch.bfloat16, torch.float32):
+        c = gemm.run_plan(plan, a, b, out_dtype)
+        assert c.shape == (1, 1) and c.dtype == out_dtype and _rel_err(c, a, b) < 1e-2
+
+
+def test_a_layout_seen_before_reuses_its_call():
+    a, b = _operands(30, 20, 10, torch.float16, False)
+    gemm._calls.clear()
+    first = matmul(a, b)
+    assert len(gemm._calls) == 1
+    a2, b2 = _operands(30, 20, 10, torch.float16, True)
+    b2 = b2.contiguous()
+    second = matmul(a2, b2)  # same shapes and strides, new tensors: the same Call
+    assert len(gemm._calls) == 1
+    assert _rel_err(first, a, b) < 2e-3 and _rel_err(second, a2, b2) < 2e-3
+    matmul(a, b.t().contiguous().t())  # another layout of B: another entry
+    assert len(gemm._calls) == 2
 
 
 @pytest.mark.parametrize("split", [2, 4, 9])  # 9 slices asked, 7 steps of K: 7 non-empty slices
@@ -121,3 +150,59 @@ def test_eager_calls_skip_the_dispatcher_only_when_nothing_observes_them():
     batch = torch.stack([a, 2 * a])
     out = torch.vmap(lambda x: matmul(x, b, out_dtype=torch.float32))(batch)
     assert out.shape == (2, 8, 8) and _rel_err(out[1], 2 * a, b) < 1e-5
+
+
+def _sweep_module():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_gemm_sweep.py"
+    spec = importlib.util.spec_from_file_location("gpu_gemm_sweep", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.DEVICE = "cpu"
+    return module
+
+
+def test_gpu_sweep_worker_checks_the_op_and_forced_plans():
+    """scripts/gpu_gemm_sweep.py's phase-1 job on the interpreter: the op on K = 1 with B transposed and a
+    float32 output, and a forced split-K plan on 1x1x2 (the two GPU failures this fixes)."""
+    sweep = _sweep_module()
+    r = sweep.worker_job({"kind": "check", "plan": None, "dtype": "fp16",
+                          "problems": [(30, 200, 1, True, None), (20, 24, 16, False, "fp32")]})
+    assert [x["ok"] for x in r["results"]] == [True, True] and r["results"][1]["out"] == "torch.float32"
+    forced = plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3)).to_json()
+    r = sweep.worker_job({"kind": "check", "plan": forced, "dtype": "bf16", "problems": [(1, 1, 2, False, None)]})
+    assert r["results"][0]["ok"], r
+    # a plan that cannot run is reported, not raised
+    bad = plans.Plan("pingpong", plans.pingpong.SMALL._replace(BM=48)).to_json()
+    r = sweep.worker_job({"kind": "compile", "plan": bad, "dtype": "fp16", "problems": [(64, 64, 64, False, None)]})
+    assert not r["results"][0]["ok"] and r["results"][0]["error"]
+
+
+def test_gpu_sweep_times_a_shape_and_picks_the_fastest(monkeypatch):
+    """time_shape with made-up timings: every candidate is checked against float64, one marked broken
+    in phase 1 is left out, the fastest candidate is reported with its ratio to cuBLAS."""
+    import json
+    sweep = _sweep_module()
+    cands = plans.sweep_candidates(64, 48, 64, 4)
+    fastest, broken = cands[2], cands[1]
+    ran = {}
+    real_run_plan = gemm.run_plan
+
+    def run_plan(plan, a, b, out_dtype):
+        ran["plan"] = plan
+        return real_run_plan(plan, a, b, out_dtype)
+
+    def bench(fn, rep_ms):
+        ran.clear()
+        fn()
+        return 0.5 if ran.get("plan") == fastest else 2.0
+
+    monkeypatch.setattr(gemm, "run_plan", run_plan)
+    name = json.dumps(broken.to_json())
+    row = sweep.time_shape(64, 48, 64, "fp16", 4, 100.0, 20, {(name, "fp16")}, bench=bench,
+                           graph_bench=lambda fn, rep_ms: 0.25)
+    assert all(c["ok"] for n, c in row["checks"].items() if n != name) and len(row["checks"]) == len(cands) + 3
+    assert row["checks"][name] == {"ok": False, "error": "failed in phase 1"} and name not in row["eager_ms"]
+    assert row["best_eager"] == fastest.to_json() and row["best_eager_ratio"] == 4.0
+    assert row["graph_ms"] == {} and "| 64x48x64 | fp16 | small |" in sweep.summary([row])

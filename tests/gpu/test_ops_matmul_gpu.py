@@ -60,13 +60,18 @@ def test_every_plan(plan, M, N, K):
 
 def test_direct_launches_are_cached_and_follow_new_pointers():
     launch.clear_caches()
+    gemm._calls.clear()
     a, b = _operands(2048, 2048, 2048, torch.float16, False)
     first = matmul(a, b)
-    assert len(launch._launches) == 1
+    assert len(launch._calls) == 1 and len(gemm._calls) == 1
+    call = next(iter(launch._calls.values()))
+    assert len(call.compiled) == 1  # the first launch went through the JIT and kept its compiled kernel
     a2, b2 = _operands(2048, 2048, 2048, torch.float16, True)
     b2 = b2.contiguous()
     second = matmul(a2, b2)  # same key, new addresses: new descriptors, same compiled kernel
-    assert len(launch._launches) == 1
+    assert len(launch._calls) == 1 and len(call.compiled) == 1
+    descriptors = next(iter(call.compiled.values())).descriptors
+    assert {a.data_ptr(), a2.data_ptr()} <= set(descriptors[0]) and {b.data_ptr(), b2.data_ptr()} <= set(descriptors[1])
     _check(first, a, b, torch.float16)
     _check(second, a2, b2, torch.float16)
 

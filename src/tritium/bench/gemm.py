@@ -289,17 +289,18 @@ def host_cost_us(n: int = 256, dtype=None, calls: int = 500) -> dict[str, float]
     a = torch.randn(n, n, device="cuda", dtype=dtype)
     b = torch.randn(n, n, device="cuda", dtype=dtype)
     plan = ops_gemm.select_plan(a, b, dtype)
-    pa, pb, pc = ops_launch.prepare(plan, a, b, dtype)
-    variant = ops_launch.VARIANTS[plan.kernel]
-    grid = ops_launch._grid(plan, n, n, a.device)
+    call = ops_launch.call_for(plan, a, b, dtype)
+    pa, pb, pc = call.prepare(a, b)
+    kernel = ops_launch.VARIANTS[plan.kernel].kernel
 
     def jit_launch():
-        args, consts = ops_launch._jit_args(plan, pa, pb, pc, n, n, n)
-        variant.kernel[grid](*args, **consts)
+        args, consts = call._jit_args(pa, pb, pc)
+        kernel[call.grid](*args, **consts)
 
     paths = {"torch.matmul": lambda: torch.matmul(a, b), "tritium.ops.matmul": lambda: ops_gemm.matmul(a, b),
              "torch.ops.tritium.matmul (dispatcher)": lambda: torch.ops.tritium.matmul(a, b),
              "tritium plan launch (no checks, no plan choice)": lambda: ops_gemm.run_plan(plan, a, b, dtype),
+             "tritium direct launch alone (operands ready)": lambda: call.launch(pa, pb, pc),
              "Triton JIT launch, same kernel": jit_launch}
     costs = {}
     for name, fn in paths.items():

@@ -13,6 +13,8 @@ Contract:
   rows and the kernels have no transposed-operand form. The TMA kernels also copy an operand whose
   rows are not a multiple of 16 bytes or whose base is not 16-byte aligned (zero-padding its
   columns), and write C into 16-byte rows, compacted by one copy when N is not a multiple of 8.
+  A dimension of size 1 has no stride to honour (``torch.randn(N, 1).t()`` is a row-major [1, N]
+  matrix with strides (1, 1)): such operands are read in place (:func:`tritium.ops.launch.layout`).
 * The kernel and its config per shape: :mod:`tritium.ops.plans`. The host path: :mod:`tritium.ops.launch`.
 * Autograd: ``dA = dC @ B^T`` and ``dB = A^T @ dC`` through this same op (the incoming gradient is
   first cast to the inputs' dtype; the transposed operands are the copies described above).
@@ -20,6 +22,8 @@ Contract:
   runs the same checks, so ``torch.compile`` reports them while tracing.
 * Host cost: :func:`matmul` calls the implementation directly when nothing would observe the
   dispatch (:func:`direct_ok`: no autograd, tracing, mode or tensor subclass), else the custom op.
+  A layout seen before skips the checks and the plan choice (:func:`_compute`) and launches the
+  compiled kernel directly (:class:`tritium.ops.launch.Call`).
 """
 from __future__ import annotations
 
@@ -69,17 +73,13 @@ def _heuristic(M: int, N: int, K: int, sms: int, even: bool) -> plans.Plan:
     return plans.choose(M, N, K, sms, even)
 
 
-def _row_stride(x: torch.Tensor) -> int:
-    """The row stride ``x`` will have when the kernel reads it (a non-row-major operand is copied)."""
-    return x.stride(0) if x.stride(1) == 1 else x.shape[1]
-
-
 def select_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> plans.Plan:
     """The plan for ``a @ b``: the autotuned one when autotuning is on (tuning on a first sight), else
     the heuristic's."""
     M, K = a.shape
     N = b.shape[1]
-    even = plans.even_layout(_row_stride(a), _row_stride(b), K, N)
+    # the small path is a cp.async kernel: what counts is the row strides it would read
+    even = plans.even_layout(launch.kernel_row_stride(a, False), launch.kernel_row_stride(b, False), K, N)
     sms = launch.sm_count(a.device)
     if not plans.autotune_enabled() or a.device.type != "cuda":
         return _heuristic(M, N, K, sms, even)
@@ -95,27 +95,37 @@ def select_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> pla
 
 def run_plan(plan: plans.Plan, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
     """``a @ b`` with ``plan``'s kernel (checked, non-empty operands), adapted to the problem
-    (:func:`tritium.ops.plans.adapt`: shared memory, non-empty split-K slices)."""
-    M, K = a.shape
-    N = b.shape[1]
-    plan = plans.adapt(plan, K, a.element_size(), out_dtype.itemsize)
-    a, b, c = launch.prepare(plan, a, b, out_dtype)
-    launch.launch(plan, a, b, c, M, N, K)
-    return launch.finish(c, N, out_dtype)
+    (:func:`tritium.ops.plans.adapt`: non-empty split-K slices, shared memory)."""
+    plan = plans.adapt(plan, a.shape[1], a.element_size(), out_dtype.itemsize)
+    return launch.call_for(plan, a, b, out_dtype)(a, b)
+
+
+#: The op's calls by (layout key, autotune generation): checks passed and plan chosen (see :func:`_compute`).
+_calls: dict[tuple, launch.Call] = {}
+CALL_CACHE_SIZE = 1024
 
 
 def _compute(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -> torch.Tensor:
-    """The op's real implementation."""
-    _check(a, b, out_dtype)
-    out_dtype = out_dtype or a.dtype
-    M, K = a.shape
-    N = b.shape[1]
-    if M == 0 or N == 0 or K == 0:
-        return torch.zeros((M, N), dtype=out_dtype, device=a.device)
-    if a.device.type == "cuda" and a.device.index != torch.cuda.current_device():
+    """The op's real implementation. A layout seen before (same shapes, strides, base alignment,
+    dtypes, device: what the checks and the plan depend on) reuses its :class:`launch.Call` at once."""
+    key = (*launch.call_key(a, b, out_dtype), b.dtype, b.device, plans.generation)
+    call = _calls.get(key)
+    if call is None:
+        _check(a, b, out_dtype)
+        out_dtype = out_dtype or a.dtype
+        M, K = a.shape
+        N = b.shape[1]
+        if M == 0 or N == 0 or K == 0:
+            return torch.zeros((M, N), dtype=out_dtype, device=a.device)
+        plan = plans.adapt(select_plan(a, b, out_dtype), K, a.element_size(), out_dtype.itemsize)
+        call = launch.call_for(plan, a, b, out_dtype)
+        if len(_calls) >= CALL_CACHE_SIZE:
+            _calls.clear()
+        _calls[key] = call
+    if a.is_cuda and a.device.index != torch.cuda.current_device():
         with torch.cuda.device(a.device):
-            return run_plan(select_plan(a, b, out_dtype), a, b, out_dtype)
-    return run_plan(select_plan(a, b, out_dtype), a, b, out_dtype)
+            return call(a, b)
+    return call(a, b)
 
 
 @torch.library.custom_op("tritium::matmul", mutates_args=())

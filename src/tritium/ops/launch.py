@@ -2,21 +2,30 @@
 
 ``JITFunction.__getitem__(grid)(...)`` binds and specializes every argument, computes the cache key
 and looks the kernel up on every call; host TensorDescriptors are then turned into CUtensorMaps on
-every launch. Here, per (plan, shapes, strides, 16-byte alignment, dtypes, device, pipelines in
-effect) the first call goes through the JIT (so compilation, caching and the tritium pipelines
-behave as always) and keeps the CompiledKernel it returned together with the grid; later calls
-launch that compiled kernel directly (:func:`tritium.compat.direct_launch`). CUtensorMaps are cached
-per (address, shape, strides, dtype, block), which is exactly what they encode, so a tensor at a
-reused address costs no new descriptor.
+every launch. Here a :class:`Call` holds what every call of one (plan, operand shapes and strides,
+16-byte alignment of the bases, dtypes, device) shares, worked out once: whether A and B are read in
+place or copied, C's shape, dtype and zero-fill, the grid, the launch arguments that do not depend
+on addresses, and per pipeline digest the compiled kernel. Its first launch (per digest) goes
+through the JIT, so compilation, caching and the tritium pipelines behave as always; later launches
+call that compiled kernel directly (:func:`tritium.compat.direct_launch`). A TMA descriptor encodes
+the tensor's address, so each Call keeps the launcher arguments of the last few descriptors per
+operand keyed by address (the rest of what a descriptor encodes is fixed by the Call): a tensor at a
+reused address, as the caching allocator hands out, costs no new CUtensorMap.
 
 Honoured on every call: the device (part of the key, launches go to the current stream of the
-operands' device), the pipelines in effect for the kernel (:func:`tritium.compat.pipeline_digest`,
-part of the key: another pipeline means another compiled kernel, compiled through the JIT), and
-launch hooks (when a profiler hook is set, calls go through the JIT, which runs it).
-Under ``TRITON_INTERPRET=1`` every call goes through the JIT (the interpreter).
+operands' device), the pipelines in effect for the kernel (:func:`tritium.compat.pipeline_digest`:
+another pipeline means another compiled kernel, compiled through the JIT), and launch hooks (when a
+profiler hook is set, calls go through the JIT, which runs it). Under ``TRITON_INTERPRET=1`` (read
+at import, as Triton reads it when the kernels are decorated) every call goes through the JIT.
+
+Layouts: a dimension of size 1 has no meaningful stride (``torch.randn(200, 1).t()`` has strides
+(1, 1)), so it is given the stride of a dense row-major matrix with 16-byte rows before anything is
+decided; this is what lets such an operand be read in place by TMA, whose row strides must be
+multiples of 16 bytes.
 """
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -28,25 +37,27 @@ from ..kernels import gemm_pipelined_hopper as pipelined
 from ..kernels.tiles import num_sms
 from .plans import VARIANTS, Plan
 
-#: CUtensorMaps kept (least recently used dropped first).
-DESCRIPTOR_CACHE_SIZE = 256
+#: Calls kept (least recently used dropped first), and descriptors kept per operand of a Call.
+CALL_CACHE_SIZE = 1024
+DESCRIPTORS_PER_OPERAND = 8
+
+_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
 def interpreting() -> bool:
-    import os
-    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+    """Whether Triton runs kernels on the CPU interpreter (``TRITON_INTERPRET=1`` at import)."""
+    return _INTERPRET
 
 
 @dataclass
 class _Compiled:
     direct: compat.DirectLaunch
-    grid: tuple[int, int, int]
     constexpr_values: list  # the kernel's constexpr parameters, in order, after its runtime ones
-    blocks: tuple  # TMA kernels: the A, B and C descriptor block shapes
+    # TMA kernels, per operand (A, B, C): address -> launcher arguments of its descriptor (the descriptor
+    # metadata belongs to this compiled kernel, so the cache lives with it)
+    descriptors: tuple = ()
 
 
-_launches: dict[tuple, _Compiled] = {}
-_descriptors: OrderedDict[tuple, list] = OrderedDict()
 _sms: dict[Any, int] = {}
 
 
@@ -64,133 +75,184 @@ def _padded_cols(cols: int, elem_size: int) -> int:
     return triton.cdiv(cols, per) * per
 
 
-def _tma_operand(x):
-    """``x`` as TMA can read it: unit column stride, 16-byte row stride and base; a copy only when needed."""
-    import torch
-    cols = _padded_cols(x.shape[1], x.element_size())
-    if x.stride(1) == 1 and x.stride(0) % (16 // x.element_size()) == 0 and x.data_ptr() % 16 == 0:
-        return x
-    return torch.nn.functional.pad(x, (0, cols - x.shape[1])).contiguous()
+def layout(x) -> tuple[int, int]:
+    """``x``'s (row, column) strides with a size-1 dimension given the stride of a dense matrix with
+    16-byte rows (its stride is never used to address anything)."""
+    rows, cols = x.shape
+    rs, cs = x.stride()
+    if cols == 1:
+        cs = 1
+    if rows == 1:
+        rs = _padded_cols(cols, x.element_size())
+    return rs, cs
 
 
-def _pointer_operand(x):
-    """``x`` row-major with a 16-byte aligned base (what the cp.async kernel reads), copying only if needed."""
+def tma_in_place(x) -> bool:
+    """Whether TMA can read ``x`` as it is: unit column stride, 16-byte row stride and base."""
+    rs, cs = layout(x)
+    return cs == 1 and (rs * x.element_size()) % 16 == 0 and x.data_ptr() % 16 == 0
+
+
+def pointer_in_place(x) -> bool:
+    """Whether the cp.async kernel can read ``x`` as it is: unit column stride, 16-byte aligned base."""
+    return layout(x)[1] == 1 and x.data_ptr() % 16 == 0
+
+
+def kernel_row_stride(x, tma: bool) -> int:
+    """The row stride ``x`` has as the kernel reads it (the copy's when it is copied)."""
+    if tma:
+        return layout(x)[0] if tma_in_place(x) else _padded_cols(x.shape[1], x.element_size())
+    return layout(x)[0] if pointer_in_place(x) else x.shape[1]
+
+
+def _tma_copy(x):
+    """``x`` copied to row-major with zero columns up to 16-byte rows (TMA strides)."""
     import torch
-    if x.stride(1) == 1 and x.data_ptr() % 16 == 0:
-        return x
+    return torch.nn.functional.pad(x, (0, _padded_cols(x.shape[1], x.element_size()) - x.shape[1])).contiguous()
+
+
+def _pointer_copy(x):
+    import torch
     return torch.empty(x.shape, dtype=x.dtype, device=x.device).copy_(x)
 
 
-def _descriptor_args(t, block: tuple[int, ...], meta) -> list:
-    """Launcher arguments of a TMA descriptor over ``t`` with ``block``, from the cache when possible."""
-    key = (t.data_ptr(), t.shape, t.stride(), t.dtype, block, id(meta))  # meta lives with its compiled kernel
-    args = _descriptors.get(key)
-    if args is None:
-        from triton.tools.tensor_descriptor import TensorDescriptor
-        args = compat.descriptor_args(TensorDescriptor.from_tensor(t, list(block)), meta)
-        _descriptors[key] = args
-        if len(_descriptors) > DESCRIPTOR_CACHE_SIZE:
-            _descriptors.popitem(last=False)
-    else:
-        _descriptors.move_to_end(key)
-    return args
+class Call:
+    """``plan``'s kernel on operands of one layout (see the module docstring): ``call(a, b)`` is ``a @ b``.
 
-
-def prepare(plan: Plan, a, b, out_dtype):
-    """The operands as ``plan``'s kernel reads them and the buffer C it writes: (a, b, c).
-
-    TMA kernels: A and B padded to 16-byte rows only when they are not already (a copy), C with
-    16-byte rows; split-K: C is a zeroed fp32 buffer the K slices are added into. The cp.async
-    kernel: A and B row-major with 16-byte aligned bases (else copied). :func:`finish` turns C into
-    the op's result.
+    Built from a representative pair (a, b); it serves every pair with the same shapes, strides,
+    16-byte alignment of the bases, dtypes and device (:func:`call_key`).
     """
-    import torch
-    M = a.shape[0]
-    N = b.shape[1]
-    variant = VARIANTS[plan.kernel]
-    if not variant.tma:
-        return _pointer_operand(a), _pointer_operand(b), torch.empty((M, N), device=a.device, dtype=out_dtype)
-    split = variant.units(plan.config) > 1
-    acc = torch.float32 if split else out_dtype
-    cols = _padded_cols(N, acc.itemsize)
-    c = (torch.zeros if split else torch.empty)((M, cols), device=a.device, dtype=acc)
-    return _tma_operand(a), _tma_operand(b), c
 
+    def __init__(self, plan: Plan, a, b, out_dtype):
+        import torch
+        self.plan = plan
+        self.variant = variant = VARIANTS[plan.kernel]
+        self.M, self.K = M, K = a.shape
+        self.N = N = b.shape[1]
+        self.out_dtype = out_dtype
+        self.device = a.device
+        self.compiled: dict[str, _Compiled] = {}  # pipeline digest -> direct launch
+        if variant.tma:
+            split = variant.units(plan.config) > 1
+            self.c_dtype = torch.float32 if split else out_dtype
+            self.c_shape = (M, _padded_cols(N, self.c_dtype.itemsize))
+            self.zero = split
+            self.in_place = (tma_in_place(a), tma_in_place(b))
+            self.strides = tuple(layout(x) if ok else (_padded_cols(x.shape[1], x.element_size()), 1)
+                                 for x, ok in zip((a, b), self.in_place))
+            self.blocks = tuple(tuple(blk) for blk in variant.descriptor_blocks(plan.config))
+            tiles = triton.cdiv(M, plan.config.BM) * triton.cdiv(N, plan.config.BN) * variant.units(plan.config)
+            self.grid = (min(sm_count(a.device), tiles), 1, 1)
+        else:
+            self.c_dtype, self.c_shape, self.zero = out_dtype, (M, N), False
+            self.in_place = (pointer_in_place(a), pointer_in_place(b))
+            self.strides = tuple(layout(x) if ok else (x.shape[1], 1) for x, ok in zip((a, b), self.in_place))
+            cfg = plan.config
+            self.grid = (triton.cdiv(M, cfg.BLOCK_SIZE_M) * triton.cdiv(N, cfg.BLOCK_SIZE_N), 1, 1)
+            self.pointer_args = [M, N, K, *self.strides[0], *self.strides[1], N, 1]
+        # C is returned as it is when it already is the result: N columns of out_dtype
+        self.c_is_result = self.c_shape[1] == N and self.c_dtype == out_dtype
 
-def finish(c, N: int, out_dtype):
-    """The op's result from the kernel's C: the first N columns, contiguous, in ``out_dtype``."""
-    if c.shape[1] != N:
-        c = c[:, :N]
-    return c.to(out_dtype).contiguous()
+    def __call__(self, a, b):
+        a, b, c = self.prepare(a, b)
+        self.launch(a, b, c)
+        return self.finish(c)
 
+    def prepare(self, a, b):
+        """The operands as the kernel reads them (copied where the Call says so) and a new C buffer."""
+        import torch
+        copy = _tma_copy if self.variant.tma else _pointer_copy
+        if not self.in_place[0]:
+            a = copy(a)
+        if not self.in_place[1]:
+            b = copy(b)
+        c = (torch.zeros if self.zero else torch.empty)(self.c_shape, dtype=self.c_dtype, device=self.device)
+        return a, b, c
 
-def _grid(plan: Plan, M: int, N: int, device) -> tuple[int, int, int]:
-    variant, cfg = VARIANTS[plan.kernel], plan.config
-    if variant.tma:
-        tiles = triton.cdiv(M, cfg.BM) * triton.cdiv(N, cfg.BN) * variant.units(cfg)
-        return (min(sm_count(device), tiles), 1, 1)
-    return (triton.cdiv(M, cfg.BLOCK_SIZE_M) * triton.cdiv(N, cfg.BLOCK_SIZE_N), 1, 1)
+    def finish(self, c):
+        """The op's result from the kernel's C: the first N columns, contiguous, in the output dtype."""
+        if self.c_is_result:
+            return c
+        return c[:, :self.N].to(self.out_dtype).contiguous()
 
+    def launch(self, a, b, c) -> None:
+        """Run the kernel on operands from :meth:`prepare`, directly when it can."""
+        kernel = self.variant.kernel
+        if _INTERPRET or compat.launch_hooks_active():
+            args, consts = self._jit_args(a, b, c)
+            kernel[self.grid](*args, **consts)
+            return
+        digest = compat.pipeline_digest(kernel)
+        entry = self.compiled.get(digest)
+        if entry is None:
+            self._first_launch(digest, a, b, c)
+            return
+        if self.variant.tma:
+            args = [*self._descriptor(entry, 0, a), *self._descriptor(entry, 1, b), *self._descriptor(entry, 2, c),
+                    self.M, self.N, self.K, *entry.constexpr_values]
+        else:
+            args = [a, b, c, *self.pointer_args, *entry.constexpr_values]
+        entry.direct(self.grid, compat.current_stream(self.device.index), args)
 
-def _jit_args(plan: Plan, a, b, c, M: int, N: int, K: int) -> tuple[list, dict]:
-    """Positional arguments and keyword constexprs of the kernel, as ``kernel[grid](...)`` takes them."""
-    variant, cfg = VARIANTS[plan.kernel], plan.config
-    consts = variant.constexprs(cfg)
-    if variant.tma:
+    def _host_descriptor(self, i: int, t):
         from triton.tools.tensor_descriptor import TensorDescriptor
-        blocks = variant.descriptor_blocks(cfg)
-        descs = [TensorDescriptor.from_tensor(t, list(blk)) for t, blk in zip((a, b, c), blocks)]
-        return [*descs, M, N, K], consts
-    align = pipelined._stride_align(a.stride(0), b.stride(0), K, N)
-    return [a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)], \
-        {**consts, "STRIDE_ALIGN": align}
+        strides = list(self.strides[i]) if i < 2 else [t.stride(0), 1]
+        return TensorDescriptor(t, list(t.shape), strides, list(self.blocks[i]))
+
+    def _descriptor(self, entry: _Compiled, i: int, t) -> list:
+        """Launcher arguments of operand ``i``'s TMA descriptor over ``t``, from the cache when possible."""
+        cache = entry.descriptors[i]
+        ptr = t.data_ptr()
+        args = cache.get(ptr)
+        if args is None:
+            args = cache[ptr] = compat.descriptor_args(self._host_descriptor(i, t), entry.direct.descriptor_meta[i])
+            if len(cache) > DESCRIPTORS_PER_OPERAND:
+                cache.popitem(last=False)
+        return args
+
+    def _jit_args(self, a, b, c) -> tuple[list, dict]:
+        """Positional arguments and keyword constexprs of the kernel, as ``kernel[grid](...)`` takes them."""
+        consts = self.variant.constexprs(self.plan.config)
+        if self.variant.tma:
+            return [*(self._host_descriptor(i, t) for i, t in enumerate((a, b, c))), self.M, self.N, self.K], consts
+        align = pipelined._stride_align(self.strides[0][0], self.strides[1][0], self.K, self.N)
+        return [a, b, c, *self.pointer_args], {**consts, "STRIDE_ALIGN": align}
+
+    def _first_launch(self, digest: str, a, b, c) -> None:
+        """Launch through the JIT (compiling if needed) and keep what later direct launches need."""
+        kernel = self.variant.kernel
+        args, consts = self._jit_args(a, b, c)
+        compiled = kernel[self.grid](*args, **consts)
+        # The launcher takes every parameter in order, constexprs included (it skips their values).
+        rest = kernel.arg_names[len(args):]
+        if compiled is None or any(n not in consts for n in rest):
+            return  # a defaulted constexpr the call did not name: keep launching through the JIT
+        direct = compat.direct_launch(compiled)
+        if direct is not None:
+            descriptors = tuple(OrderedDict() for _ in range(3)) if self.variant.tma else ()
+            self.compiled[digest] = _Compiled(direct, [consts[n] for n in rest], descriptors)
 
 
-def _key(plan: Plan, a, b, c, digest: str) -> tuple:
-    return (plan, a.shape, a.stride(), b.shape, b.stride(), c.shape, c.stride(), a.dtype, c.dtype, a.device,
-            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, c.data_ptr() % 16 == 0, digest)
+def call_key(a, b, out_dtype) -> tuple:
+    """What a :class:`Call` is specific to (besides its plan)."""
+    return (a.shape, a.stride(), b.shape, b.stride(), a.dtype, out_dtype, a.device, a.data_ptr() % 16 == 0,
+            b.data_ptr() % 16 == 0)
 
 
-def launch(plan: Plan, a, b, c, M: int, N: int, K: int) -> None:
-    """Run ``plan``'s kernel on operands from :func:`prepare` (``b`` and ``c`` may have padding
-    columns past N), directly when it can."""
-    variant = VARIANTS[plan.kernel]
-    if interpreting() or compat.launch_hooks_active():
-        args, consts = _jit_args(plan, a, b, c, M, N, K)
-        variant.kernel[_grid(plan, M, N, a.device)](*args, **consts)
-        return
-    key = _key(plan, a, b, c, compat.pipeline_digest(variant.kernel))
-    entry = _launches.get(key)
-    if entry is None:
-        _first_launch(key, plan, a, b, c, M, N, K)
-        return
-    if variant.tma:
-        meta, blocks = entry.direct.descriptor_meta, entry.blocks
-        args = [*_descriptor_args(a, blocks[0], meta[0]), *_descriptor_args(b, blocks[1], meta[1]),
-                *_descriptor_args(c, blocks[2], meta[2]), M, N, K, *entry.constexpr_values]
-    else:
-        args = [a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                *entry.constexpr_values]
-    entry.direct(entry.grid, compat.current_stream(a.device.index), args)
+_calls: OrderedDict[tuple, Call] = OrderedDict()
 
 
-def _first_launch(key: tuple, plan: Plan, a, b, c, M: int, N: int, K: int) -> None:
-    """Launch through the JIT (compiling if needed) and keep what later direct launches need."""
-    variant = VARIANTS[plan.kernel]
-    args, consts = _jit_args(plan, a, b, c, M, N, K)
-    grid = _grid(plan, M, N, a.device)
-    compiled = variant.kernel[grid](*args, **consts)
-    # The launcher takes every parameter in order, constexprs included (it skips their values).
-    rest = variant.kernel.arg_names[len(args):]
-    if compiled is None or any(n not in consts for n in rest):
-        return  # a defaulted constexpr the call did not name: keep launching through the JIT
-    direct = compat.direct_launch(compiled)
-    if direct is not None:
-        blocks = tuple(tuple(blk) for blk in variant.descriptor_blocks(plan.config)) if variant.tma else ()
-        _launches[key] = _Compiled(direct, grid, [consts[n] for n in rest], blocks)
+def call_for(plan: Plan, a, b, out_dtype, key: tuple | None = None) -> Call:
+    """The cached :class:`Call` of ``plan`` on this layout of (a, b) (made on first use)."""
+    key = (plan, key or call_key(a, b, out_dtype))
+    call = _calls.get(key)
+    if call is None:
+        call = _calls[key] = Call(plan, a, b, out_dtype)
+        if len(_calls) > CALL_CACHE_SIZE:
+            _calls.popitem(last=False)
+    return call
 
 
 def clear_caches() -> None:
     """Forget compiled launches and descriptors (tests; after freeing many tensors)."""
-    _launches.clear()
-    _descriptors.clear()
+    _calls.clear()

@@ -19,7 +19,7 @@ The heuristic (:func:`choose`), with ``sms`` the GPU's streaming multiprocessors
 5. **ping-pong** 64x128 (gemm_ws_pingpong_hopper.SMALL) otherwise: twice the tiles of 128x128
    (1024^3: 128 tiles).
 
-Autotuning is off by default. With ``TRITIUM_GEMM_AUTOTUNE=1`` (or :func:`set_autotune`), the
+Autotuning is off by default. With ``TRITIUM_GEMM_AUTOTUNE=1`` at import (or :func:`set_autotune`), the
 first call on a new (device, dtype, out dtype, M, N, K) times every candidate of
 :func:`candidates` once and remembers the fastest in a JSON file
 (``$TRITIUM_GEMM_AUTOTUNE_CACHE``, default ``~/.cache/tritium/gemm_autotune.json``); later calls
@@ -133,14 +133,16 @@ def fit(plan: Plan, in_size: int, out_size: int) -> Plan:
 
 @functools.lru_cache(maxsize=4096)
 def adapt(plan: Plan, K: int, in_size: int, out_size: int) -> Plan:
-    """``plan`` as it runs on a K of ``K`` with these element sizes: :func:`fit` to shared memory, and for
-    split-K the number of non-empty K slices (an empty slice would leave the kernel's barrier
-    accounting one arrive off)."""
-    plan = fit(plan, in_size, out_size)
+    """``plan`` as it runs on a K of ``K`` with these element sizes: for split-K the number of non-empty
+    K slices (an empty slice would leave the kernel's barrier accounting one arrive off), and a single
+    slice runs as the cooperative kernel with the same tiles (the same design without the zero-filled
+    fp32 workspace and the reduction); then :func:`fit` to shared memory."""
     if plan.kernel == "splitk":
         cfg = plan.config
-        plan = Plan("splitk", cfg._replace(SPLIT_K=splitk.effective_split(K, cfg.BK, cfg.SPLIT_K)))
-    return plan
+        split = splitk.effective_split(K, cfg.BK, cfg.SPLIT_K)
+        plan = Plan("splitk", cfg._replace(SPLIT_K=split)) if split > 1 else \
+            Plan("cooperative", coop.Config(*cfg[:-1]))
+    return fit(plan, in_size, out_size)
 
 
 def _fill(units: int, sms: int) -> float:
@@ -164,19 +166,77 @@ def even_layout(a_row_stride: int, b_row_stride: int, K: int, N: int) -> bool:
     return all(x % 2 == 0 for x in (a_row_stride, b_row_stride, K, N))
 
 
+def shape_class(M: int, N: int, K: int, sms: int, even: bool = True) -> str:
+    """Which rule of the heuristic a problem falls under: "small", "splitk", "large" (rule 3),
+    "mid" (rule 4) or "few" (rule 5)."""
+    if M * N * K <= SMALL_WORK and even:
+        return "small"
+    if split_k_slices(M, N, K, sms) > 1:
+        return "splitk"
+    tiles128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
+    return "large" if tiles128 >= 2 * sms else "mid" if tiles128 >= sms else "few"
+
+
 def choose(M: int, N: int, K: int, sms: int, even: bool = True) -> Plan:
     """The heuristic of the module docstring; ``even``: :func:`even_layout` of the operands."""
-    if M * N * K <= SMALL_WORK and even:
+    kind = shape_class(M, N, K, sms, even)
+    if kind == "small":
         return Plan("small", SMALL_TILE)
-    slices = split_k_slices(M, N, K, sms)
-    if slices > 1:
-        return Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=slices))
-    tiles128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
-    if tiles128 >= 2 * sms:
-        return Plan("pingpong", pingpong.LARGE)
-    if tiles128 >= sms:
-        return Plan("cooperative", coop.SMALL)
-    return Plan("pingpong", pingpong.SMALL)
+    if kind == "splitk":
+        return Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=split_k_slices(M, N, K, sms)))
+    return {"large": Plan("pingpong", pingpong.LARGE), "mid": Plan("cooperative", coop.SMALL),
+            "few": Plan("pingpong", pingpong.SMALL)}[kind]
+
+
+def _ws(kernel: str, BM: int, BN: int, BK: int = 64, group: int = 8, stages: int = 4, subtiles: int = 4) -> Plan:
+    return Plan(kernel, coop.Config(BM, BN, BK, group, stages, subtiles, 232))
+
+
+def _split(BM: int, BN: int, slices: int, stages: int = 4, subtiles: int = 4) -> Plan:
+    return Plan("splitk", splitk.Config(BM, BN, 64, 8, stages, subtiles, 232, slices))
+
+
+#: What the GPU sweep (scripts/gpu_gemm_sweep.py) times per shape class, besides the heuristic's
+#: choice: tiles (a cooperative/split-K consumer owns BM/2 rows, so BM >= 128 there; a ping-pong
+#: consumer holds a whole BMxBN fp32 accumulator, so BM * BN <= 128 * 128 there), K step, ring
+#: depth, epilogue slices, the grouping of tiles in L2 (GROUP_SIZE_M) and the number of K slices.
+#: Every config fits shared memory as it is; :func:`fit` still applies for fp32 outputs.
+SWEEP_SPACE: dict[str, list[Plan]] = {
+    "large": [_ws("pingpong", 128, 128, stages=6), _ws("pingpong", 128, 128, stages=6, group=16),
+              _ws("pingpong", 128, 128, stages=6, group=4), _ws("pingpong", 128, 128, stages=5, subtiles=2),
+              _ws("pingpong", 128, 128, BK=128, stages=3), _ws("pingpong", 64, 256, stages=4),
+              _ws("cooperative", 128, 256), _ws("cooperative", 128, 256, group=16),
+              _ws("cooperative", 128, 256, stages=3, subtiles=2), _ws("cooperative", 256, 128),
+              _ws("cooperative", 256, 128, group=16), _ws("cooperative", 128, 256, BK=128, stages=2)],
+    "mid": [_ws("cooperative", 128, 128, stages=5, subtiles=2), _ws("cooperative", 128, 128, stages=6),
+            _ws("pingpong", 128, 128, stages=6), _ws("pingpong", 128, 128, stages=6, group=16),
+            _ws("pingpong", 64, 128, stages=6, subtiles=2), _ws("pingpong", 64, 256, stages=4),
+            _ws("cooperative", 128, 256), _ws("cooperative", 256, 128), _ws("cooperative", 128, 128, BK=128, stages=3),
+            _split(128, 128, 2), _split(128, 256, 2, stages=3)],
+    "few": [_ws("pingpong", 64, 128, stages=6, subtiles=2), _ws("pingpong", 64, 128, stages=4, subtiles=2),
+            _ws("pingpong", 64, 64, stages=6, subtiles=1), _ws("cooperative", 128, 128, stages=5, subtiles=2),
+            _ws("cooperative", 128, 64, stages=6, subtiles=2), _split(128, 128, 2), _split(128, 128, 4),
+            _split(128, 64, 2, stages=6, subtiles=2), _split(128, 256, 4, stages=3),
+            Plan("small", PointerConfig(64, 64, 64, 8, 3, 4)), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4)),
+            Plan("small", PointerConfig(128, 128, 64, 8, 3, 8))],
+    "splitk": [*(_split(128, 128, s) for s in (2, 3, 4, 5, 6, 8)), _split(128, 128, 5, stages=6),
+               *(_split(128, 256, s, stages=3) for s in (2, 3, 4)), _ws("pingpong", 64, 128, stages=6, subtiles=2),
+               _ws("pingpong", 64, 256, stages=4), _ws("cooperative", 128, 128, stages=5, subtiles=2)],
+    "small": [Plan("small", SMALL_TILE), Plan("small", PointerConfig(64, 64, 64, 8, 2, 4)),
+              Plan("small", PointerConfig(64, 32, 64, 8, 3, 4)), Plan("small", PointerConfig(64, 128, 64, 8, 3, 4)),
+              Plan("small", PointerConfig(64, 64, 128, 8, 2, 4)), _ws("pingpong", 64, 128, stages=4, subtiles=2),
+              _ws("pingpong", 64, 64, stages=4, subtiles=1), _ws("cooperative", 128, 128, stages=4, subtiles=2),
+              _split(128, 64, 2, stages=4, subtiles=2)],
+}
+
+
+def sweep_candidates(M: int, N: int, K: int, sms: int) -> list[Plan]:
+    """The heuristic's choice, then :data:`SWEEP_SPACE` of the problem's class; a split-K plan only where
+    each slice keeps at least 4 K steps."""
+    steps = triton.cdiv(K, 64)
+    plans = [choose(M, N, K, sms), *SWEEP_SPACE[shape_class(M, N, K, sms)]]
+    plans = [p for p in plans if p.kernel != "splitk" or steps // p.config.SPLIT_K >= SPLIT_K_MIN_STEPS // 2]
+    return list(dict.fromkeys(plans))
 
 
 def candidates(M: int, N: int, K: int, sms: int, even: bool = True) -> list[Plan]:
@@ -200,14 +260,22 @@ _memory: dict[str, Plan] = {}
 _loaded_from: Path | None = None
 
 
+#: ``TRITIUM_GEMM_AUTOTUNE``, read once at import (the op consults the setting on every call).
+_ENV_AUTOTUNE = os.environ.get("TRITIUM_GEMM_AUTOTUNE", "") == "1"
+#: Bumped by :func:`set_autotune`: plans chosen under another setting are not reused.
+generation = 0
+
+
 def set_autotune(enabled: bool | None) -> None:
-    """Turn autotuning on or off for this process (None: follow ``TRITIUM_GEMM_AUTOTUNE`` again)."""
-    global _autotune
+    """Turn autotuning on or off for this process (None: follow ``TRITIUM_GEMM_AUTOTUNE`` again, as
+    read when tritium.ops was imported)."""
+    global _autotune, generation
     _autotune = enabled
+    generation += 1
 
 
 def autotune_enabled() -> bool:
-    return _autotune if _autotune is not None else os.environ.get("TRITIUM_GEMM_AUTOTUNE", "") == "1"
+    return _autotune if _autotune is not None else _ENV_AUTOTUNE
 
 
 def cache_path() -> Path:
