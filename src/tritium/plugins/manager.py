@@ -13,7 +13,9 @@ manager at a time is *enabled* (:func:`enabled_manager`): its plugins and pipeli
 compilations see.  A manager that is not enabled keeps its state and changes nothing.  Enabling a
 second manager is an error; ``with manager.enabled():`` hands the hook over for a block and gives
 it back.  Pipelines are plain values that any manager may use, so their edit counter
-(:class:`.pipeline.Generation`) is process-wide too.
+(:class:`.pipeline.Generation`) is process-wide too, and so is the interception of Triton's pass
+builders while a stage runs (``compat.intercept_pass_managers``): it belongs to one compilation, not
+to a manager.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 from .. import compat, knobs
 from .errors import PipelineError, PluginLoadError, TritiumError
+from .passes import fingerprint_once
 from .pipeline import Generation, Pipeline
 from .registry import ENTRY_POINT_GROUP, NATIVE_PATHS_ENV, DeferredPlugin, LoadedPlugin, Plugin, import_file, \
     import_name, native_plugin, native_plugin_paths, plugin_from_module, plugin_from_object
@@ -39,7 +42,7 @@ PipelineLike = Union[Pipeline, str]
 _EMPTY = ("", "")
 
 
-class _Recorder(threading.local):
+class _ReportSlot(threading.local):
     #: the report this thread's compilations are traced into, if any
     report: Optional[CompileReport] = None
 
@@ -71,7 +74,7 @@ class PluginManager:
             f"tritium_pipelines_{name}", default=())
         #: active pipeline -> (plugin generation, pipeline generation, (key, hash))
         self._keys: dict[Optional[Pipeline], tuple[int, int, tuple[str, str]]] = {}
-        self._recorder = _Recorder()
+        self._recorder = _ReportSlot()
         self._hook = compat.ChainedHook(self._apply_stages, self.pipelines_key, owner=self)
 
     def __repr__(self) -> str:
@@ -104,7 +107,10 @@ class PluginManager:
 
     @contextlib.contextmanager
     def enabled(self) -> Iterator["PluginManager"]:
-        """Enable this manager inside the block, taking the hook from the enabled one and giving it back after."""
+        """Enable this manager inside the block, taking the hook from the enabled one and giving it back after.
+
+        The hook is process-wide: other threads compile under this manager during the block too.
+        """
         previous = enabled_manager()
         if previous is self:
             yield self
@@ -389,11 +395,15 @@ class PluginManager:
         active = self.active_pipeline(kernel)
         return self._auto if active is None else (*self._auto, active)
 
-    def pipelines_key(self, kernel: Any = None) -> tuple[str, str]:
+    def pipelines_key(self, kernel: Any = None, fresh: bool = False) -> tuple[str, str]:
         """``(key, hash)`` of the pipelines in effect for ``kernel``; empty when none, so keys match bare Triton.
 
-        Runs on every kernel launch, so results are cached per active pipeline until a plugin (un)loads or
-        any pipeline is edited.
+        ``key`` goes into the on-disk key, ``hash`` into the JIT's in-memory one. Launches ask on every
+        call, so their result is cached per active pipeline until a plugin (un)loads, any pipeline is
+        edited, or :meth:`refresh`. A compile asks with ``fresh`` and gets a key computed anew, as a
+        pass's live state (its code, defaults, a module constant, a closure's dict, an object's
+        attribute) may have changed in place; finding such a change also refreshes. ``hash`` counts
+        refreshes, so no kernel a launch compiled under a key gone stale is served again.
         """
         active = getattr(kernel, "tritium_pipeline", None)  # active_pipeline(), inlined: once per launch
         if active is None:
@@ -401,17 +411,29 @@ class PluginManager:
             active = items[-1] if items else self._global
         generation, edits = self._generation, Generation.value  # read first: a change meanwhile invalidates
         hit = self._keys.get(active)
-        if hit is not None and hit[0] == generation and hit[1] == edits:
+        current = hit is not None and hit[0] == generation and hit[1] == edits
+        if current and not fresh:
             return hit[2]
         pipelines = self._auto if active is None else (*self._auto, active)
         result = _EMPTY
         if pipelines:
-            key = "+".join(f"{p.origin()}#{p.digest()}" for p in pipelines)
-            result = (key, hashlib.sha256(key.encode()).hexdigest()[:16])
+            with fingerprint_once():
+                key = "+".join(f"{p.origin()}#{p.digest()}" for p in pipelines)
+            if current and key != hit[2][0]:  # changed in place since launches cached the key
+                self.refresh()
+                generation = self._generation
+            result = (key, hashlib.sha256(f"{key}#{generation}".encode()).hexdigest()[:16])
         if len(self._keys) > 256:  # pipelines made on the fly must not pile up
             self._keys.clear()
         self._keys[active] = (generation, edits, result)
         return result
+
+    def refresh(self) -> None:
+        """Make launches see passes edited in place (a module constant, a closure's dict, an object's
+        attribute, new ``__code__`` or ``__defaults__``): keys are computed anew, and kernels compiled
+        before are looked up again. Compiles (``triton.compile``, a kernel's first launch) see such edits
+        without it."""
+        self._generation += 1
 
     def bind(self, pipeline: Optional[PipelineLike], kernel: Any = None) -> Any:
         """Bind a pipeline to one ``@triton.jit`` kernel; the binding wins over :meth:`use_pipeline` and
