@@ -205,3 +205,34 @@ def test_interpreted_suite_in_own_process():
                          text=True, timeout=1800)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert " passed" in out.stdout and "skipped" not in out.stdout.split("\n")[-2]
+
+
+def test_bench_selects_cases_and_implementations():
+    from tritium.bench import trimul as bench
+    from tritium.kernels.trimul_reference import RANKED_CASES
+    assert bench.select("") == (list(RANKED_CASES), bench.IMPLS)
+    assert bench.select("quick")[0] == list(RANKED_CASES[:3])
+    cases, impls = bench.select("fast N1024")
+    assert impls == ("compile TF32", "tritium") and [c.seqlen for c in cases] == [1024, 1024]
+    with pytest.raises(SystemExit, match="no ranked case matches --only 'N999'"):
+        bench.select("N999")
+
+
+def test_bench_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
+    from tritium.bench import trimul as bench
+
+    def fake_run_case(case, impls, bar=None):
+        ms = {name: (i + 1) * case.seqlen / 256 for i, name in enumerate(reversed(impls))}  # tritium: the fastest
+        r = {**case._asdict(), "label": case.label, "ms": ms, "check": None,
+             "tritium_stages_ms": {"proj": 0.1, "pair": 0.2, "out": 0.05}}
+        r.update({f"{n} / tritium": ms[n] / ms["tritium"] for n in impls})
+        return r
+
+    monkeypatch.setattr(bench, "run_case", fake_run_case)
+    monkeypatch.setattr(bench, "environment", lambda: {"gpu": "GPU", "torch": "t", "triton": "t"})
+    assert bench.main(str(tmp_path), "fast quick") == 0
+    out = capsys.readouterr().out
+    assert "| case | compile TF32 | tritium | compile TF32 / tritium | tritium proj / pair / out (ms) | check |" in out
+    assert "| N256 B2 C128 nomask normal | 2.000 | 1.000 | 2.000 | 0.100 / 0.200 / 0.050 | ok |" in out
+    assert "geomean compile TF32 / tritium: 2.000" in out and "geomean tritium: 1.442 ms" in out
+    assert (tmp_path / "trimul.png").exists() and (tmp_path / "trimul.json").exists()

@@ -206,7 +206,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 #: ``tritium bench NAME`` -> module in tritium.bench
-BENCHMARKS = {"overhead": "overhead", "gemm": "gemm", "policy": "policy", "attention": "attention"}
+BENCHMARKS = {"overhead": "overhead", "gemm": "gemm", "policy": "policy", "attention": "attention", "trimul": "trimul"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -231,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="results", help="folder for the plots")
     b.add_argument("--only", default="", help="run one part of a benchmark (overhead: compile or launch; "
                    "attention: quick, or words such as bf16 d128 causal s4096; gemm: fp16, bf16, quick, seeds, "
-                   "squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone)")
+                   "squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone; trimul: quick, fast, "
+                   "or words such as N1024 C384 cauchy)")
     b.set_defaults(run=_cmd_bench)
     return parser
 

@@ -59,7 +59,7 @@ def _cases(spec: str, dist: str) -> list[Case]:
 
 
 #: Every test case of the task (docs: targets.md), normal and Cauchy.
-TEST_CASES = (_cases("32,1,128,T/F;64,2,256,T/F;128,1,768,T;256,1,128,T/F;768,2,128,T;1024,1,384,F;"
+TEST_CASES = tuple(_cases("32,1,128,T/F;64,2,256,T/F;128,1,768,T;256,1,128,T/F;768,2,128,T;1024,1,384,F;"
                      "1024,1,768,T/F", "normal")
               + _cases("32,1,128,T;64,2,256,T;128,1,768,T;256,1,128,T;768,2,128,T;1024,1,384,F;1024,1,768,F",
                        "cauchy"))
