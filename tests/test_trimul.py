@@ -48,7 +48,7 @@ def compiled(kernel: str):
     return triton.compile(src, target=SM90, options={"num_warps": warps})
 
 
-@pytest.mark.parametrize("kernel, wgmma", [("proj", "m64n64k16"), ("pair", "m64n256k16"), ("out", "m64n128k16")])
+@pytest.mark.parametrize("kernel, wgmma", [("proj", "m64n64k16"), ("pair", "m64n128k16"), ("out", "m64n128k16")])
 def test_kernels_compile_to_wgmma_and_cp_async(kernel, wgmma, tmp_path):
     k = compiled(kernel)
     ptx = k.asm["ptx"]
@@ -68,6 +68,7 @@ def test_kernels_compile_to_wgmma_and_cp_async(kernel, wgmma, tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "0 bytes spill stores, 0 bytes spill loads" in out.stderr, out.stderr
+    assert "C7515" not in out.stderr, out.stderr  # ptxas would serialize the wgmmas
 
 
 def _reference(dim=128, hidden=128, seed=0):

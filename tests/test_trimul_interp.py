@@ -11,7 +11,7 @@ if os.environ.get("TRITON_INTERPRET") != "1":
 
 import torch  # noqa: E402
 
-from tritium.kernels import TriMul  # noqa: E402
+from tritium.kernels import TriMul, trimul  # noqa: E402
 from tritium.kernels.trimul_reference import Case, check_close, make_inputs, reference_model  # noqa: E402
 
 
@@ -24,10 +24,15 @@ def _fused_and_reference(case: Case, seed: int):
         return fused, ref, x, mask, ref(x, mask)
 
 
-@pytest.mark.parametrize("case", [Case(32, 1, 128, False, "normal"), Case(32, 1, 128, True, "cauchy"),
-                                  Case(64, 1, 128, True, "normal"), Case(64, 1, 64, False, "normal")],
-                         ids=lambda c: c.label)
-def test_fused_matches_reference(case):
+@pytest.mark.parametrize("case, pair", [(Case(32, 1, 128, False, "normal"), None),
+                                        (Case(32, 1, 128, True, "cauchy"), None),
+                                        (Case(64, 1, 128, True, "normal"), trimul.PAIR_LARGE),
+                                        (Case(64, 1, 64, False, "normal"), None)],
+                         ids=lambda c: getattr(c, "label", "large pair tile" if c else "default pair tile"))
+def test_fused_matches_reference(case, pair, monkeypatch):
+    """``pair``: force the pair GEMM's tile (the large one, wrapping its rows past N = 64)."""
+    if pair is not None:
+        monkeypatch.setattr(trimul, "pair_config", lambda N: pair)
     fused, _, x, mask, want = _fused_and_reference(case, 3)
     with torch.no_grad():
         got = fused(x, mask)
