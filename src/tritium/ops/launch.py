@@ -141,6 +141,7 @@ class Call:
             self.strides = tuple(layout(x) if ok else (_padded_cols(x.shape[1], x.element_size()), 1)
                                  for x, ok in zip((a, b), self.in_place))
             self.blocks = tuple(tuple(blk) for blk in variant.descriptor_blocks(plan.config))
+            self.templates = [None, None, None]  # the first host TensorDescriptor of each operand
             tiles = triton.cdiv(M, plan.config.BM) * triton.cdiv(N, plan.config.BN) * variant.units(plan.config)
             self.grid = (min(sm_count(a.device), tiles), 1, 1)
         else:
@@ -195,9 +196,17 @@ class Call:
         entry.direct(self.grid, compat.current_stream(self.device.index), args)
 
     def _host_descriptor(self, i: int, t):
-        from triton.tools.tensor_descriptor import TensorDescriptor
-        strides = list(self.strides[i]) if i < 2 else [t.stride(0), 1]
-        return TensorDescriptor(t, list(t.shape), strides, list(self.blocks[i]))
+        """A host TensorDescriptor of operand ``i`` over ``t``. Everything but the address is fixed by the
+        Call, so after the first (validated) one of each operand, the next are copies with a new base."""
+        template = self.templates[i]
+        if template is None:
+            from triton.tools.tensor_descriptor import TensorDescriptor
+            strides = list(self.strides[i]) if i < 2 else [self.c_shape[1], 1]
+            self.templates[i] = TensorDescriptor(t, list(t.shape), strides, list(self.blocks[i]))
+            return self.templates[i]
+        desc = object.__new__(type(template))  # a copy without the dataclass's validation
+        desc.__dict__.update(template.__dict__, base=t)
+        return desc
 
     def _descriptor(self, entry: _Compiled, i: int, t) -> list:
         """Launcher arguments of operand ``i``'s TMA descriptor over ``t``, from the cache when possible."""
