@@ -57,18 +57,19 @@ StagesHook = Callable[..., Any]
 class ChainedHook:
     """A plugin manager's stages hook, with whatever hook was in Triton's slot before it called first.
 
-    ``key(kernel)`` gives ``(key, hash)`` for compiling ``kernel`` (a JITFunction, or None when
-    Triton does not say which kernel: the 3.7+ protocol); ``apply(..., kernel)`` edits the stages.
+    ``key(kernel, fresh=False)`` gives ``(key, hash)`` for compiling ``kernel`` (a JITFunction, or None when
+    Triton does not say which kernel: the 3.7+ protocol), ``fresh`` when a compile asks (so not from a cache
+    kept for launches); ``apply(..., kernel)`` edits the stages.
     The manager (``owner``) makes and owns it; :func:`install_stages_hook` sets ``previous``.
     """
 
-    def __init__(self, apply: Callable[..., None], key: Callable[[Any], tuple[str, str]], owner: Any) -> None:
+    def __init__(self, apply: Callable[..., None], key: Callable[..., tuple[str, str]], owner: Any) -> None:
         self.apply, self.key, self.owner = apply, key, owner
         self.previous: Optional[StagesHook] = None
 
     def __call__(self, *args: Any) -> Any:
-        if not args:  # the 3.7+ key protocol
-            key, digest = self.key(None)
+        if not args:  # the 3.7+ key protocol: compile() asks for the on-disk key, every launch for the JIT's
+            key, digest = self.key(None, sys._getframe(1).f_code is _COMPILE_CODE)
             if self.previous is not None and NATIVE_HOOK_PROTOCOL:
                 prev_key, prev_digest = self.previous()
                 key, digest = "|".join(filter(None, (prev_key, key))), f"{prev_digest}{digest}"
@@ -91,6 +92,8 @@ _key_fn: Optional[Callable[[Any], tuple[str, str]]] = None  # _installed.key, re
 _orig_get_cache_key = _compiler.get_cache_key
 _orig_jit_get_cache_key = _jit.get_cache_key
 _orig_compute_cache_key = _jit.compute_cache_key
+#: The code of ``triton.compile``, which (3.7+) asks the hook for the on-disk key.
+_COMPILE_CODE = _compiler.compile.__code__
 #: Key under which a kernel's ``kernel_key_cache`` (a plain dict Triton only indexes with tuples)
 #: remembers its kernel, for kernels whose JIT key depends on the kernel.
 _KERNEL = object()
@@ -102,7 +105,7 @@ def _keyed_get_cache_key(src, backend, backend_options, env_vars):
     # which kernel it is compiling.
     kernel = _compiling.kernel = getattr(src, "fn", None)
     if _installed is not None:
-        key, _ = _installed.key(kernel)
+        key, _ = _installed.key(kernel, True)  # compiling: a key computed afresh, never one cached for launches
         if key:
             _check_hook_is_ours(key)
             return f"{base}-tritium-{key}"
@@ -163,7 +166,7 @@ def install_stages_hook(hook: ChainedHook) -> None:
     """Put ``hook`` in Triton's stages-hook slot, chaining the hook found there.
 
     ``hook.apply(backend, stages, options, language, capability, kernel=...)`` edits the stages;
-    ``hook.key(kernel)`` returns ``(key, hash)``, empty strings when nothing is active, so keys stay
+    ``hook.key(kernel, fresh)`` returns ``(key, hash)``, empty strings when nothing is active, so keys stay
     exactly those of bare Triton.  Triton has one slot: another tritium hook in it is uninstalled first
     (the plugin manager decides when that is allowed).  Idempotent; called again after another tool
     replaced the hook, it puts ``hook`` back with that tool's hook chained in.

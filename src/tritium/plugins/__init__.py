@@ -30,6 +30,7 @@ bind = _default.bind
 active_pipeline = _default.active_pipeline
 effective_pipelines = _default.effective_pipelines
 pipelines_key = _default.pipelines_key
+refresh = _default.refresh
 resolve_pipeline = _default.resolve_pipeline
 recording = _default.recording
 enable = _default.enable
@@ -43,6 +44,6 @@ __all__ = [
     "load_plugin", "register", "unload_plugin", "discover", "loaded_plugins", "get_plugin",
     "DeferredPlugin", "deferred_plugins", "load_deferred",
     "activate", "deactivate", "use_pipeline", "bind", "bound_pipeline", "active_pipeline", "effective_pipelines",
-    "pipelines_key", "resolve_pipeline", "recording", "enable", "disable",
+    "pipelines_key", "refresh", "resolve_pipeline", "recording", "enable", "disable",
     "TritiumError", "PluginLoadError", "PipelineError", "PassError", "parse_module",
 ]

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 
 from .. import compat, knobs
 from .errors import PipelineError, PluginLoadError, TritiumError
+from .passes import fingerprint_once
 from .pipeline import Generation, Pipeline
 from .registry import ENTRY_POINT_GROUP, NATIVE_PATHS_ENV, DeferredPlugin, LoadedPlugin, Plugin, import_file, \
     import_name, native_plugin, native_plugin_paths, plugin_from_module, plugin_from_object
@@ -394,11 +395,15 @@ class PluginManager:
         active = self.active_pipeline(kernel)
         return self._auto if active is None else (*self._auto, active)
 
-    def pipelines_key(self, kernel: Any = None) -> tuple[str, str]:
+    def pipelines_key(self, kernel: Any = None, fresh: bool = False) -> tuple[str, str]:
         """``(key, hash)`` of the pipelines in effect for ``kernel``; empty when none, so keys match bare Triton.
 
-        Runs on every kernel launch, so results are cached per active pipeline until a plugin (un)loads or
-        any pipeline is edited.
+        ``key`` goes into the on-disk key, ``hash`` into the JIT's in-memory one. Launches ask on every
+        call, so their result is cached per active pipeline until a plugin (un)loads, any pipeline is
+        edited, or :meth:`refresh`. A compile asks with ``fresh`` and gets a key computed anew, as a
+        pass's live state (its code, defaults, a module constant, a closure's dict, an object's
+        attribute) may have changed in place; finding such a change also refreshes. ``hash`` counts
+        refreshes, so no kernel a launch compiled under a key gone stale is served again.
         """
         active = getattr(kernel, "tritium_pipeline", None)  # active_pipeline(), inlined: once per launch
         if active is None:
@@ -406,17 +411,29 @@ class PluginManager:
             active = items[-1] if items else self._global
         generation, edits = self._generation, Generation.value  # read first: a change meanwhile invalidates
         hit = self._keys.get(active)
-        if hit is not None and hit[0] == generation and hit[1] == edits:
+        current = hit is not None and hit[0] == generation and hit[1] == edits
+        if current and not fresh:
             return hit[2]
         pipelines = self._auto if active is None else (*self._auto, active)
         result = _EMPTY
         if pipelines:
-            key = "+".join(f"{p.origin()}#{p.digest()}" for p in pipelines)
-            result = (key, hashlib.sha256(key.encode()).hexdigest()[:16])
+            with fingerprint_once():
+                key = "+".join(f"{p.origin()}#{p.digest()}" for p in pipelines)
+            if current and key != hit[2][0]:  # changed in place since launches cached the key
+                self.refresh()
+                generation = self._generation
+            result = (key, hashlib.sha256(f"{key}#{generation}".encode()).hexdigest()[:16])
         if len(self._keys) > 256:  # pipelines made on the fly must not pile up
             self._keys.clear()
         self._keys[active] = (generation, edits, result)
         return result
+
+    def refresh(self) -> None:
+        """Make launches see passes edited in place (a module constant, a closure's dict, an object's
+        attribute, new ``__code__`` or ``__defaults__``): keys are computed anew, and kernels compiled
+        before are looked up again. Compiles (``triton.compile``, a kernel's first launch) see such edits
+        without it."""
+        self._generation += 1
 
     def bind(self, pipeline: Optional[PipelineLike], kernel: Any = None) -> Any:
         """Bind a pipeline to one ``@triton.jit`` kernel; the binding wins over :meth:`use_pipeline` and

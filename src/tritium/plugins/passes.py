@@ -1,6 +1,8 @@
 """The three kinds of pass a pipeline can hold, and how each is fingerprinted for cache keys."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
 import functools
 import hashlib
@@ -10,7 +12,7 @@ import threading
 import types
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from .. import compat
 from .errors import PipelineError
@@ -93,11 +95,7 @@ class _Fingerprint:
             self.instance(obj)
 
     def code(self, code: CodeType) -> None:
-        self.feed("code", code.co_name)
-        self.h.update(code.co_code)
-        self.feed("names", repr(code.co_names))
-        for const in code.co_consts:
-            self.code(const) if isinstance(const, CodeType) else self.value(const)
+        self.feed("code", _code_digest(code)[0])
 
     def function(self, fn: types.FunctionType) -> None:
         self.feed("function", f"{fn.__module__}.{fn.__qualname__}")
@@ -109,13 +107,7 @@ class _Fingerprint:
                 self.value(cell.cell_contents)
             except ValueError:  # an empty cell
                 self.feed("empty")
-        names: set[str] = set()
-        stack = [fn.__code__]
-        while stack:
-            code = stack.pop()
-            names.update(code.co_names)
-            stack.extend(c for c in code.co_consts if isinstance(c, CodeType))
-        for name in sorted(names):
+        for name in _code_digest(fn.__code__)[1]:
             if name in fn.__globals__:
                 self.feed("global", name)
                 self.value(fn.__globals__[name])
@@ -148,6 +140,33 @@ class _Fingerprint:
         return f.h.hexdigest()[:16]
 
 
+#: Code objects are immutable, so what they hash to is computed once (bounded: code made on the fly).
+_CODE_DIGESTS: dict[CodeType, tuple[str, tuple[str, ...]]] = {}
+
+
+def _code_digest(code: CodeType) -> tuple[str, tuple[str, ...]]:
+    """``(digest, global names)`` of ``code`` and the code nested in it: its bytecode, names and constants."""
+    hit = _CODE_DIGESTS.get(code)
+    if hit is not None:
+        return hit
+    f = _Fingerprint(code)
+    f.feed("code", code.co_name)
+    f.h.update(code.co_code)
+    f.feed("names", repr(code.co_names))
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            digest, inner = _code_digest(const)
+            f.feed("code", digest)
+            names.update(inner)
+        else:
+            f.value(const)
+    if len(_CODE_DIGESTS) > 4096:
+        _CODE_DIGESTS.clear()
+    result = _CODE_DIGESTS[code] = (f.h.hexdigest(), tuple(sorted(names)))
+    return result
+
+
 def _describe(obj: Any) -> str:
     return f"{getattr(obj, '__qualname__', type(obj).__qualname__)!r}"
 
@@ -160,7 +179,31 @@ def fingerprint(obj: Any) -> str:
         Unfingerprintable: ``obj`` depends on state tritium cannot hash stably, and has no
             explicit cache key.
     """
-    return _Fingerprint.of(obj)
+    memo = _ONCE.get()
+    if memo is None:
+        return _Fingerprint.of(obj)
+    hit = memo.get(id(obj))
+    if hit is None:
+        hit = memo[id(obj)] = (obj, _Fingerprint.of(obj))  # holds obj, so its id stays its own
+    return hit[1]
+
+
+_ONCE: contextvars.ContextVar[Optional[dict[int, tuple[Any, str]]]] = contextvars.ContextVar(
+    "tritium_fingerprint_once", default=None)
+
+
+@contextlib.contextmanager
+def fingerprint_once() -> Iterator[None]:
+    """Inside the block, :func:`fingerprint` hashes each object once: one cache key asks for a plugin's
+    passes through each of its pipelines and the plugin's own digest, and nothing changes meanwhile."""
+    if _ONCE.get() is not None:
+        yield
+        return
+    token = _ONCE.set({})
+    try:
+        yield
+    finally:
+        _ONCE.reset(token)
 
 
 @dataclass(frozen=True)
