@@ -77,8 +77,8 @@ def test_override_stage_that_raises_leaves_triton_working():
     check_recovered()
 
 
-@pytest.mark.skipif(compat.NATIVE_HOOK_PROTOCOL, reason="Triton 3.7+ asks the hook itself for the key")
 def test_foreign_stages_hook_is_detected_not_cached_under_our_key(monkeypatch, tmp_path, no_auto_pipelines):
+    """3.6 would cache the unpipelined binary under the pipeline's key; 3.7+ would skip the pipeline silently."""
     import triton
 
     monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path))
@@ -86,6 +86,8 @@ def test_foreign_stages_hook_is_detected_not_cached_under_our_key(monkeypatch, t
     calls = []
 
     def foreign(*args):
+        if not args:  # 3.7+ asks the hook for its (key, hash)
+            return "", ""
         calls.append(args[0].target)
 
     @mlir_pass

@@ -112,16 +112,28 @@ def _keyed_get_cache_key(src, backend, backend_options, env_vars):
     return base
 
 
+def _checked_get_cache_key(src, backend, backend_options, env_vars):
+    """3.7+: Triton folds the hook's key in itself; this only refuses a compile whose pipelines a hook set
+    over tritium's would skip."""
+    if _installed is not None and knobs.runtime.add_stages_inspection_hook is not _installed:
+        key, _ = _installed.key(getattr(src, "fn", None))
+        if key:
+            _check_hook_is_ours(key)
+    return _orig_get_cache_key(src, backend, backend_options, env_vars)
+
+
 def _check_hook_is_ours(key: str) -> None:
-    """A hook set over ours after import would skip the pipelines while their key still names them."""
+    """A hook set over ours after import would skip the pipelines (3.6: while their key still names them)."""
     current = knobs.runtime.add_stages_inspection_hook
     if current is not _installed:
         from .plugins.errors import PipelineError
+        skipped = ("Triton would ask that hook instead, so the pipelines in effect ({key}) would be skipped"
+                   if NATIVE_HOOK_PROTOCOL else "the pipelines in effect ({key}) would not run and the binary "
+                   "would be cached under a key that does not describe it")
         raise PipelineError(
             f"knobs.runtime.add_stages_inspection_hook was replaced by {current!r} after tritium installed its "
-            f"own, so the pipelines in effect ({key}) would not run and the binary would be cached under a key "
-            "that does not describe it; nothing was compiled. Call tritium.plugins.enable() (or the enabled "
-            "PluginManager's enable()) to chain that hook into tritium's, or restore the hook")
+            f"own: {skipped.format(key=key)}; nothing was compiled. Call tritium.plugins.enable() (or the "
+            "enabled PluginManager's enable()) to chain that hook into tritium's, or restore the hook")
 
 
 def _keyed_compute_cache_key(kernel_key_cache, specialization, options):
@@ -186,6 +198,8 @@ def install_stages_hook(hook: ChainedHook) -> None:
         _compiler.get_cache_key = _keyed_get_cache_key
         _jit.get_cache_key = _keyed_get_cache_key
         _jit.compute_cache_key = _keyed_compute_cache_key
+    else:
+        _compiler.get_cache_key = _checked_get_cache_key
 
 
 def uninstall_stages_hook(hook: Optional[ChainedHook] = None) -> None:
