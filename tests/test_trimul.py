@@ -23,43 +23,52 @@ from tritium.ops.trimul import pack_weights, trimul  # noqa: E402
 from tritium.plugins.inspection import make_source  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
-PTRS = {"proj": {"x_ptr": "*fp32", "mask_ptr": "*i64", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": "*bf16",
-                 "left_ptr": "*bf16", "right_ptr": "*bf16", "og_ptr": "*bf16"},
-        "pair": {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16"},
-        "out": {"p_ptr": "*bf16", "og_ptr": "*bf16", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": "*bf16",
-                "y_ptr": "*fp32"}}
 INTS = {"proj": ("M", "NN", "C"), "pair": ("N", ), "out": ("M", "NN", "C")}
 
 
+def _pointers(kernel: str, dt: str) -> dict:
+    """Pointer types as ``launch`` passes them when a path computes in ``dt``; the pair product is bf16."""
+    return {"proj": {"x_ptr": "*fp32", "mask_ptr": "*i64", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": f"*{dt}",
+                     "left_ptr": f"*{dt}", "right_ptr": f"*{dt}", "og_ptr": f"*{dt}"},
+            "pair": {"l_ptr": f"*{dt}", "r_ptr": f"*{dt}", "o_ptr": "*bf16"},
+            "out": {"p_ptr": "*bf16", "og_ptr": f"*{dt}", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": f"*{dt}",
+                    "y_ptr": "*fp32"}}[kernel]
+
+
 @functools.lru_cache(maxsize=None)
-def compiled(kernel: str):
-    """A kernel as ``launch`` compiles it for the first ranked case's shapes (aligned pointers and sizes)."""
+def compiled(kernel: str, dt: str):
+    """A kernel as ``launch`` compiles it for the ranked cases' shapes (aligned pointers and sizes)."""
     fn = {"proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel, "out": K.trimul_out_kernel}[kernel]
     cfg = K.PAIR_LARGE
     consts, warps = {"proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=64, NUM_STAGES=3), 8),
                      "pair": (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
                                    NUM_STAGES=cfg.NUM_STAGES), cfg.num_warps),
                      "out": (dict(H=128, BM=K.BM, BN=128, NUM_STAGES=2), 8)}[kernel]
-    sig = {**PTRS[kernel], **dict.fromkeys(INTS[kernel], "i32")}
+    ptrs = _pointers(kernel, dt)
+    sig = {**ptrs, **dict.fromkeys(INTS[kernel], "i32")}
     if kernel != "pair":
         sig["eps"] = "fp32"
     sig.update(dict.fromkeys(consts, "constexpr"))
-    src = make_source(fn, sig, consts, aligned=[*PTRS[kernel], *INTS[kernel]])
+    src = make_source(fn, sig, consts, aligned=[*ptrs, *INTS[kernel]])
     return triton.compile(src, target=SM90, options={"num_warps": warps})
 
 
+@pytest.mark.parametrize("dt", ["fp16", "bf16"])
 @pytest.mark.parametrize("kernel, wgmma", [("proj", "m64n64k16"), ("pair", "m64n128k16"), ("out", "m64n128k16")])
-def test_kernels_compile_to_wgmma_and_cp_async(kernel, wgmma, tmp_path):
-    k = compiled(kernel)
+def test_kernels_compile_to_wgmma_and_cp_async(kernel, wgmma, dt, tmp_path):
+    k = compiled(kernel, dt)
     ptx = k.asm["ptx"]
-    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.bf16\.bf16", ptx)) == {wgmma}
+    ty = {"fp16": "f16", "bf16": "bf16"}[dt]
+    assert set(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.{ty}\.{ty}", ptx)) == {wgmma}
+    assert ptx.count("wgmma.mma_async") == len(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.{ty}", ptx))
     assert "wgmma.commit_group.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned" in ptx
     # Weight (and, for the pair GEMM, operand) tiles arrive by 16-byte cp.async, retired by group.
     assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::128B)? \[[^\]]+\], \[[^\]]+\], 0x10", ptx)
     assert "cp.async.wait_group" in ptx
     assert k.metadata.shared <= 232448  # Hopper's 227 KB per block
     if kernel == "proj":  # the x tile is normalized in registers and fed to wgmma as its register A operand
-        assert re.search(r"ttng\.warp_group_dot %\S+, %\S+, %\S+ {[^}]*} : tensor<128x64xbf16, #ttg\.dot_op", k.asm["ttgir"])
+        assert re.search(rf"ttng\.warp_group_dot %\S+, %\S+, %\S+ {{[^}}]*}} : tensor<128x64x{ty}, #ttg\.dot_op",
+                         k.asm["ttgir"])
     if kernel == "pair":  # B is the transposed view of right's K-contiguous tile
         assert "ttg.memdesc_trans" in k.asm["ttgir"]
     ptx_file = tmp_path / "k.ptx"
@@ -81,8 +90,7 @@ def _reference(dim=128, hidden=128, seed=0):
 
 
 def _op_args(x, mask, ref):
-    proj_t, out_t = pack_weights(ref.left_proj.weight, ref.left_gate.weight, ref.right_proj.weight,
-                                 ref.right_gate.weight, ref.out_gate.weight, ref.to_out.weight)
+    proj_t, out_t = pack_weights(dict(ref.named_parameters()), (torch.bfloat16, torch.bfloat16))
     return [x, mask, ref.norm.weight, ref.norm.bias, proj_t, ref.to_out_norm.weight, ref.to_out_norm.bias, out_t]
 
 
@@ -99,16 +107,35 @@ def test_packed_weights_are_cached_until_a_weight_changes():
     first = fused.packed_weights()
     assert fused.packed_weights() is first  # no per-call cast
     proj_t, out_t = first
-    assert proj_t.shape == (5, 128, 128) and proj_t.dtype == torch.bfloat16 and out_t.shape == (128, 128)
+    assert proj_t.shape == (5, 128, 128) and out_t.shape == (128, 128)
+    assert proj_t.dtype == out_t.dtype == torch.float16  # default init: fp16's range holds every value
     # The order the kernel expects: left_proj, left_gate, right_proj, right_gate, out_gate, transposed.
-    assert torch.equal(proj_t[1], fused.left_gate.weight.t().to(torch.bfloat16))
-    assert torch.equal(out_t, fused.to_out.weight.t().to(torch.bfloat16))
+    assert torch.equal(proj_t[1], fused.left_gate.weight.t().half())
+    assert torch.equal(out_t, fused.to_out.weight.t().half())
     with torch.no_grad():
         fused.right_gate.weight.mul_(2)  # in place: the version counter moves
     second = fused.packed_weights()
-    assert second is not first and torch.equal(second[0][3], fused.right_gate.weight.t().to(torch.bfloat16))
+    assert second is not first and torch.equal(second[0][3], fused.right_gate.weight.t().half())
     fused.load_state_dict(_reference(128).state_dict())  # copies in place too
-    assert torch.equal(fused.packed_weights()[1], fused.to_out.weight.t().to(torch.bfloat16))
+    assert torch.equal(fused.packed_weights()[1], fused.to_out.weight.t().half())
+    with torch.no_grad():
+        fused.norm.weight.fill_(1e4)  # LayerNorm(x) could now reach 1e4 * sqrt(128): past fp16's range
+    proj_t, out_t = fused.packed_weights()
+    assert proj_t.dtype == torch.bfloat16 and out_t.dtype == torch.float16
+
+
+def test_dtype_choice_bounds_each_path():
+    from tritium.ops.trimul import choose_dtypes
+    params = dict(_reference(128).named_parameters())
+    assert choose_dtypes(params) == (torch.float16, torch.float16)  # randn weights, as the task's
+    big_wo = {**params, "to_out.weight": params["to_out.weight"] * 1e5}
+    assert choose_dtypes(big_wo) == (torch.float16, torch.bfloat16)
+    big_gate = {**params, "left_gate.weight": params["left_gate.weight"] * 1e3}  # its row norms bound the GEMM
+    assert choose_dtypes(big_gate) == (torch.bfloat16, torch.float16)
+    big_out_ln = {**params, "to_out_norm.bias": params["to_out_norm.bias"] + 4e4}
+    assert choose_dtypes(big_out_ln) == (torch.float16, torch.bfloat16)
+    meta = {k: v.to("meta") for k, v in params.items()}
+    assert choose_dtypes(meta) == (torch.bfloat16, torch.bfloat16)
 
 
 def test_module_rejects_shapes_the_kernels_cannot_tile():

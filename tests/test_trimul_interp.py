@@ -12,6 +12,8 @@ if os.environ.get("TRITON_INTERPRET") != "1":
 import torch  # noqa: E402
 
 from tritium.kernels import TriMul, trimul  # noqa: E402
+from tritium.ops.trimul import pack_weights  # noqa: E402
+from tritium.ops.trimul import trimul as ops_trimul  # noqa: E402
 from tritium.kernels.trimul_reference import Case, check_close, make_inputs, reference_model  # noqa: E402
 
 
@@ -24,18 +26,25 @@ def _fused_and_reference(case: Case, seed: int):
         return fused, ref, x, mask, ref(x, mask)
 
 
-@pytest.mark.parametrize("case, pair", [(Case(32, 1, 128, False, "normal"), None),
-                                        (Case(32, 1, 128, True, "cauchy"), None),
-                                        (Case(64, 1, 128, True, "normal"), trimul.PAIR_LARGE),
-                                        (Case(64, 1, 64, False, "normal"), None)],
-                         ids=lambda c: getattr(c, "label", "large pair tile" if c else "default pair tile"))
-def test_fused_matches_reference(case, pair, monkeypatch):
-    """``pair``: force the pair GEMM's tile (the large one, wrapping its rows past N = 64)."""
+@pytest.mark.parametrize("case, pair, bf16", [(Case(32, 1, 128, False, "normal"), None, False),
+                                              (Case(32, 1, 128, True, "cauchy"), None, True),
+                                              (Case(64, 1, 128, True, "normal"), trimul.PAIR_LARGE, False),
+                                              (Case(64, 1, 64, False, "normal"), None, False)],
+                         ids=lambda c: getattr(c, "label", str(c)))
+def test_fused_matches_reference(case, pair, bf16, monkeypatch):
+    """``pair``: force the pair GEMM's tile (the large one, wrapping its rows past N = 64); ``bf16``:
+    both paths in bf16 through the op (the module picks fp16 for these weights)."""
     if pair is not None:
         monkeypatch.setattr(trimul, "pair_config", lambda N: pair)
     fused, _, x, mask, want = _fused_and_reference(case, 3)
     with torch.no_grad():
-        got = fused(x, mask)
+        if bf16:
+            proj_t, out_t = pack_weights(dict(fused.named_parameters()), (torch.bfloat16, torch.bfloat16))
+            got = ops_trimul(x, mask, fused.norm.weight, fused.norm.bias, proj_t, fused.to_out_norm.weight,
+                             fused.to_out_norm.bias, out_t)
+        else:
+            assert fused.packed_weights()[0].dtype == torch.float16
+            got = fused(x, mask)
     assert got.dtype == torch.float32 and got.shape == x.shape
     assert check_close(got, want) is None, check_close(got, want)
     if case.distribution == "cauchy":

@@ -7,7 +7,9 @@ Operator (x [B, N, N, C] fp32, mask [B, N, N], hidden H)::
     out[b, i, j, h] = sum_k left[b, i, k, h] * right[b, j, k, h]
     y = (LayerNorm_H(out) * sigmoid(xn Wog^T)) Wo^T
 
-Kernels (bf16 inside, fp32 at the boundaries; every accumulation and LayerNorm statistic in fp32):
+Kernels (16-bit inside, fp32 at the boundaries; every accumulation and LayerNorm statistic in fp32).
+Each path's 16-bit type is its packed weights' (fp16 where the weights bound the values below fp16's
+range, else bf16: ``tritium.ops.trimul.choose_dtypes``); the pair product is always bf16:
 
 1. :func:`trimul_proj_kernel`: one GEMM over the five stacked projections. A program owns BM rows of
    x and one HS-wide slice of the hidden dimension. It computes the rows' LayerNorm statistics
@@ -20,7 +22,7 @@ Kernels (bf16 inside, fp32 at the boundaries; every accumulation and LayerNorm s
 2. :func:`trimul_pair_kernel`: the batched GEMM ``out[z] = left[z] @ right[z]^T`` over z = B * H,
    the project's pipelined Hopper GEMM (cp.async ring, async wgmma, one wgmma in flight) with a
    batch index and B read through a transposed shared-memory view. Output [B * H, N, N] in bf16
-   (its sums can exceed fp16's range on Cauchy inputs).
+   (a sum of N products has no bound that fp16's range would hold).
 3. :func:`trimul_out_kernel`: a program loads BM rows of ``out`` across all H channels (coalesced:
    BM contiguous elements per channel), transposes them in registers, applies LayerNorm over H, the
    out gate, and multiplies by Wo^T (K = H, one register-A wgmma per BN columns of the output, Wo^T
@@ -287,7 +289,7 @@ def launch(x, mask, ln_w, ln_b, w_proj_t, out_ln_w, out_ln_b, w_out_t, eps: floa
     left = torch.empty((B * H, N, N), device=dev, dtype=dtype)
     right = torch.empty_like(left)
     og = torch.empty((M, H), device=dev, dtype=dtype)
-    pair = torch.empty_like(left)
+    pair = torch.empty_like(left, dtype=torch.bfloat16)  # sums of N products: fp32's range
     if y is None:
         y = torch.empty((B, N, N, C), device=dev, dtype=torch.float32)
     hs = 64

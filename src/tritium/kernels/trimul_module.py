@@ -12,8 +12,10 @@ class TriMul(nn.Module):
 
     Submodules and parameters are the reference's (``norm``, ``left_proj``, ``right_proj``,
     ``left_gate``, ``right_gate``, ``out_gate``, ``to_out_norm``, ``to_out``), so a reference
-    ``state_dict`` loads unchanged. The bf16 packing of the six projection weights is cached and
-    redone only when one of them changes (storage, in-place update or dtype/device move).
+    ``state_dict`` loads unchanged. The 16-bit packing of the six projection weights (and the choice
+    of fp16 or bf16, which the parameters bound) is cached and redone only when a parameter changes
+    (storage, in-place update or dtype/device move). Under ``torch.compile`` the packing is traced into
+    the graph with the dtypes chosen at construction, at ``load_state_dict`` or by the last eager call.
     """
 
     def __init__(self, dim: int, hidden_dim: int = 128) -> None:
@@ -32,21 +34,25 @@ class TriMul(nn.Module):
         self.to_out = nn.Linear(hidden_dim, dim, bias=False)
         self._packed: tuple | None = None
         self._packed_key: tuple | None = None
+        self._choose_dtypes()
+        self.register_load_state_dict_post_hook(lambda module, keys: module._choose_dtypes())
 
-    def _weights(self) -> list[torch.Tensor]:
-        return [self.left_proj.weight, self.left_gate.weight, self.right_proj.weight, self.right_gate.weight,
-                self.out_gate.weight, self.to_out.weight]
+    def _choose_dtypes(self) -> None:
+        from ..ops.trimul import choose_dtypes
+        with torch.no_grad():
+            self._dtypes = choose_dtypes(dict(self.named_parameters()))
 
     def packed_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(proj_weight_t, out_weight_t) for :func:`tritium.ops.trimul`, cached per weight version."""
+        """(proj_weight_t, out_weight_t) for :func:`tritium.ops.trimul`, cached per parameter version."""
         from ..ops.trimul import pack_weights
-        weights = self._weights()
-        if torch.compiler.is_compiling():  # traced: the cast becomes part of the graph
-            return pack_weights(*weights)
-        key = tuple((w.data_ptr(), w._version, w.dtype, w.device) for w in weights)
+        params = dict(self.named_parameters())
+        if torch.compiler.is_compiling():  # traced: the packing is in the graph, in the dtypes chosen eagerly
+            return pack_weights(params, self._dtypes)
+        key = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params.values())
         if key != self._packed_key:
+            self._choose_dtypes()
             with torch.no_grad():
-                self._packed = pack_weights(*weights)
+                self._packed = pack_weights(params, self._dtypes)
             self._packed_key = key
         return self._packed
 

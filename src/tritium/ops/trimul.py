@@ -5,9 +5,11 @@ Contract:
 * ``x`` [B, N, N, dim] float32; ``mask`` [B, N, N] of any real or bool dtype (multiplied in as fp32).
 * LayerNorm parameters as float32: ``norm_weight``/``norm_bias`` [dim], ``out_norm_weight``/
   ``out_norm_bias`` [hidden]; the projections packed once by :func:`pack_weights`:
-  ``proj_weight_t`` [5, dim, hidden] bfloat16 (left_proj, left_gate, right_proj, right_gate,
-  out_gate, each transposed) and ``out_weight_t`` [hidden, dim] bfloat16. Packing is the caller's
-  to cache (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is timed.
+  ``proj_weight_t`` [5, dim, hidden] (left_proj, left_gate, right_proj, right_gate, out_gate, each
+  transposed) and ``out_weight_t`` [hidden, dim], each float16 or bfloat16: its dtype is the one the
+  kernels compute that path in (:func:`choose_dtypes`: fp16 wherever the weights bound the values
+  below fp16's range, so nothing overflows where fp32 does not). Packing is the caller's to cache
+  (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is timed.
 * Tiling limits: dim a multiple of 64, N a multiple of 16, hidden 64 or 128
   (:func:`tritium.kernels.trimul.check_shapes`).
 * Returns a new float32 [B, N, N, dim] tensor. Forward only (no autograd formula).
@@ -15,6 +17,8 @@ Contract:
   same checks, so ``torch.compile(fullgraph=True)`` reports them while tracing.
 """
 from __future__ import annotations
+
+from typing import Mapping, Optional
 
 import torch
 
@@ -26,13 +30,45 @@ _OP = "tritium.ops.trimul"
 PROJECTIONS = ("left_proj", "left_gate", "right_proj", "right_gate", "out_gate")
 
 
-def pack_weights(left_proj: torch.Tensor, left_gate: torch.Tensor, right_proj: torch.Tensor,
-                 right_gate: torch.Tensor, out_gate: torch.Tensor, to_out: torch.Tensor,
-                 dtype: torch.dtype = torch.bfloat16) -> tuple[torch.Tensor, torch.Tensor]:
-    """(``proj_weight_t`` [5, dim, hidden], ``out_weight_t`` [hidden, dim]) in ``dtype`` from the
-    nn.Linear weights ([hidden, dim] each, ``to_out`` [dim, hidden])."""
-    proj = torch.stack([left_proj, left_gate, right_proj, right_gate, out_gate]).transpose(1, 2)
-    return proj.to(dtype).contiguous(), to_out.t().to(dtype).contiguous()
+#: fp16 is used for an operand only while this bounds its magnitude (half of fp16's largest finite value).
+FP16_BOUND = 32768.0
+_PARAMS = ("norm.weight", "norm.bias", "left_proj.weight", "right_proj.weight", "left_gate.weight",
+           "right_gate.weight", "out_gate.weight", "to_out_norm.weight", "to_out_norm.bias", "to_out.weight")
+
+
+def choose_dtypes(weights: Mapping[str, torch.Tensor]) -> tuple[torch.dtype, torch.dtype]:
+    """The 16-bit types of the projection path and of the output path: float16 (3 more mantissa bits,
+    which the tolerance needs on large cases) where the weights bound every value it will hold below
+    FP16_BOUND, for any input x, else bfloat16 (fp32's range).
+
+    Projection path (LayerNorm(x), its five weights, left/right and the out gate): ``|LN(x)_j| <=
+    |gamma_j| sqrt(C) + |beta_j|`` and ``|left_h|, |right_h| <= ||LN(x)||_2 ||W_h||_2 <= (max|gamma| sqrt(C)
+    + ||beta||_2) max_h ||W_h||_2``. Output path (LayerNorm_H(out) * sigmoid, and Wo): ``|z_h| <=
+    max|gamma'| sqrt(H) + max|beta'|`` and ``|Wo|``. The pair product itself stays bfloat16 (a sum of N
+    products has no such bound).
+    """
+    if any(weights[k].device.type == "meta" for k in _PARAMS):  # values unknown: fp32's range
+        return torch.bfloat16, torch.bfloat16
+    w = {k: weights[k].detach().float() for k in _PARAMS}
+    C, H = w["norm.weight"].numel(), w["to_out_norm.weight"].numel()
+    g, b = w["norm.weight"].abs(), w["norm.bias"].abs()
+    ln_norm = g.max() * C ** 0.5 + b.norm()
+    rows = max(w[f"{n}.weight"].norm(dim=1).max() for n in PROJECTIONS)
+    proj_ok = max((g * C ** 0.5 + b).max(), ln_norm * rows, max(w[f"{n}.weight"].abs().max() for n in PROJECTIONS))
+    out_ok = max(w["to_out_norm.weight"].abs().max() * H ** 0.5 + w["to_out_norm.bias"].abs().max(),
+                 w["to_out.weight"].abs().max())
+    pick = lambda bound: torch.float16 if bool(bound < FP16_BOUND) else torch.bfloat16  # noqa: E731  NaN: bf16
+    return pick(proj_ok), pick(out_ok)
+
+
+def pack_weights(weights: Mapping[str, torch.Tensor], dtypes: Optional[tuple[torch.dtype, torch.dtype]] = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``proj_weight_t`` [5, dim, hidden], ``out_weight_t`` [hidden, dim]) from the reference module's
+    parameters by name (a ``state_dict``, or the task's weights dict), in ``dtypes`` (projection path,
+    output path; default :func:`choose_dtypes`)."""
+    proj_dtype, out_dtype = dtypes or choose_dtypes(weights)
+    proj = torch.stack([weights[f"{n}.weight"] for n in PROJECTIONS]).transpose(1, 2)
+    return proj.to(proj_dtype).contiguous(), weights["to_out.weight"].t().to(out_dtype).contiguous()
 
 
 def _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t) -> None:
@@ -54,8 +90,8 @@ def _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_
         raise ValueError(f"{_OP}: proj_weight_t must be [5, dim, hidden] = {[5, C, H]} (see pack_weights), "
                          f"got {tuple(proj_weight_t.shape)}")
     for name, w in (("proj_weight_t", proj_weight_t), ("out_weight_t", out_weight_t)):
-        if w.dtype != torch.bfloat16:
-            raise TypeError(f"{_OP}: {name} has dtype {w.dtype}; it must be bfloat16 (see pack_weights)")
+        if w.dtype not in (torch.float16, torch.bfloat16):
+            raise TypeError(f"{_OP}: {name} has dtype {w.dtype}; it must be float16 or bfloat16 (see pack_weights)")
     for name, p, n in (("norm_weight", norm_weight, C), ("norm_bias", norm_bias, C),
                        ("out_norm_weight", out_norm_weight, H), ("out_norm_bias", out_norm_bias, H)):
         if tuple(p.shape) != (n, ):
