@@ -11,8 +11,9 @@ Phases, with a progress line each:
      shapes (1x1x1, 1x1x2, 300x200x1 i.e. K=1, 77x5000x3000, 1000^3, 4097x4095x513, 128x1536x4096), with
      both layouts of B (row-major and a transposed view), fp16 and bf16, against a float64
      reference (relative Frobenius error at most 1e-2), and one float32-output case each;
-   * every candidate config of the timing phase, on a small problem with the same specialization (M
-     and N cut to 256 rows/columns, the same K), so that its compile happens here.
+   * every candidate config of the timing phase, on a problem with the same specialization (M and N
+     cut to 4096, the same K), checked the same way, so that its compile happens here. A job that
+     runs over 100 s (a kernel that hangs) has its worker killed; its plan is not timed.
 2. Per shape and dtype (the six seed shapes and 256^3..4096^3 by default): cuBLAS (``torch.matmul``),
    ``tritium.ops.matmul`` as shipped (the heuristic's plan) and every candidate of
    :func:`tritium.ops.plans.sweep_candidates` for the shape's class. Each is checked first against a
@@ -41,6 +42,8 @@ SEEDS = [(128, 13312, 16384), (16384, 8192, 8192), (8192, 16384, 8192), (8192, 5
 SQUARES = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)]
 RAGGED = [(1, 1, 1), (1, 1, 2), (300, 200, 1), (77, 5000, 3000), (1000, 1000, 1000), (4097, 4095, 513),
           (128, 1536, 4096)]
+#: The problem each check job also runs with a float32 output.
+FP32_OUT = (1000, 1000, 1000)
 TOL = 1e-2
 SAMPLED_ROWS = 64
 GRAPH_CALLS = 20
@@ -48,12 +51,43 @@ GRAPH_CALLS = 20
 GRAPH_BELOW_MS = 1.0
 
 T0 = time.perf_counter()
-#: Where the operands live; the CPU test of this script sets "cpu" (under TRITON_INTERPRET=1).
-DEVICE = "cuda"
+#: Where the operands live; the CPU tests of this script use "cpu" (under TRITON_INTERPRET=1), also in
+#: the worker processes, which read it from the environment.
+DEVICE = os.environ.get("TRITIUM_SWEEP_DEVICE", "cuda")
+
+
+#: Last sign of progress of the timing phase (see :func:`watchdog`).
+HEARTBEAT = [time.perf_counter()]
 
 
 def log(msg: str) -> None:
     print(f"[{time.perf_counter() - T0:6.1f}s] {msg}", flush=True)
+
+
+def beat() -> None:
+    HEARTBEAT[0] = time.perf_counter()
+
+
+def watchdog(stall_s: float, hard_stop: float, save) -> None:
+    """Start a thread that ends the process when the timing phase makes no progress for ``stall_s``
+    seconds (a hung kernel) or runs past ``hard_stop``; the JSON written so far stays."""
+    import threading
+
+    def watch():
+        while True:
+            time.sleep(2)
+            now = time.perf_counter()
+            if now - HEARTBEAT[0] > stall_s or now > hard_stop:
+                why = "no progress for %.0f s (a hung kernel?)" % (now - HEARTBEAT[0]) if now < hard_stop else \
+                    "past the hard stop"
+                log(f"watchdog: {why}; ending the run with the results written so far")
+                try:
+                    save(note=f"ended by the watchdog: {why}")
+                except Exception as e:  # noqa: BLE001  (the main thread may be writing it)
+                    log(f"watchdog: could not save: {e}")
+                os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _dtype(name: str):
@@ -118,11 +152,12 @@ def worker_job(job: dict) -> dict:
 
 
 def _representative(M: int, N: int, K: int) -> tuple[int, int, int]:
-    """A small problem compiled exactly like (M, N, K): Triton specializes integers on divisibility by
-    16 and on 1, and the split-K slice count depends on K, so M and N are cut to 256 (keeping their
-    residue mod 16) and K is kept."""
+    """A smaller problem compiled exactly like (M, N, K): Triton specializes integers on divisibility by
+    16 and on 1, and the split-K slice count depends on K, so M and N are cut to 4096 (keeping their
+    residue mod 16) and K is kept. 4096 keeps several tiles per persistent program, so ping-pong turns
+    and ring phases wrap as they do on the real shape."""
     def cut(x):
-        return x if x <= 256 else 256 + x % 16
+        return x if x <= 4096 else 4096 + x % 16
     return cut(M), cut(N), K
 
 
@@ -138,7 +173,7 @@ def phase1_jobs(shapes, dtypes, sms: int) -> list[dict]:
             # the small (cp.async) path only where the op would pick it: even K, N and row strides
             problems = [(M, N, K, bt, None) for M, N, K in RAGGED for bt in (False, True)
                         if plan is None or plan.kernel != "small" or (K % 2 == 0 and N % 2 == 0)]
-            problems.append((1000, 1000, 1000, False, "fp32"))
+            problems.append((*FP32_OUT, False, "fp32"))
             jobs.append({"kind": "check", "plan": plan.to_json() if plan else None, "dtype": dtype,
                          "problems": problems})
         seen = set()
@@ -154,36 +189,92 @@ def phase1_jobs(shapes, dtypes, sms: int) -> list[dict]:
     return jobs
 
 
-def run_phase1(jobs: list[dict], workers: int, deadline: float) -> tuple[list[dict], set]:
-    """Run the jobs in ``workers`` spawned processes; returns (results, plans that failed to compile/run)."""
-    import concurrent.futures as cf
+def _worker_loop(jobs_q, results_q) -> None:
+    """A phase-1 worker process: announce each job, run it, send its result; None ends it."""
+    import torch  # noqa: F401  (imports before the first job: a job's time limit is for its kernels)
+    from tritium.ops import gemm  # noqa: F401
+    while True:
+        item = jobs_q.get()
+        if item is None:
+            return
+        idx, job = item
+        results_q.put(("start", idx, os.getpid()))
+        results_q.put(("done", idx, worker_job(job)))
+
+
+def _failed(job: dict, why: str) -> dict:
+    return {"plan": job["plan"], "dtype": job["dtype"], "kind": job["kind"], "seconds": None,
+            "results": [{"ok": False, "error": why}]}
+
+
+def run_phase1(jobs: list[dict], workers: int, deadline: float, job_timeout: float = 100.0) -> tuple[list[dict], set]:
+    """Run the jobs in ``workers`` spawned processes; returns (results, (plan, dtype) pairs not to time).
+
+    A job running longer than ``job_timeout`` (a kernel that hangs) gets its worker killed (which ends
+    the kernel with its CUDA context) and a fresh worker started; a worker that dies takes only its
+    job down. A compile job that failed, hung or never ran marks its plan as not to be timed.
+    """
     import multiprocessing as mp
-    results, broken = [], set()
-    # checks first (they gate the report), compiles after
-    order = sorted(jobs, key=lambda j: j["kind"] != "check")
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
-        futures = {pool.submit(worker_job, j): j for j in order}
-        done = 0
+    import queue
+    ctx = mp.get_context("spawn")
+    order = sorted(range(len(jobs)), key=lambda i: jobs[i]["kind"] != "check")  # checks first: they gate the report
+    jobs_q, results_q = ctx.Queue(), ctx.Queue()
+    for i in order:
+        jobs_q.put((i, jobs[i]))
+    procs: dict = {}
+
+    def start() -> None:
+        proc = ctx.Process(target=_worker_loop, args=(jobs_q, results_q), daemon=True)
+        proc.start()
+        procs[proc.pid] = proc
+
+    for _ in range(min(workers, len(jobs))):
+        start()
+    running: dict = {}  # job index -> (worker pid, start time)
+    done: dict = {}
+
+    def finish(idx: int, result: dict) -> None:
+        done[idx] = result
+        bad = [x for x in result["results"] if not x["ok"]]
+        status = "ok" if not bad else f"{len(bad)} FAILED: " + "; ".join(
+            f"{x.get('shape')} {x.get('b')} err={x.get('err')} {x.get('error', '')[:200]}" for x in bad[:3])
+        log(f"phase 1 {len(done)}/{len(jobs)} {result['kind']} {result['dtype']} {result['plan']}: {status}")
+
+    while len(done) < len(jobs) and time.perf_counter() < deadline:
         try:
-            for fut in cf.as_completed(futures, timeout=max(1.0, deadline - time.perf_counter())):
-                job = futures[fut]
-                done += 1
-                try:
-                    r = fut.result()
-                except Exception as e:  # noqa: BLE001  (a worker died: report the job)
-                    r = {"plan": job["plan"], "dtype": job["dtype"], "kind": job["kind"], "seconds": None,
-                         "results": [{"ok": False, "error": f"worker: {type(e).__name__}: {e}"}]}
-                results.append(r)
-                bad = [x for x in r["results"] if not x["ok"]]
-                if bad and r["kind"] == "compile":
-                    broken.add((json.dumps(r["plan"]), r["dtype"]))
-                status = "ok" if not bad else f"{len(bad)} FAILED: " + "; ".join(
-                    f"{x.get('shape')} {x.get('b')} err={x.get('err')} {x.get('error', '')[:200]}" for x in bad[:3])
-                log(f"phase 1 {done}/{len(jobs)} {r['kind']} {r['dtype']} {r['plan']}: {status}")
-        except cf.TimeoutError:
-            log("phase 1: out of time; the remaining jobs are cancelled (their kernels compile on first use)")
-            for f in futures:
-                f.cancel()
+            kind, idx, payload = results_q.get(timeout=1.0)
+            if kind == "start":
+                running[idx] = (payload, time.perf_counter())
+            else:
+                running.pop(idx, None)
+                finish(idx, payload)
+        except queue.Empty:
+            pass
+        now = time.perf_counter()
+        for idx, (pid, t) in list(running.items()):
+            if now - t > job_timeout and pid in procs:
+                procs.pop(pid).kill()
+                running.pop(idx)
+                finish(idx, _failed(jobs[idx], f"timeout: still running after {job_timeout:.0f} s (killed)"))
+                start()
+        for pid, proc in list(procs.items()):
+            if not proc.is_alive():
+                procs.pop(pid)
+                for idx, (rpid, _) in list(running.items()):
+                    if rpid == pid:
+                        running.pop(idx)
+                        finish(idx, _failed(jobs[idx], f"worker died (exit code {proc.exitcode})"))
+                if len(done) + len(running) < len(jobs):
+                    start()
+    for proc in procs.values():
+        proc.kill()
+    for proc in procs.values():
+        proc.join(timeout=10)
+    if len(done) < len(jobs):
+        log(f"phase 1: {len(jobs) - len(done)} jobs did not finish in time")
+    results = [done.get(i) or _failed(jobs[i], "not run (phase 1 out of time)") for i in range(len(jobs))]
+    broken = {(json.dumps(r["plan"]), r["dtype"]) for r in results
+              if r["kind"] == "compile" and not all(x["ok"] for x in r["results"])}
     return results, broken
 
 
@@ -214,10 +305,11 @@ def _do_bench(fn, rep_ms: int) -> float:
 
 
 def time_shape(M: int, N: int, K: int, dtype_name: str, sms: int, allowance_s: float, rep_ms: int,
-               broken: set, bench=_do_bench, graph_bench=graph_ms) -> dict:
+               broken: set, bench=None, graph_bench=None) -> dict:
     """Check and time cuBLAS, the op and every sweep candidate on one shape (``bench``/``graph_bench``:
-    ms per call of a callable, eager and CUDA-graph replay)."""
+    ms per call of a callable, eager and CUDA-graph replay; default do_bench and :func:`graph_ms`)."""
     import torch
+    bench, graph_bench = bench or _do_bench, graph_bench or graph_ms
     from tritium.ops import gemm, plans
     t_start = time.perf_counter()
     dtype = _dtype(dtype_name)
@@ -236,6 +328,7 @@ def time_shape(M: int, N: int, K: int, dtype_name: str, sms: int, allowance_s: f
         impls[name] = (plan, (lambda p: lambda: gemm.run_plan(p, a, b, dtype))(plan))
 
     def check(name, fn):
+        beat()
         try:
             err = _rel_err(fn()[rows], ref)
             checks[name] = {"ok": err <= TOL, "err": err}
@@ -261,6 +354,7 @@ def time_shape(M: int, N: int, K: int, dtype_name: str, sms: int, allowance_s: f
     for _ in range(rounds):
         for name, (_, fn) in impls.items():
             try:
+                beat()
                 eager[name] = min(eager[name], bench(fn, rep_ms))
             except Exception as e:  # noqa: BLE001
                 log(f"  {name}: timing failed: {type(e).__name__}: {e}")
@@ -272,6 +366,7 @@ def time_shape(M: int, N: int, K: int, dtype_name: str, sms: int, allowance_s: f
         for _ in range(rounds):
             for name in ["cuBLAS", "tritium.ops.matmul", *ranked[:top]]:
                 try:
+                    beat()
                     graph[name] = min(graph.get(name, float("inf")), graph_bench(impls[name][1], rep_ms))
                 except Exception as e:  # noqa: BLE001
                     log(f"  {name}: graph timing failed: {type(e).__name__}: {e}")
@@ -323,6 +418,8 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default="", help="comma-separated MxNxK (default: the seeds and 256^3..4096^3)")
     p.add_argument("--rep-ms", type=int, default=80, help="do_bench rep per timing")
     p.add_argument("--skip-phase1", action="store_true", help="no checks and precompiles in worker processes")
+    p.add_argument("--stall-s", type=float, default=120.0,
+                   help="end the run when the timing phase makes no progress this long (a hung kernel)")
     args = p.parse_args(argv)
 
     import torch
@@ -334,12 +431,15 @@ def main(argv=None) -> int:
         SQUARES[:3] + SEEDS + SQUARES[3:]
     # order: cheap shapes first within each dtype so a cut run still covers every class
     shapes = sorted(shapes, key=lambda s: s[0] * s[1] * s[2])
-    sms = launch.sm_count(torch.device("cuda", torch.cuda.current_device()))
-    report = {"env": {"gpu": torch.cuda.get_device_name(), "sms": sms, "torch": torch.__version__,
+    cuda = DEVICE == "cuda"
+    sms = launch.sm_count(torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device(DEVICE))
+    report = {"env": {"gpu": torch.cuda.get_device_name() if cuda else DEVICE, "sms": sms, "torch": torch.__version__,
                       "triton": triton.__version__, "budget_s": args.budget_s, "argv": sys.argv[1:]},
               "phase1": [], "shapes": [], "skipped": []}
 
-    def save():
+    def save(note: str | None = None):
+        if note:
+            report["note"] = note
         tmp = f"{args.out}.tmp"
         with open(tmp, "w") as f:
             json.dump(report, f, indent=1, default=str)
@@ -350,12 +450,19 @@ def main(argv=None) -> int:
     if not args.skip_phase1:
         jobs = phase1_jobs(shapes, dtypes, sms)
         log(f"phase 1: {len(jobs)} jobs on {args.workers} workers")
-        # at most 45% of the budget for compiles and checks
-        report["phase1"], broken = run_phase1(jobs, args.workers, T0 + 0.45 * args.budget_s)
+        # at most 45% of the budget for compiles and checks; a failure of the machinery itself is reported
+        # and the timing phase compiles on first use instead
+        try:
+            report["phase1"], broken = run_phase1(jobs, args.workers, T0 + 0.45 * args.budget_s)
+        except Exception as e:  # noqa: BLE001
+            log(f"phase 1 failed: {type(e).__name__}: {e}")
+            report["phase1_error"] = f"{type(e).__name__}: {e}"
         failed = [(r["kind"], r["dtype"], r["plan"], x) for r in report["phase1"] for x in r["results"] if not x["ok"]]
         report["phase1_failures"] = failed
         log(f"phase 1 done: {len(failed)} failed checks")
         save()
+    beat()
+    watchdog(args.stall_s, deadline + 60, save)
     todo = [(s, d) for d in dtypes for s in shapes]
     for i, ((M, N, K), dtype) in enumerate(todo):
         left = deadline - time.perf_counter() - 5

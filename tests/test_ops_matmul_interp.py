@@ -152,21 +152,20 @@ def test_eager_calls_skip_the_dispatcher_only_when_nothing_observes_them():
     assert out.shape == (2, 8, 8) and _rel_err(out[1], 2 * a, b) < 1e-5
 
 
-def _sweep_module():
-    import importlib.util
+def _sweep_module(monkeypatch):
+    """scripts/gpu_gemm_sweep.py imported by name (its worker processes import it the same way), on the CPU."""
+    import importlib
     from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_gemm_sweep.py"
-    spec = importlib.util.spec_from_file_location("gpu_gemm_sweep", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.DEVICE = "cpu"
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
+    module = importlib.import_module("gpu_gemm_sweep")
+    monkeypatch.setattr(module, "DEVICE", "cpu")
     return module
 
 
-def test_gpu_sweep_worker_checks_the_op_and_forced_plans():
+def test_gpu_sweep_worker_checks_the_op_and_forced_plans(monkeypatch):
     """scripts/gpu_gemm_sweep.py's phase-1 job on the interpreter: the op on K = 1 with B transposed and a
     float32 output, and a forced split-K plan on 1x1x2 (the two GPU failures this fixes)."""
-    sweep = _sweep_module()
+    sweep = _sweep_module(monkeypatch)
     r = sweep.worker_job({"kind": "check", "plan": None, "dtype": "fp16",
                           "problems": [(30, 200, 1, True, None), (20, 24, 16, False, "fp32")]})
     assert [x["ok"] for x in r["results"]] == [True, True] and r["results"][1]["out"] == "torch.float32"
@@ -183,7 +182,7 @@ def test_gpu_sweep_times_a_shape_and_picks_the_fastest(monkeypatch):
     """time_shape with made-up timings: every candidate is checked against float64, one marked broken
     in phase 1 is left out, the fastest candidate is reported with its ratio to cuBLAS."""
     import json
-    sweep = _sweep_module()
+    sweep = _sweep_module(monkeypatch)
     cands = plans.sweep_candidates(64, 48, 64, 4)
     fastest, broken = cands[2], cands[1]
     ran = {}
@@ -206,3 +205,43 @@ def test_gpu_sweep_times_a_shape_and_picks_the_fastest(monkeypatch):
     assert row["checks"][name] == {"ok": False, "error": "failed in phase 1"} and name not in row["eager_ms"]
     assert row["best_eager"] == fastest.to_json() and row["best_eager_ratio"] == 4.0
     assert row["graph_ms"] == {} and "| 64x48x64 | fp16 | small |" in sweep.summary([row])
+
+
+def test_gpu_sweep_workers_survive_a_job_that_hangs(monkeypatch):
+    """Phase 1 in spawned workers: a job over its time limit (here a 512^3 problem on the interpreter with
+    a 20 s limit, as a hung kernel would be) has its worker killed and its plan kept out of the timing
+    phase; the other jobs still report."""
+    monkeypatch.setenv("TRITIUM_SWEEP_DEVICE", "cpu")
+    sweep = _sweep_module(monkeypatch)
+    quick = plans.Plan("small", plans.SMALL_TILE).to_json()
+    slow = plans.Plan("pingpong", plans.pingpong.SMALL).to_json()
+    jobs = [{"kind": "compile", "plan": slow, "dtype": "fp16", "problems": [(512, 512, 512, False, None)]},
+            {"kind": "check", "plan": quick, "dtype": "fp16", "problems": [(16, 16, 16, False, None)]}]
+    import time
+    results, broken = sweep.run_phase1(jobs, workers=2, deadline=time.perf_counter() + 240, job_timeout=20)
+    assert results[1]["results"][0]["ok"], results
+    assert "timeout" in results[0]["results"][0]["error"], results
+    import json
+    assert broken == {(json.dumps(slow), "fp16")}
+
+
+def test_gpu_sweep_end_to_end(monkeypatch, tmp_path, capsys):
+    """The whole script on one tiny shape: phase 1 in two spawned workers (ragged shapes cut to two
+    small ones to keep the interpreter quick), the timing phase with made-up times, the JSON and the
+    summary."""
+    import json
+    monkeypatch.setenv("TRITIUM_SWEEP_DEVICE", "cpu")
+    sweep = _sweep_module(monkeypatch)
+    monkeypatch.setattr(sweep, "RAGGED", [(1, 1, 2), (30, 20, 1)])
+    monkeypatch.setattr(sweep, "FP32_OUT", (20, 24, 16))
+    monkeypatch.setattr(sweep, "_do_bench", lambda fn, rep_ms: (fn(), 1.0)[1])
+    out = tmp_path / "sweep.json"
+    assert sweep.main(["--out", str(out), "--shapes", "64x48x64", "--dtypes", "fp16", "--workers", "2",
+                       "--budget-s", "500", "--rep-ms", "20"]) == 0
+    report = json.loads(out.read_text())
+    jobs = sweep.phase1_jobs([(64, 48, 64)], ["fp16"], 4)
+    assert len(report["phase1"]) == len(jobs) and report["phase1_failures"] == [], report["phase1_failures"]
+    (row, ) = report["shapes"]
+    assert row["shape"] == "64x48x64" and row["best_eager"] is not None and row["op_eager_ratio"] == 1.0
+    assert all(c["ok"] for c in row["checks"].values()) and report["skipped"] == []
+    assert "| 64x48x64 | fp16 | small |" in capsys.readouterr().out
