@@ -112,24 +112,6 @@ def test_replica_id_is_a_compile_time_constant_interpreted():
     assert out.tolist() == [1000] * 4 + [2001] * 4 + [2002] * 4 + [-1] * 12 + [7]
 
 
-def test_code_generator_internals_the_replicas_rely_on():
-    """tlx/codegen_compat.py reads CodeGenerator.cur_node and calls visit_compound_statement; a Triton
-    without them must fail with a message that says so (the compile tests above check the behaviour)."""
-    import inspect
-    from triton.compiler.code_generator import CodeGenerator
-    from tritium.tlx import codegen_compat
-    assert "self.cur_node = node" in inspect.getsource(CodeGenerator.visit)
-    with_src = inspect.getsource(CodeGenerator.visit_With)
-    assert with_src.index("cm.__enter__()") < with_src.index("visit_compound_statement(node.body)") \
-        < with_src.index("__exit__(")
-
-    class Bare:
-        pass
-
-    with pytest.raises(RuntimeError, match="does not expose the statement being compiled"):
-        codegen_compat.with_statement(Bare(), "tlx.async_task")
-
-
 @triton.jit
 def _default_replicas(out_ptr):
     with tlx.async_tasks():

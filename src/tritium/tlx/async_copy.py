@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
 
 from tritium import compat
 
@@ -20,6 +19,7 @@ from . import layouts
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
 from .types import async_token, buffered_tensor
+from .triton_compat import compile_options, unwrap_if_constexpr
 
 #: AMD targets with direct-to-LDS loads that stock Triton lowers ``ttg.async_copy_global_to_local`` to.
 AMD_ASYNC_COPY_ARCHS = ("gfx942", "gfx950")
@@ -40,19 +40,19 @@ def _is_zero(x: Any) -> bool:
 def _cache_attrs(_semantic: Any, cache_modifier: Any, eviction_policy: Any) -> list[str]:
     """The copy's printed cache-hint attributes; a hint Triton rejects is an error naming the op."""
     try:
-        return compat.async_copy_cache_attrs(_semantic, _unwrap_if_constexpr(cache_modifier),
-                                             _unwrap_if_constexpr(eviction_policy))
+        return compat.async_copy_cache_attrs(_semantic, unwrap_if_constexpr(cache_modifier),
+                                             unwrap_if_constexpr(eviction_policy))
     except ValueError as e:
         raise ValueError(f"tlx.async_load: {e} (cache_modifier={cache_modifier!r}, "
                          f"eviction_policy={eviction_policy!r})") from e
 
 
 def _check_tokens(tokens: Any, op: str) -> None:
-    tokens = _unwrap_if_constexpr(tokens)
+    tokens = unwrap_if_constexpr(tokens)
     items = list(getattr(tokens, "values", tokens)) if isinstance(tokens, (list, tuple, tl.tuple)) else None
     if items is None:
         raise TypeError(f"tlx.{op}: tokens must be a list of async tokens, got {tokens!r}")
-    bad = [t for t in items if not isinstance(_unwrap_if_constexpr(t), async_token)]
+    bad = [t for t in items if not isinstance(unwrap_if_constexpr(t), async_token)]
     if bad:
         raise TypeError(f"tlx.{op}: tokens must be async tokens (from tlx.async_load / commit / wait), got {bad[0]!r}")
 
@@ -106,14 +106,14 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
     Masked-off elements get ``other``, zero when it is omitted (what the hardware writes). The copy
     lands at the ``async_load_wait_group`` that retires its commit group.
     """
-    opts = _semantic.builder.options
+    opts = compile_options(_semantic)
     _check_target(opts.arch, "async_load")
     result = _buffer(result, "async_load", _semantic)
     if result.type.num:
         raise TypeError("tlx.async_load: pick one buffer with tlx.local_view first")
-    mask, other = _unwrap_if_constexpr(mask), _unwrap_if_constexpr(other)
-    bulk_size, barrier = _unwrap_if_constexpr(bulk_size), _unwrap_if_constexpr(barrier)
-    if _unwrap_if_constexpr(bulk):
+    mask, other = unwrap_if_constexpr(mask), unwrap_if_constexpr(other)
+    bulk_size, barrier = unwrap_if_constexpr(bulk_size), unwrap_if_constexpr(barrier)
+    if unwrap_if_constexpr(bulk):
         check_bulk_args(result.shape, result.dtype.primitive_bitwidth, bulk_size, barrier, mask, other,
                         isinstance(barrier, buffered_tensor) and bool(barrier.type.barrier) and not barrier.type.num)
         _cache_attrs(_semantic, cache_modifier, eviction_policy)  # validated; the bulk copy has no hints
@@ -145,7 +145,7 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
         other = _semantic.cast(_semantic.broadcast_impl_shape(_semantic.to_tensor(other), shape), result.dtype)
         sync = "other"
     cache_attrs = _cache_attrs(_semantic, cache_modifier, eviction_policy)
-    volatile = _unwrap_if_constexpr(is_volatile)
+    volatile = unwrap_if_constexpr(is_volatile)
     if not isinstance(volatile, bool):
         raise TypeError(f"tlx.async_load: is_volatile must be a compile-time bool, got {volatile!r}")
     blocked = layouts.coalesced_layout(shape, result.dtype, opts.num_warps, opts.warp_size)
@@ -160,7 +160,7 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
 def async_load_commit_group(tokens=[], _semantic=None) -> async_token:
     """Close the current group of async copies: every copy issued since the last commit, whatever
     ``tokens`` lists (tokens only document which copies the caller means)."""
-    _check_target(_semantic.builder.options.arch, "async_load_commit_group")
+    _check_target(compile_options(_semantic).arch, "async_load_commit_group")
     _check_tokens(tokens, "async_load_commit_group")
     emit(_semantic, "commit_group")
     return async_token()
@@ -169,8 +169,8 @@ def async_load_commit_group(tokens=[], _semantic=None) -> async_token:
 @tlx_builtin
 def async_load_wait_group(pendings, tokens=[], _semantic=None) -> async_token:
     """Wait until at most ``pendings`` groups of async copies are in flight."""
-    _check_target(_semantic.builder.options.arch, "async_load_wait_group")
-    pendings = _unwrap_if_constexpr(pendings)
+    _check_target(compile_options(_semantic).arch, "async_load_wait_group")
+    pendings = unwrap_if_constexpr(pendings)
     if isinstance(pendings, bool) or not isinstance(pendings, int) or pendings < 0:
         raise ValueError(f"tlx.async_load_wait_group: pendings must be a non-negative compile-time int, "
                          f"got {pendings!r}")
@@ -196,9 +196,9 @@ def prefetch(pointer, level="L2", mask=None, tensormap=False, _semantic=None) ->
     L2 (``"L1"``): one ``prefetch.global.L2``/``.L1`` per element, skipped where ``mask`` is false. With
     ``tensormap=True``, ``pointer`` is a tensor descriptor whose tensor map is prefetched (``level`` and
     ``mask`` are ignored, as in the fork)."""
-    level, mask, tensormap = (_unwrap_if_constexpr(x) for x in (level, mask, tensormap))
+    level, mask, tensormap = (unwrap_if_constexpr(x) for x in (level, mask, tensormap))
     check_prefetch_args(level, tensormap)
-    arch = _semantic.builder.options.arch
+    arch = compile_options(_semantic).arch
     if tensormap:  # the descriptor's address reaches PTX as for TMA prefetches (tlx/tma.py)
         from .tma import prefetch_tensormap
         return prefetch_tensormap(pointer, _semantic)

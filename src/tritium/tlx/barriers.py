@@ -4,12 +4,12 @@ from __future__ import annotations
 from typing import Any
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .emit import _code_generator, emit, tlx_builtin
+from .emit import emit, tlx_builtin
 from .mem import _memdesc_type, _view
 from .types import buffered_tensor
+from .triton_compat import compile_options, statement_location, unwrap_if_constexpr
 
 #: One i64 per barrier, unswizzled (as Gluon's ``MBarrierLayout``).
 BARRIER_LAYOUT = layouts.SwizzledSharedLayout(1, 1, 1, (0, ))
@@ -24,17 +24,17 @@ MAX_CTA_THREADS = 1024
 
 
 def _compile_time_int(value: Any, what: str, low: int = 1) -> int:
-    value = _unwrap_if_constexpr(value)
+    value = unwrap_if_constexpr(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"{what} must be a compile-time int >= {low}, got {value!r}")
     return value
 
 
 def check_target(_semantic: Any, op: str, min_cap: int = 80) -> None:
-    cap = layouts.cuda_capability(_semantic.builder.options.arch)
+    cap = layouts.cuda_capability(compile_options(_semantic).arch)
     if cap is None or cap < min_cap:
         raise NotImplementedError(f"tlx.{op} needs NVIDIA sm_{min_cap} or newer; the target is "
-                                  f"{_semantic.builder.options.arch}")
+                                  f"{compile_options(_semantic).arch}")
 
 
 def barrier(bar: Any, op: str) -> buffered_tensor:
@@ -51,7 +51,7 @@ def barrier(bar: Any, op: str) -> buffered_tensor:
 
 def predicate(_semantic: Any, pred: Any) -> tl.tensor:
     """``pred`` as an i1 scalar (``None`` is true)."""
-    pred = _unwrap_if_constexpr(pred)
+    pred = unwrap_if_constexpr(pred)
     value = _semantic.to_tensor(True if pred is None else pred)
     if value.type.is_block():
         raise TypeError(f"tlx: pred must be a scalar, got a tensor of shape {value.shape}")
@@ -118,7 +118,7 @@ def barrier_arrive(bar, arrive_count=1, remote_cta_rank=None, pred=None, _semant
     check_target(_semantic, "barrier_arrive")
     bar = barrier(bar, "barrier_arrive")
     count = _compile_time_int(arrive_count, "tlx.barrier_arrive: arrive_count")
-    if _unwrap_if_constexpr(remote_cta_rank) is not None:
+    if unwrap_if_constexpr(remote_cta_rank) is not None:
         from .cluster import remote_rank
         remote_rank(_semantic, remote_cta_rank, "barrier_arrive", "remote_cta_rank")
     if bar.type.barrier == WARP_BARRIER:
@@ -133,29 +133,23 @@ def current_task(_semantic: Any) -> Any:
     return region.current if region is not None else None
 
 
-def kernel_line(_semantic: Any) -> str:
-    """``file:line`` of the kernel line being built, for errors the lowering raises about it."""
-    gen = _code_generator(_semantic.builder)
-    return f"{gen.file_name}:{gen.begin_line + gen.cur_node.lineno}"
-
-
 def executing_warps(_semantic: Any) -> int:
     """Warps executing the op being built: its ``async_task``'s, else the kernel's ``num_warps``."""
     task = current_task(_semantic)
     if task is not None and not task.config.default:
         return task.config.num_warps
-    return _semantic.builder.options.num_warps
+    return compile_options(_semantic).num_warps
 
 
 def _named_barrier(_semantic: Any, op: str, bar: Any, arrive_count: Any) -> None:
     """``bar.sync``/``bar.arrive`` on hardware barrier ``bar`` for ``arrive_count`` threads (PTX)."""
-    if layouts.cuda_capability(_semantic.builder.options.arch) is None:
+    if layouts.cuda_capability(compile_options(_semantic).arch) is None:
         raise NotImplementedError(f"tlx.{op} needs NVIDIA named barriers (PTX bar.sync/bar.arrive); AMD CDNA has "
-                                  f"only the whole-workgroup s_barrier. The target is {_semantic.builder.options.arch}")
+                                  f"only the whole-workgroup s_barrier. The target is {compile_options(_semantic).arch}")
     values = []
     for name, value, low, high in (("bar", bar, 0, NUM_NAMED_BARRIERS - 1), ("arrive_count", arrive_count,
                                                                              THREADS_PER_WARP, MAX_CTA_THREADS)):
-        value = _unwrap_if_constexpr(value)
+        value = unwrap_if_constexpr(value)
         if isinstance(value, tl.tensor):
             if value.type.is_block() or not value.dtype.is_int():
                 raise TypeError(f"tlx.{op}: {name} must be an integer scalar, got {value.type}")
@@ -174,7 +168,7 @@ def _named_barrier(_semantic: Any, op: str, bar: Any, arrive_count: Any) -> None
     consts = {k: v for k, v in zip(("bar", "count"), values) if isinstance(v, int)}
     operands = [_semantic.to_tensor(v) for v in values]
     emit(_semantic, "named_barrier", operands=operands, kind="sync" if op == "named_barrier_wait" else "arrive",
-         where=kernel_line(_semantic), **consts)
+         where=statement_location(_semantic), **consts)
 
 
 @tlx_builtin

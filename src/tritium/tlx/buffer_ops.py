@@ -13,17 +13,17 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .emit import _interpreted, tlx_builtin
+from .emit import tlx_builtin
 from .types import async_token
+from .triton_compat import compile_options, interpreted, unwrap_if_constexpr
 
 
 def _check(_semantic: Any, op: str, ptr: Any, offsets: Any, mask: Any = None, other: Any = None) -> None:
-    if not _interpreted(_semantic) and not layouts.is_amd(_semantic.builder.options.arch):
+    if not interpreted(_semantic) and not layouts.is_amd(compile_options(_semantic).arch):
         raise NotImplementedError(f"tlx.{op} is an AMD buffer instruction; the target "
-                                  f"{_semantic.builder.options.arch} has none (use base + offsets with tl ops)")
+                                  f"{compile_options(_semantic).arch} has none (use base + offsets with tl ops)")
     if not isinstance(ptr, tl.tensor) or ptr.type.is_block() or not ptr.dtype.is_ptr():
         raise TypeError(f"tlx.{op}: ptr must be a scalar pointer, got {getattr(ptr, 'type', ptr)}")
     if not isinstance(offsets, tl.tensor) or not offsets.type.is_block() or offsets.dtype not in (tl.int32, tl.uint32):
@@ -34,7 +34,7 @@ def _check(_semantic: Any, op: str, ptr: Any, offsets: Any, mask: Any = None, ot
 
 
 def _contiguity(value: Any, op: str) -> int:
-    value = _unwrap_if_constexpr(value)
+    value = unwrap_if_constexpr(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value & (value - 1):
         raise ValueError(f"tlx.{op}: contiguity must be a positive power of two, got {value!r}")
     return value
@@ -43,24 +43,24 @@ def _contiguity(value: Any, op: str) -> int:
 def _addresses(_semantic: Any, ptr: Any, offsets: Any, contiguity: int) -> tl.tensor:
     """``ptr + offsets``, with the caller's promise that runs of ``contiguity`` offsets are contiguous
     and start at multiples of ``contiguity`` along the last dimension (what lets the load vectorize)."""
-    if contiguity > 1 and not _interpreted(_semantic):  # hints mean nothing to the interpreter
+    if contiguity > 1 and not interpreted(_semantic):  # hints mean nothing to the interpreter
         hint = [tl.constexpr(1)] * (len(offsets.shape) - 1) + [tl.constexpr(contiguity)]
         offsets = tl.max_contiguous(tl.multiple_of(offsets, hint, _semantic=_semantic), hint, _semantic=_semantic)
     return _semantic.add(ptr, offsets, True)
 
 
 def _mask(_semantic: Any, mask: Any) -> Optional[tl.tensor]:
-    mask = _unwrap_if_constexpr(mask)
+    mask = unwrap_if_constexpr(mask)
     return None if mask is None else _semantic.cast(_semantic.to_tensor(mask), tl.int1)
 
 
 @tlx_builtin
 def buffer_load(ptr, offsets, mask=None, other=None, cache=None, contiguity=1, _semantic=None) -> tl.tensor:
     """Load ``ptr[offsets]`` into registers (masked elements get ``other``; undefined without it)."""
-    mask, other = _mask(_semantic, mask), _unwrap_if_constexpr(other)
+    mask, other = _mask(_semantic, mask), unwrap_if_constexpr(other)
     _check(_semantic, "buffer_load", ptr, offsets, mask, other)
     addresses = _addresses(_semantic, ptr, offsets, _contiguity(contiguity, "buffer_load"))
-    return tl.load(addresses, mask=mask, other=other, cache_modifier=_unwrap_if_constexpr(cache) or "",
+    return tl.load(addresses, mask=mask, other=other, cache_modifier=unwrap_if_constexpr(cache) or "",
                    _semantic=_semantic)
 
 
@@ -70,7 +70,7 @@ def buffer_store(stored_value, ptr, offsets, mask=None, cache=None, _semantic=No
     mask = _mask(_semantic, mask)
     _check(_semantic, "buffer_store", ptr, offsets, mask)
     tl.store(_semantic.add(ptr, offsets, True), stored_value, mask=mask,
-             cache_modifier=_unwrap_if_constexpr(cache) or "", _semantic=_semantic)
+             cache_modifier=unwrap_if_constexpr(cache) or "", _semantic=_semantic)
 
 
 @tlx_builtin
@@ -82,7 +82,7 @@ def buffer_atomic_add(ptr, offsets, value, mask=None, sem=None, scope=None, cont
     if not (element.is_floating() and element.primitive_bitwidth >= 16 or element in (tl.int32, tl.int64)):
         raise TypeError(f"tlx.buffer_atomic_add supports f16, bf16, f32, f64, i32 and i64 values, got {element}")
     addresses = _addresses(_semantic, ptr, offsets, _contiguity(contiguity, "buffer_atomic_add"))
-    return tl.atomic_add(addresses, value, mask=mask, sem=_unwrap_if_constexpr(sem), scope=_unwrap_if_constexpr(scope),
+    return tl.atomic_add(addresses, value, mask=mask, sem=unwrap_if_constexpr(sem), scope=unwrap_if_constexpr(scope),
                          _semantic=_semantic)
 
 
@@ -91,7 +91,7 @@ def buffer_load_to_local(dest, ptr, offsets, mask=None, other=None, cache_modifi
     """Asynchronously copy ``ptr[offsets]`` into shared buffer ``dest`` (``tlx.async_load`` semantics:
     commit, then wait for it; masked elements get ``other``, zero without it)."""
     from .async_copy import async_load
-    mask, other = _mask(_semantic, mask), _unwrap_if_constexpr(other)
+    mask, other = _mask(_semantic, mask), unwrap_if_constexpr(other)
     _check(_semantic, "buffer_load_to_local", ptr, offsets, mask, other)
     return async_load(_semantic.add(ptr, offsets, True), dest, mask=mask, other=other, cache_modifier=cache_modifier,
                       _semantic=_semantic)

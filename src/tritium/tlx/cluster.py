@@ -14,13 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
-from .barriers import REMOTE_BARRIER, barrier, check_target, current_task, kernel_line
+from .barriers import REMOTE_BARRIER, barrier, check_target, current_task
 from .emit import emit, tlx_builtin
 from .misc import read_register
 from .types import buffered_tensor, buffered_tensor_type
+from .triton_compat import compile_options, statement_location, unwrap_if_constexpr
 
 _ONE_CTA = ("stock Triton runs a TLX kernel as a cluster of one CTA (the fork's ctas_per_cga launch option, which "
             "forms clusters of independent programs, does not exist on stock Triton)")
@@ -28,7 +28,7 @@ _ONE_CTA = ("stock Triton runs a TLX kernel as a cluster of one CTA (the fork's 
 
 def _is_nvidia(_semantic: Any, op: str) -> bool:
     """Whether the target is NVIDIA; refuses ``num_ctas > 1`` (see the module doc)."""
-    options = _semantic.builder.options
+    options = compile_options(_semantic)
     if getattr(options, "num_ctas", 1) != 1:
         raise NotImplementedError(f"tlx.{op}: num_ctas={options.num_ctas} makes one program span the cluster with its "
                                   f"tensors split across the CTAs, which TLX kernels do not support; {_ONE_CTA}")
@@ -37,7 +37,7 @@ def _is_nvidia(_semantic: Any, op: str) -> bool:
 
 def remote_rank(_semantic: Any, rank: Any, op: str, arg: str) -> None:
     """Check a remote CTA rank: a compile-time one must be 0 (the only CTA); a run-time one is 0 when run."""
-    rank = _unwrap_if_constexpr(rank)
+    rank = unwrap_if_constexpr(rank)
     if isinstance(rank, tl.tensor):
         if rank.type.is_block() or not rank.dtype.is_int():
             raise TypeError(f"tlx.{op}: {arg} must be an integer scalar, got {rank.type}")
@@ -73,7 +73,7 @@ def cluster_barrier(_semantic=None) -> None:
         _semantic.debug_barrier()  # the workgroup is the whole cluster
         return
     check_target(_semantic, "cluster_barrier", 90)
-    emit(_semantic, "cluster_barrier", in_task=current_task(_semantic) is not None, where=kernel_line(_semantic))
+    emit(_semantic, "cluster_barrier", in_task=current_task(_semantic) is not None, where=statement_location(_semantic))
 
 
 @tlx_builtin

@@ -8,19 +8,12 @@ from __future__ import annotations
 
 import functools
 import importlib
-import sys
 from typing import Any, Callable, Optional, Sequence
 
 import triton.language as tl
-from triton._C.libtriton import gluon_ir
-from triton.compiler.code_generator import CodeGenerator
-from triton.runtime.interpreter import InterpreterBuilder
 
 from . import placeholders
-
-
-def _interpreted(_semantic: Any) -> bool:
-    return _semantic is None or isinstance(_semantic.builder, InterpreterBuilder)
+from .triton_compat import interpreted, kernel_module, kernel_state, type_builder
 
 
 def _interpreter_op(name: str) -> Callable[..., Any]:
@@ -42,7 +35,7 @@ def tlx_builtin(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def op(*args: Any, _semantic: Any = None, **kwargs: Any) -> Any:
-        if _interpreted(_semantic):
+        if interpreted(_semantic):
             return _interpreter_op(fn.__name__)(*args, **kwargs)
         return fn(*args, _semantic=_semantic, **kwargs)
 
@@ -50,33 +43,9 @@ def tlx_builtin(fn: Callable[..., Any]) -> Callable[..., Any]:
     return op
 
 
-def _code_generator(builder: Any) -> CodeGenerator:
-    """The CodeGenerator driving ``builder`` (builtins only receive the builder; we need its module)."""
-    cached = builder.__dict__.get("_tlx_codegen")
-    if cached is not None:
-        return cached
-    frame = sys._getframe(1)
-    while frame is not None:
-        gen = frame.f_locals.get("self")
-        if isinstance(gen, CodeGenerator) and gen.builder is builder:
-            builder._tlx_codegen = gen
-            return gen
-        frame = frame.f_back
-    raise RuntimeError("TLX ops can only be used inside a @triton.jit kernel being compiled")
-
-
-def types(_semantic: Any) -> gluon_ir.GluonOpBuilder:
-    """A builder for TritonGPU types and layouts on the kernel's context (it inserts nothing)."""
-    b = _semantic.builder
-    g = b.__dict__.get("_tlx_types")
-    if g is None:
-        g = b._tlx_types = gluon_ir.GluonOpBuilder(_code_generator(b).context)
-    return g
-
-
 def tensor_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: Any) -> str:
     """Printed type of a ``shape`` tensor of ``dtype`` in ``layout`` (a :mod:`.layouts` value)."""
-    g = types(_semantic)
+    g = type_builder(_semantic)
     return str(g.get_distributed_ty(dtype.to_ir(g), list(shape), layout.to_ir(g)))
 
 
@@ -95,5 +64,6 @@ def emit(_semantic: Any, op: str, *, operands: Sequence[tl.tensor] = (), result:
     else:
         res_ty = tl.block_type(result, list(shape)).to_ir(b) if result is not None else None
         res_shape = shape
-    return placeholders.emit(b, _code_generator(b).module, op, operands=[x.handle for x in operands],
+    ids = kernel_state(_semantic).setdefault("placeholder_ids", placeholders.Ids())
+    return placeholders.emit(b, kernel_module(_semantic), ids, op, operands=[x.handle for x in operands],
                              tensor_operands=kinds == {True}, result=res_ty, result_shape=res_shape, **attrs)

@@ -28,11 +28,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
-from triton.runtime import interpreter as _interp
-
 from tritium import compat
 
 from .tasks import check_tasks, region_config, task_config
+from .triton_compat import ASTTransformer, interpreter_program
 
 
 class TLXDeadlockError(RuntimeError):
@@ -69,7 +68,7 @@ def current_context() -> TaskContext:
     ``interpreter_builder.grid_idx`` (kept alive by the context) tells programs apart even when two
     launches reuse the same grid index.
     """
-    program = getattr(_interp.interpreter_builder, "grid_idx", None)
+    program = interpreter_program()
     ctx = getattr(_tls, "ctx", None)
     if ctx is None or ctx.program is not program:
         ctx = _tls.ctx = TaskContext(program)
@@ -264,6 +263,6 @@ def _compile_tasks(filename: str, region: ast.With, params: tuple[str, ...]) -> 
         fn = ast.parse(f"def _tlx_async_task({', '.join(params)}): pass").body[0]  # portable across ast versions
         fn.body = copy.deepcopy(stmt.body)
         module = ast.Module(body=[ast.copy_location(fn, stmt)], type_ignores=[])
-        module = _interp.ASTTransformer().visit(module)
+        module = ASTTransformer().visit(module)
         tasks.append((guards, config, compile(ast.fix_missing_locations(module), filename, "exec")))
     return tasks

@@ -21,12 +21,12 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 import triton.language as tl
-from triton.runtime import interpreter as _interp
 
 from tritium import compat
 
 from . import alias
 from .interp_tasks import AsyncTask, AsyncTasks, TLXDeadlockError, current_context, wait_until
+from .triton_compat import TensorHandle, interpreter_builder, interpreter_semantic, np_dtype, unwrap_if_constexpr
 
 __all__ = [
     "SharedBuffer", "MBarrier", "BarrierArray", "AsyncToken", "TLXDeadlockError", "check_async_dot_shape",
@@ -53,11 +53,11 @@ _NUM_NAMED_BARRIERS = 16
 
 
 def _semantic() -> Any:
-    return _interp.interpreter_semantic
+    return interpreter_semantic()
 
 
 def _value(x: Any) -> Any:
-    return tl.core._unwrap_if_constexpr(x)
+    return unwrap_if_constexpr(x)
 
 
 def _as_int(x: Any) -> int:
@@ -86,15 +86,15 @@ def _as_shape(shape: Any) -> tuple[int, ...]:
 
 
 def _np_dtype(dtype: tl.dtype) -> np.dtype:
-    return _interp._get_np_dtype(dtype)
+    return np_dtype(dtype)
 
 
 def _scalar(value: int, dtype: tl.dtype) -> tl.tensor:
-    return tl.tensor(_interp.TensorHandle(np.array([value], dtype=_np_dtype(dtype)), dtype), dtype)
+    return tl.tensor(TensorHandle(np.array([value], dtype=_np_dtype(dtype)), dtype), dtype)
 
 
 def _to_register(data: np.ndarray, dtype: tl.dtype) -> tl.tensor:
-    handle = _interp.TensorHandle(np.array(data, order="C"), dtype)
+    handle = TensorHandle(np.array(data, order="C"), dtype)
     return tl.tensor(handle, tl.block_type(dtype, list(data.shape)))
 
 
@@ -402,10 +402,10 @@ def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache
         if address % 16 or nbytes % 16:
             raise ValueError(f"async_load(bulk=True): cp.async.bulk needs a 16-byte aligned source and a multiple of "
                              f"16 bytes; got address {address:#x} and bulk_size={nbytes}")
-        byte_ptrs = _interp.TensorHandle(np.uint64(address) + np.arange(nbytes, dtype=np.uint64),
+        byte_ptrs = TensorHandle(np.uint64(address) + np.arange(nbytes, dtype=np.uint64),
                                          tl.pointer_type(tl.uint8))
-        every = _interp.TensorHandle(np.ones(nbytes, dtype=bool), tl.int1)
-        values = compat.interpreter_masked_load(_interp.interpreter_builder, byte_ptrs, every)
+        every = TensorHandle(np.ones(nbytes, dtype=bool), tl.int1)
+        values = compat.interpreter_masked_load(interpreter_builder(), byte_ptrs, every)
         raw = dst.storage[dst.byte_offset():dst.byte_offset() + nbytes]
         barrier.inflight.append((raw, values.data.view(np.uint8)))
         return AsyncToken()

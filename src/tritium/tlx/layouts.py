@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 import triton.language as tl
-from triton._C.libtriton import gluon_ir, ir
-from triton.runtime.jit import constexpr_function
+from triton import constexpr_function
+
+from .triton_compat import gluon_ir, ir, unwrap_if_constexpr
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,10 +218,9 @@ class LayoutError(ValueError, AssertionError):
 
 
 def _ints(values, what: str) -> list[int]:
-    from triton.language.core import _unwrap_if_constexpr
-    values = _unwrap_if_constexpr(values)
+    values = unwrap_if_constexpr(values)
     try:
-        return [int(_unwrap_if_constexpr(v)) for v in values]
+        return [int(unwrap_if_constexpr(v)) for v in values]
     except (TypeError, ValueError):
         raise LayoutError(f"{what} must be a list of ints, got {values!r}") from None
 
@@ -332,15 +332,14 @@ class nv_mma_shared_layout_encoding(shared_layout_encoding):
 
     def __init__(self, shape, order, elemType, numCTAsPerCGA=None, numCTASplit=None, numCTAOrder=None,
                  fp4Padded=False, swizzled=True) -> None:
-        from triton.language.core import _unwrap_if_constexpr
         what = "tlx.nv_mma_shared_layout_encoding"
         _single_cta(what, numCTAsPerCGA, numCTASplit)
-        if _unwrap_if_constexpr(fp4Padded):
+        if unwrap_if_constexpr(fp4Padded):
             raise NotImplementedError(f"{what}: fp4Padded is for Blackwell fp4 operands, not on sm_90/AMD")
         self.shape = _ints(shape, f"{what}: shape")
         self.order = _ints(order, f"{what}: order")
-        self.elemType = _unwrap_if_constexpr(elemType)
-        self.swizzled = bool(_unwrap_if_constexpr(swizzled))
+        self.elemType = unwrap_if_constexpr(elemType)
+        self.swizzled = bool(unwrap_if_constexpr(swizzled))
         if sorted(self.order) != list(range(len(self.shape))):
             raise LayoutError(f"{what}: order {self.order} is not a permutation of the shape's dims")
         if len(self.shape) >= 2 and self.order[0] not in (len(self.shape) - 1, len(self.shape) - 2):
@@ -448,11 +447,10 @@ class amd_mfma_layout(layout_encoding):
 
     def __init__(self, version, instr_shape, transposed, warps_per_cta, element_bitwidth=32, tiles_per_warp=None,
                  cga_layout=None) -> None:
-        from triton.language.core import _unwrap_if_constexpr
         what = "tlx.amd_mfma_layout"
         (self.version, ) = _ints([version], what)
         self.instr_shape = _ints(instr_shape, f"{what}: instr_shape")
-        self.transposed = bool(_unwrap_if_constexpr(transposed))
+        self.transposed = bool(unwrap_if_constexpr(transposed))
         self.warps_per_cta = _ints(warps_per_cta, f"{what}: warps_per_cta")
         (self.element_bitwidth, ) = _ints([element_bitwidth], what)
         self.tiles_per_warp = _ints(tiles_per_warp or [1] * len(self.warps_per_cta), f"{what}: tiles_per_warp")
@@ -471,9 +469,8 @@ class dot_operand_layout(layout_encoding):
     """``#ttg.dot_op<{opIdx, parent, kWidth}>`` register layout (Gluon ``DotOperandLayout``)."""
 
     def __init__(self, operand_index, parent, k_width=8) -> None:
-        from triton.language.core import _unwrap_if_constexpr
         (self.operand_index, self.k_width) = _ints((operand_index, k_width), "tlx.dot_operand_layout")
-        self.parent = _unwrap_if_constexpr(parent)
+        self.parent = unwrap_if_constexpr(parent)
         if self.operand_index not in (0, 1) or self.k_width <= 0:
             raise LayoutError(f"tlx.dot_operand_layout: operand_index must be 0 or 1 and k_width > 0, got {self!r}")
         if not hasattr(self.parent, "to_ir"):

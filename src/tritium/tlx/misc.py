@@ -4,17 +4,17 @@ from __future__ import annotations
 from typing import Any
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
 from .emit import emit, tlx_builtin
 from .types import buffered_tensor, tensor_descriptor
+from .triton_compat import compile_options, unwrap_if_constexpr
 
 
 @tlx_builtin
 def dtype_of(v, _semantic=None) -> tl.dtype:
     """Element dtype of a pointer, a tensor (of pointers), a tensor descriptor or a TLX buffer."""
-    x = _unwrap_if_constexpr(v)
+    x = unwrap_if_constexpr(v)
     if isinstance(x, (buffered_tensor, tensor_descriptor, tl.core.tensor_descriptor_base)):
         return x.dtype
     if not isinstance(x, tl.tensor):
@@ -26,7 +26,7 @@ def dtype_of(v, _semantic=None) -> tl.dtype:
 @tlx_builtin
 def size_of(dtype, _semantic=None) -> tl.constexpr:
     """Size of ``dtype`` in bytes."""
-    dtype = _unwrap_if_constexpr(dtype)
+    dtype = unwrap_if_constexpr(dtype)
     if not isinstance(dtype, tl.dtype):
         raise TypeError(f"tlx.size_of expects a dtype, got {dtype!r}")
     return tl.constexpr(dtype.primitive_bitwidth // 8)
@@ -38,7 +38,7 @@ FP8_FORMAT_NAMES = {tl.float8e5: "e5m2", tl.float8e4nv: "e4m3"}
 
 def fp8_format_name(dtype: Any) -> str:
     """``"e5m2"``/``"e4m3"`` for ``tl.float8e5``/``tl.float8e4nv`` (shared with the interpreter)."""
-    dtype = _unwrap_if_constexpr(dtype)
+    dtype = unwrap_if_constexpr(dtype)
     if not isinstance(dtype, tl.dtype):
         raise TypeError(f"tlx.get_fp8_format_name expects a dtype, got {dtype!r}")
     if dtype not in FP8_FORMAT_NAMES:
@@ -54,7 +54,7 @@ def get_fp8_format_name(dtype, _semantic=None) -> tl.constexpr:
 
 
 def _nvidia_only(_semantic, op: str) -> None:
-    arch = _semantic.builder.options.arch
+    arch = compile_options(_semantic).arch
     if layouts.cuda_capability(arch) is None:
         raise NotImplementedError(f"tlx.{op} is implemented for NVIDIA targets only; the target is {arch}")
 
@@ -66,7 +66,7 @@ def read_register(_semantic, asm: str, constraint: str, dtype: tl.dtype) -> tl.t
 @tlx_builtin
 def thread_id(axis, _semantic=None) -> tl.tensor:
     """This thread's index along ``axis`` (0, 1 or 2) inside the CTA."""
-    axis = _unwrap_if_constexpr(axis)
+    axis = unwrap_if_constexpr(axis)
     if axis not in (0, 1, 2):
         raise ValueError(f"tlx.thread_id: axis must be 0, 1 or 2, got {axis!r}")
     _nvidia_only(_semantic, "thread_id")
@@ -83,7 +83,7 @@ def clock64(_semantic=None) -> tl.tensor:
 @tlx_builtin
 def fence_async_shared(_semantic=None) -> None:
     """Order this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma, TMA)."""
-    cap = layouts.cuda_capability(_semantic.builder.options.arch)
+    cap = layouts.cuda_capability(compile_options(_semantic).arch)
     if cap is None or cap < 90:
         raise NotImplementedError("tlx.fence_async_shared needs the Hopper async proxy (sm_90 or newer)")
     emit(_semantic, "fence_async_shared")
@@ -92,7 +92,7 @@ def fence_async_shared(_semantic=None) -> None:
 @tlx_builtin
 def fence(scope, _semantic=None) -> None:
     """Memory fence: ``"async_shared"`` (proxy fence), ``"gpu"`` or ``"sys"`` (acq_rel at that scope)."""
-    scope = _unwrap_if_constexpr(scope)
+    scope = unwrap_if_constexpr(scope)
     if scope == "async_shared":
         return fence_async_shared(_semantic=_semantic)
     if scope not in ("gpu", "sys"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Any
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
 
 from tritium import compat
 
@@ -12,10 +11,11 @@ from . import layouts
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
 from .types import buffered_tensor
+from .triton_compat import builder_state, compile_options, dot_input_precision, unwrap_if_constexpr
 
 #: Per-kernel memory of the accumulator layout chosen for each (M, N), so that waits on loop-carried
 #: accumulators use the very layout of the in-flight wgmma.
-_ACC_LAYOUTS = "_tlx_acc_layouts"
+_ACC_LAYOUTS = "acc_layouts"
 
 
 def check_wgmma_shape(M: int, N: int, K: int, dtype: tl.dtype) -> None:
@@ -27,20 +27,20 @@ def check_wgmma_shape(M: int, N: int, K: int, dtype: tl.dtype) -> None:
 
 
 def _acc_layout(_semantic: Any, M: int, N: int, a_dtype: tl.dtype) -> layouts.NvidiaMmaLayout:
-    memo = _semantic.builder.__dict__.setdefault(_ACC_LAYOUTS, {})
-    return memo.setdefault((M, N), layouts.wgmma_layout(M, N, _semantic.builder.options.num_warps, a_dtype))
+    memo = builder_state(_semantic).setdefault(_ACC_LAYOUTS, {})
+    return memo.setdefault((M, N), layouts.wgmma_layout(M, N, compile_options(_semantic).num_warps, a_dtype))
 
 
 @tlx_builtin
 def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=False, force_async=False,
               input_precision=None, out_dtype=tl.float32, _semantic=None) -> tl.tensor:
     """Issue ``A @ B (+ acc)`` as an asynchronous wgmma; wait for it with ``async_dot_wait``."""
-    opts = _semantic.builder.options
+    opts = compile_options(_semantic)
     if not layouts.is_hopper(opts.arch):
         raise NotImplementedError(f"tlx.async_dot is implemented for Hopper (sm_90 wgmma); the target is {opts.arch}")
     if opts.num_warps % 4:
         raise ValueError(f"tlx.async_dot: wgmma needs whole warpgroups; num_warps={opts.num_warps}")
-    if _unwrap_if_constexpr(pred) is not None or list(mBarriers) or _unwrap_if_constexpr(two_ctas):
+    if unwrap_if_constexpr(pred) is not None or list(mBarriers) or unwrap_if_constexpr(two_ctas):
         raise NotImplementedError("tlx.async_dot: pred, mBarriers and two_ctas are Blackwell (tcgen05) features")
     B = _buffer(B, "async_dot", _semantic)
     if not isinstance(A, (buffered_tensor, tl.tensor)):
@@ -55,16 +55,16 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
     if A.dtype != B.dtype:
         raise TypeError(f"tlx.async_dot: A is {A.dtype} but B is {B.dtype}")
     check_wgmma_shape(M, N, K, A.dtype)
-    out_dtype = _unwrap_if_constexpr(out_dtype)
+    out_dtype = unwrap_if_constexpr(out_dtype)
     if acc is None:
         acc = _semantic.full([M, N], 0, out_dtype)
     elif tuple(acc.shape) != (M, N) or acc.dtype != out_dtype:
         raise ValueError(f"tlx.async_dot: acc must be [{M}, {N}] {out_dtype}, got {list(acc.shape)} {acc.dtype}")
-    use_acc = _unwrap_if_constexpr(use_acc)
+    use_acc = unwrap_if_constexpr(use_acc)
     if use_acc is not None:  # wgmma's scale-d operand, as a select on the accumulator it reads
         acc = _semantic.where(_semantic.to_tensor(use_acc), acc, _semantic.full([M, N], 0, out_dtype))
-    precision = _unwrap_if_constexpr(input_precision) or opts.default_dot_input_precision
-    precision = _semantic._str_to_dot_input_precision(precision)
+    precision = unwrap_if_constexpr(input_precision) or opts.default_dot_input_precision
+    precision = dot_input_precision(_semantic, precision)
     imprecise = opts.max_num_imprecise_acc_default if A.dtype.is_fp8() else 0
     layout = _acc_layout(_semantic, M, N, A.dtype)
     operands, attrs = [acc], {}
@@ -85,7 +85,7 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
 @tlx_builtin
 def async_dot_wait(pendings, inp, _semantic=None) -> tl.tensor:
     """Wait until at most ``pendings`` async dots are in flight; returns ``inp`` safe to read."""
-    pendings = _unwrap_if_constexpr(pendings)
+    pendings = unwrap_if_constexpr(pendings)
     if not isinstance(pendings, int) or pendings < 0:
         raise ValueError(f"tlx.async_dot_wait: pendings must be a non-negative compile-time int, got {pendings!r}")
     if not isinstance(inp, tl.tensor) or len(inp.shape) != 2:

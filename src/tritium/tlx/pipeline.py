@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from triton._C.libtriton import ir
 
 from tritium import compat
 from tritium.plugins import Pipeline, mlir_pass
@@ -20,6 +19,7 @@ from .diagnostics import reporting_stage
 from .copy_fallback import amd_coalesce_async_copy, async_copy_fallback
 from .placeholders import is_tlx_module, lower
 from .tma_llvm import finish_tma
+from .triton_compat import ir
 
 #: Target family -> (does a compile target belong to it, stock passes that pipeline or warp-specialize loops).
 FAMILIES: dict[str, tuple[Callable[[str, Any], bool], tuple[str, ...]]] = {

@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
-
 from .barriers import check_target
-from .codegen_compat import sub_region, visit_body, with_statement
-from .emit import _code_generator, emit, tlx_builtin
+from .emit import emit, tlx_builtin
+from .triton_compat import (SubRegion, builder_state, compile_options, kernel_state, unwrap_if_constexpr, visit_body,
+                            with_statement)
 
-_REGION = "_tlx_ws_region"
-_MODULE_STATE = "_tlx_ws_state"
+_REGION = "ws_region"  # in builder_state: the region being built
+_MODULE_STATE = "ws_state"  # in kernel_state: regions seen so far
 
 #: ``setmaxnreg`` takes a multiple of 8 in this range (PTX ISA); the fork only checks the multiple of 8.
 MIN_REGS, MAX_REGS = 24, 256
@@ -54,9 +53,9 @@ class TaskConfig:
 def task_config(args: Sequence[Any], num_warps: Any = None, num_regs: Any = None, registers: Any = None,
                 replicate: Any = 1, warp_group_start_id: Any = None) -> TaskConfig:
     """Check the arguments of ``async_task`` (the fork's names and defaults) and return them as plain values."""
-    args = [_unwrap_if_constexpr(a) for a in args]
-    num_warps, num_regs, registers = map(_unwrap_if_constexpr, (num_warps, num_regs, registers))
-    replicate, start = _unwrap_if_constexpr(replicate), _unwrap_if_constexpr(warp_group_start_id)
+    args = [unwrap_if_constexpr(a) for a in args]
+    num_warps, num_regs, registers = map(unwrap_if_constexpr, (num_warps, num_regs, registers))
+    replicate, start = unwrap_if_constexpr(replicate), unwrap_if_constexpr(warp_group_start_id)
     if len(args) == 1 and isinstance(args[0], (list, tuple, tl.tuple)):
         raise NotImplementedError(
             "tlx.async_task([task ids]): task-id lists annotate code for the TLX fork's automatic warp "
@@ -113,11 +112,11 @@ def region_config(warp_specialize: Any = True, exclusive: Any = False, no_ending
     * ``mbarrier_try_wait_suspend_ns``: a suspend-time hint that the fork adds to ``barrier_wait``
       only on compute capability 10.0 and newer. On sm_90 the fork ignores it, and so does tritium.
     """
-    values = [_unwrap_if_constexpr(v) for v in (warp_specialize, exclusive, no_ending_cluster_sync)]
+    values = [unwrap_if_constexpr(v) for v in (warp_specialize, exclusive, no_ending_cluster_sync)]
     for name, value in zip(("warp_specialize", "exclusive", "no_ending_cluster_sync"), values):
         if not isinstance(value, bool):
             raise ValueError(f"tlx.async_tasks: {name} must be a compile-time bool, got {value!r}")
-    suspend = _unwrap_if_constexpr(mbarrier_try_wait_suspend_ns)
+    suspend = unwrap_if_constexpr(mbarrier_try_wait_suspend_ns)
     if suspend is not None and (not _plain_int(suspend) or suspend < 0):
         raise ValueError(f"tlx.async_tasks: mbarrier_try_wait_suspend_ns must be a non-negative int, got {suspend!r}")
     return RegionConfig(values[1], values[2], suspend)
@@ -214,15 +213,15 @@ class _ModuleState:
 
 
 def _module_state(_semantic: Any) -> _ModuleState:
-    return _code_generator(_semantic.builder).module.__dict__.setdefault(_MODULE_STATE, _ModuleState())
+    return kernel_state(_semantic).setdefault(_MODULE_STATE, _ModuleState())
 
 
 def _region(_semantic: Any) -> Optional[_Region]:
-    return _semantic.builder.__dict__.get(_REGION)
+    return builder_state(_semantic).get(_REGION)
 
 
 def _module_warps(_semantic: Any) -> int:
-    return _semantic.builder.options.num_warps
+    return compile_options(_semantic).num_warps
 
 
 class _AsyncTasks:
@@ -238,10 +237,10 @@ class _AsyncTasks:
             raise ValueError("tlx.async_tasks cannot be nested")
         state = _module_state(self.semantic)
         state.count += 1
-        b.__dict__[_REGION] = _Region(state.count, b.get_insertion_block(), self.config)
+        builder_state(self.semantic)[_REGION] = _Region(state.count, b.get_insertion_block(), self.config)
 
     def __exit__(self, *exc: Any) -> None:
-        region = self.semantic.builder.__dict__.pop(_REGION)
+        region = builder_state(self.semantic).pop(_REGION)
         state = _module_state(self.semantic)
         configs = [t.config for t in region.tasks]
         warps = _module_warps(self.semantic)
@@ -264,8 +263,7 @@ class _AsyncTask:
     def __init__(self, _semantic: Any, config: TaskConfig) -> None:
         self.semantic = _semantic
         self.config = config
-        self.gen = _code_generator(_semantic.builder)
-        self.node = with_statement(self.gen, "tlx.async_task")
+        self.node = with_statement(_semantic, "tlx.async_task")
         self.replica = 0
 
     def __enter__(self) -> None:
@@ -287,7 +285,7 @@ class _AsyncTask:
         self._close()
         for r in range(1, self.config.replicate):  # the body again, with replica id r
             self._open(region, r)
-            visit_body(self.gen, self.node.body)
+            visit_body(self.semantic, self.node.body)
             self._close()
         region.current = _module_state(self.semantic).task = None
 
@@ -302,16 +300,14 @@ class _AsyncTask:
                             task=self.index, replica=replica, num_warps=None if c.default else c.num_warps,
                             num_regs=c.num_regs, start=start)
         self.replica = replica
-        self.scope = sub_region(self.gen)
-        self.scope.__enter__()
+        self.scope = SubRegion(self.semantic)
         self.body = self.semantic.builder.create_block()
 
     def _close(self) -> None:
-        b = self.semantic.builder
-        b.restore_insertion_point(self.scope.insert_point)
-        if_op = b.create_if_op([], self.cond, False)
+        self.scope.restore_insertion_point()
+        if_op = self.semantic.builder.create_if_op([], self.cond, False)
         self.body.merge_block_before(if_op.get_then_block())
-        self.scope.__exit__()
+        self.scope.close()
 
 
 @tlx_builtin

@@ -21,15 +21,15 @@ from __future__ import annotations
 from typing import Any, List, Sequence, Tuple
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr, base_type, builtin
-from triton._C.libtriton import ir
+from triton.language.core import base_type, builtin
 
 from . import layouts
 from . import barriers
 from .barriers import check_target, predicate
-from .emit import emit, tlx_builtin, types
+from .emit import emit, tlx_builtin
 from .mem import _buffer, _memdesc_type
 from .types import buffered_tensor, tensor_descriptor, tensor_descriptor_type, tlx_value
+from .triton_compat import compile_options, ir, type_builder, unwrap_if_constexpr
 
 #: Bytes of one CUtensorMap, and its required alignment (``allocate_tensor_descriptor``).
 DESCRIPTOR_SIZE = 128
@@ -39,7 +39,7 @@ STORE_REDUCE = ("add", "min", "max", "and", "or", "xor")
 
 
 def _desc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: Any) -> str:
-    g = types(_semantic)
+    g = type_builder(_semantic)
     block = g.get_block_ty(dtype.to_ir(g), list(shape))
     return str(g.get_tensor_descriptor_layout_type(block, dtype.is_int_signed(), layout.to_ir(g)))
 
@@ -47,11 +47,11 @@ def _desc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: An
 def _default_desc_type(_semantic: Any, dtype: tl.dtype, block_shape: Sequence[int]) -> str:
     """The descriptor type of a block nobody loads into a buffer: the planner's default encoding."""
     return _desc_type(_semantic, dtype, block_shape, layouts.shared_layout(block_shape, dtype,
-                                                                          _semantic.builder.options.arch))
+                                                                          compile_options(_semantic).arch))
 
 
 def _check_block(desc: Any, buf: buffered_tensor, op: str, arg: str) -> None:
-    shape = [_unwrap_if_constexpr(s) for s in desc.block_shape]
+    shape = [unwrap_if_constexpr(s) for s in desc.block_shape]
     if tuple(shape) != tuple(buf.shape) or desc.dtype != buf.dtype:
         raise ValueError(f"tlx.{op}: descriptor block {desc.dtype}{shape} does not match {arg} buffer "
                          f"{buf.dtype}{list(buf.shape)}")
@@ -59,7 +59,7 @@ def _check_block(desc: Any, buf: buffered_tensor, op: str, arg: str) -> None:
 
 def _descriptor(_semantic: Any, desc: Any, buf: buffered_tensor, op: str, arg: str) -> dict:
     """Payload naming ``desc`` (after checking that its block is exactly ``buf``); see the module docstring."""
-    desc = _unwrap_if_constexpr(desc)
+    desc = unwrap_if_constexpr(desc)
     if not isinstance(desc, (tensor_descriptor, tl.core.tensor_descriptor_base)):
         raise TypeError(f"tlx.{op}: desc must be a tensor descriptor, got {type(desc).__name__}")
     _check_block(desc, buf, op, arg)
@@ -71,7 +71,7 @@ def _descriptor(_semantic: Any, desc: Any, buf: buffered_tensor, op: str, arg: s
 
 def _descriptor_only(_semantic: Any, desc: Any, op: str, arg: str = "desc") -> dict:
     """Payload naming ``desc`` for ops without a buffer (prefetches), which take any encoding."""
-    desc = _unwrap_if_constexpr(desc)
+    desc = unwrap_if_constexpr(desc)
     if not isinstance(desc, (tensor_descriptor, tl.core.tensor_descriptor_base)):
         raise TypeError(f"tlx.{op}: {arg} must be a tensor descriptor, got {type(desc).__name__}")
     if isinstance(desc, tensor_descriptor):
@@ -92,7 +92,7 @@ def _emit_tma(_semantic: Any, op: str, ref: dict, operands: Sequence[tl.tensor],
 
 
 def _offsets(_semantic: Any, offsets: Any, rank: int, op: str) -> list[tl.tensor]:
-    offsets = _unwrap_if_constexpr(offsets)
+    offsets = unwrap_if_constexpr(offsets)
     if not isinstance(offsets, (list, tuple, tl.tuple)):
         raise TypeError(f"tlx.{op}: offsets must be a list of integer scalars, got {type(offsets).__name__}")
     offsets = list(offsets)
@@ -108,7 +108,7 @@ def _offsets(_semantic: Any, offsets: Any, rank: int, op: str) -> list[tl.tensor
 
 
 def _choice(value: Any, allowed: Sequence[str], name: str, op: str) -> str:
-    value = _unwrap_if_constexpr(value)
+    value = unwrap_if_constexpr(value)
     value = "" if value is None else value
     if value not in allowed:
         raise ValueError(f"tlx.{op}: {name} must be one of {list(allowed)}, got {value!r}")
@@ -116,7 +116,7 @@ def _choice(value: Any, allowed: Sequence[str], name: str, op: str) -> str:
 
 
 def _one_buffer(buf: Any, op: str, arg: str) -> buffered_tensor:
-    buf = _buffer(_unwrap_if_constexpr(buf), op)
+    buf = _buffer(unwrap_if_constexpr(buf), op)
     if buf.type.num:
         raise TypeError(f"tlx.{op}: {arg} is a multi-buffer; pick one buffer with tlx.local_view first")
     return buf
@@ -141,12 +141,12 @@ def async_descriptor_load(desc, result, offsets, barrier, pred=None, cache_modif
                                   "(cp.async.bulk.tensor has no cache operator, only an L2 policy: use "
                                   "eviction_policy); stock Triton rejects it too ('cache modifiers not supported yet')")
     hint = _l2_hint(eviction_policy, op)
-    targets = _unwrap_if_constexpr(multicast_targets)
+    targets = unwrap_if_constexpr(multicast_targets)
     if targets is not None and len(targets):
         raise NotImplementedError(f"tlx.{op}: multicast_targets needs thread-block clusters, which TLX on stock "
                                   "Triton does not launch (num_ctas=1; the fork's ctas_per_cga has no stock "
                                   "equivalent)")
-    if _unwrap_if_constexpr(two_ctas):
+    if unwrap_if_constexpr(two_ctas):
         raise NotImplementedError(f"tlx.{op}: two_ctas=True is the Blackwell 2-CTA mode (.cta_group::2); "
                                   "it needs sm_100 clusters, which stock Triton TLX does not have")
     dst = _one_buffer(result, op, "result")
@@ -215,14 +215,14 @@ def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
     PTX into the bulk copy (so it is ordered like a TMA store: the same proxy fence and bulk group)."""
     op = "async_store"
     check_target(_semantic, op, 90)
-    dst = _unwrap_if_constexpr(dst_global_ptr)
+    dst = unwrap_if_constexpr(dst_global_ptr)
     if not isinstance(dst, tl.tensor) or dst.type.is_block() or not dst.dtype.is_ptr():
         raise TypeError(f"tlx.{op}: dst_global_ptr must be a scalar pointer, got {getattr(dst, 'type', dst)}")
     src = _one_buffer(src_smem, op, "src_smem")
     nbytes = src.dtype.primitive_bitwidth // 8
     for d in src.shape:
         nbytes *= d
-    size = _unwrap_if_constexpr(size)
+    size = unwrap_if_constexpr(size)
     if isinstance(size, int) and not isinstance(size, bool):
         if size <= 0 or size % 16 or size > nbytes:
             raise ValueError(f"tlx.{op}: size={size} must be a positive multiple of 16 of at most the buffer's "
@@ -239,7 +239,7 @@ def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
 def async_descriptor_store_wait(pendings, _semantic=None) -> None:
     """Wait until at most ``pendings`` TMA stores still read their shared-memory source."""
     check_target(_semantic, "async_descriptor_store_wait", 90)
-    pendings = _unwrap_if_constexpr(pendings)
+    pendings = unwrap_if_constexpr(pendings)
     if isinstance(pendings, bool) or not isinstance(pendings, int) or pendings < 0:
         raise ValueError(f"tlx.async_descriptor_store_wait: pendings must be a non-negative compile-time int, "
                          f"got {pendings!r}")
@@ -292,7 +292,7 @@ class tensor_descriptor_ptr(tlx_value):
 
     @builtin
     def __getitem__(self, index: Any, _semantic: Any = None) -> "tensor_descriptor_ptr":
-        index = _unwrap_if_constexpr(index)
+        index = unwrap_if_constexpr(index)
         if isinstance(index, int) and not 0 <= index < self.num:
             raise IndexError(f"tlx.tensor_descriptor_ptr: slot {index} out of range for {self.num} descriptors")
         index = _semantic.to_tensor(index)
@@ -305,7 +305,7 @@ class tensor_descriptor_ptr(tlx_value):
 
 
 def _slot(desc_ptr: Any, op: str) -> tensor_descriptor_ptr:
-    desc_ptr = _unwrap_if_constexpr(desc_ptr)
+    desc_ptr = unwrap_if_constexpr(desc_ptr)
     if not isinstance(desc_ptr, tensor_descriptor_ptr):
         raise TypeError(f"tlx.{op}: desc_ptr must come from tlx.allocate_tensor_descriptor, got "
                         f"{type(desc_ptr).__name__}")
@@ -323,7 +323,7 @@ def allocate_tensor_descriptor(num, _semantic=None) -> tensor_descriptor_ptr:
 
 
 def _block_shape(block_shape: Any, op: str) -> list[int]:
-    shape = [_unwrap_if_constexpr(b) for b in _unwrap_if_constexpr(block_shape)]
+    shape = [unwrap_if_constexpr(b) for b in unwrap_if_constexpr(block_shape)]
     if not 1 <= len(shape) <= 5 or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in shape):
         raise ValueError(f"tlx.{op}: block_shape must be 1 to 5 positive compile-time ints, got {shape}")
     return shape
@@ -337,18 +337,18 @@ def make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_
     where ``reinterpret_tensor_descriptor`` reads it back. Both need ``triton.set_allocator``."""
     op = "make_tensor_descriptor"
     check_target(_semantic, op, 90)
-    padding = _unwrap_if_constexpr(padding_option)
+    padding = unwrap_if_constexpr(padding_option)
     if padding not in ("zero", "nan"):
         raise ValueError(f"tlx.{op}: padding_option must be 'zero' or 'nan', got {padding!r}")
-    base = _unwrap_if_constexpr(base)
+    base = unwrap_if_constexpr(base)
     if not isinstance(base, tl.tensor) or base.type.is_block() or not base.dtype.is_ptr():
         raise TypeError(f"tlx.{op}: base must be a scalar pointer, got {getattr(base, 'type', base)}")
     block = _block_shape(block_shape, op)
-    shape, strides = list(_unwrap_if_constexpr(shape)), list(_unwrap_if_constexpr(strides))
+    shape, strides = list(unwrap_if_constexpr(shape)), list(unwrap_if_constexpr(strides))
     if not len(shape) == len(strides) == len(block):
         raise ValueError(f"tlx.{op}: shape, strides and block_shape need the same rank, got {len(shape)}, "
                          f"{len(strides)} and {len(block)}")
-    if _unwrap_if_constexpr(desc_ptr) is None:
+    if unwrap_if_constexpr(desc_ptr) is None:
         return _semantic.make_tensor_descriptor(base, shape, strides, block, padding)
     slot = _slot(desc_ptr, op)
     dtype = base.dtype.element_ty
@@ -356,13 +356,13 @@ def make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_
         raise ValueError(f"tlx.{op}: padding_option='nan' needs a floating-point tensor, got {dtype}")
     if block[-1] * dtype.primitive_bitwidth // 8 < 16:
         raise ValueError(f"tlx.{op}: the last block dimension must span at least 16 bytes, got {block[-1]} x {dtype}")
-    if _unwrap_if_constexpr(strides[-1]) != 1:
+    if unwrap_if_constexpr(strides[-1]) != 1:
         raise ValueError(f"tlx.{op}: the last stride must be the constant 1, got {strides[-1]}")
     if dtype.primitive_bitwidth not in (8, 16, 32, 64):
         raise TypeError(f"tlx.{op}: TMA cannot copy {dtype}")
     operands = ([tl.tensor(slot.handle, tl.pointer_type(tl.int8)), base]
-                + [_semantic.make_scalar(_unwrap_if_constexpr(s), tl.int32) for s in shape]
-                + [_semantic.make_scalar(_unwrap_if_constexpr(s), tl.int64) for s in strides])
+                + [_semantic.make_scalar(unwrap_if_constexpr(s), tl.int32) for s in shape]
+                + [_semantic.make_scalar(unwrap_if_constexpr(s), tl.int64) for s in strides])
     pid, handle = emit(_semantic, "make_desc_slot", operands=operands, rank=len(block), fill=int(padding == "nan"),
                        default=_default_desc_type(_semantic, dtype, block))
     return tensor_descriptor(handle, tensor_descriptor_type(tl.block_type(dtype, block), pid, "slot"))
@@ -376,7 +376,7 @@ def reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype, _semantic=None) 
     check_target(_semantic, op, 90)
     slot = _slot(desc_ptr, op)
     block = _block_shape(block_shape, op)
-    dtype = _unwrap_if_constexpr(dtype)
+    dtype = unwrap_if_constexpr(dtype)
     if not isinstance(dtype, tl.dtype):
         raise TypeError(f"tlx.{op}: dtype must be a Triton dtype, got {dtype!r}")
     pid, handle = emit(_semantic, "reinterpret_desc", operands=[tl.tensor(slot.handle, tl.pointer_type(tl.int8))],

@@ -10,10 +10,10 @@ from typing import Any, List, Tuple
 
 import triton.language as tl
 from triton.language.core import base_type, base_value, builtin
-from triton._C.libtriton import ir
 
 from tritium import compat
 from .layouts import SharedLayout
+from .triton_compat import ir, unwrap_if_constexpr
 
 
 class buffered_tensor_type(base_type):
@@ -186,15 +186,14 @@ class reuse_group:
     side (``distinct``); ``group_size=G`` puts ``G`` consecutive buffers of its element in one slot."""
 
     def __init__(self, *args: Any, group_type: reuse_group_type = reuse_group_type.shared, group_size: int = 1):
-        from triton.language.core import _unwrap_if_constexpr
         if not args:
             raise ValueError("tlx.reuse_group requires at least one element")
-        group_type, group_size = _unwrap_if_constexpr(group_type), _unwrap_if_constexpr(group_size)
+        group_type, group_size = unwrap_if_constexpr(group_type), unwrap_if_constexpr(group_size)
         if not isinstance(group_type, reuse_group_type):
             raise TypeError(f"tlx.reuse_group: group_type must be a tlx.reuse_group_type, got {group_type!r}")
         if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
             raise ValueError(f"tlx.reuse_group: group_size must be a positive int, got {group_size!r}")
-        self.args = tuple(_unwrap_if_constexpr(a) for a in args)
+        self.args = tuple(unwrap_if_constexpr(a) for a in args)
         from .interpreter import SharedBuffer  # the interpreter's buffers are members too
         for elem in self.args:
             if not isinstance(elem, (reuse_group, buffered_tensor, SharedBuffer)):

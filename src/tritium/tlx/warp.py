@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
 
 from . import layouts
 from .emit import tlx_builtin
+from .triton_compat import compile_options, unwrap_if_constexpr
 
 #: ``warp_redux`` ops -> (redux.sync operation, whether |x| is reduced).
 REDUX_OPS = {"max": ("max", False), "min": ("min", False), "abs_max": ("max", True), "abs_min": ("min", True)}
@@ -15,7 +15,7 @@ REDUX_OPS = {"max": ("max", False), "min": ("min", False), "abs_max": ("max", Tr
 
 def ballot_mask(mask: Any) -> int:
     """``mask`` as the unsigned 32-bit lane mask (shared with the interpreter)."""
-    mask = _unwrap_if_constexpr(mask)
+    mask = unwrap_if_constexpr(mask)
     if isinstance(mask, bool) or not isinstance(mask, int) or not -2**31 <= mask < 2**32:
         raise ValueError(f"tlx.vote_ballot_sync: mask must be a compile-time 32-bit lane mask, got {mask!r}")
     return mask & 0xFFFFFFFF
@@ -23,7 +23,7 @@ def ballot_mask(mask: Any) -> int:
 
 def redux_op(op: Any) -> tuple[str, bool]:
     """The ``redux.sync`` operation of ``warp_redux``'s ``op`` (shared with the interpreter)."""
-    op = _unwrap_if_constexpr(op)
+    op = unwrap_if_constexpr(op)
     if op not in REDUX_OPS:
         raise ValueError(f"tlx.warp_redux: op must be one of {list(REDUX_OPS)}, got {op!r}")
     return REDUX_OPS[op]
@@ -37,14 +37,14 @@ def vote_ballot_sync(mask, pred, _semantic=None) -> tl.tensor:
     the register layout, and stock Triton has no op that works per thread across a tensor's elements.
     """
     mask = ballot_mask(mask)
-    arch = _semantic.builder.options.arch
+    arch = compile_options(_semantic).arch
     if layouts.cuda_capability(arch) is None:
         raise NotImplementedError(f"tlx.vote_ballot_sync is the 32-lane NVIDIA warp ballot; AMD wavefronts have 64 "
                                   f"lanes and the fork has no AMD lowering either. The target is {arch}")
-    pred = _semantic.to_tensor(_unwrap_if_constexpr(pred))
+    pred = _semantic.to_tensor(unwrap_if_constexpr(pred))
     if pred.type.is_block():
         raise NotImplementedError(f"tlx.vote_ballot_sync: pred must be a scalar, got a tensor of shape "
-                                  f"{[_unwrap_if_constexpr(d) for d in pred.shape]}: "
+                                  f"{[unwrap_if_constexpr(d) for d in pred.shape]}: "
                                   "the fork ORs the elements each thread holds in the register layout, which stock "
                                   "Triton cannot express")
     if pred.dtype != tl.int1:
@@ -59,12 +59,12 @@ def warp_redux(x, op, _semantic=None) -> tl.tensor:
     """Each f32 element replaced by its ``op`` ("max", "min", "abs_max", "abs_min") over the 32 lanes of its
     warp (``redux.sync.{max,min}.f32``, Blackwell sm_100 and newer)."""
     kind, absolute = redux_op(op)
-    arch = _semantic.builder.options.arch
+    arch = compile_options(_semantic).arch
     cap = layouts.cuda_capability(arch)
     if cap is None or cap < 100:
         raise NotImplementedError(f"tlx.warp_redux needs redux.sync on f32, which NVIDIA has from sm_100 (Blackwell); "
                                   f"the target is {arch}")
-    x = _semantic.to_tensor(_unwrap_if_constexpr(x))
+    x = _semantic.to_tensor(unwrap_if_constexpr(x))
     if x.dtype != tl.float32:
         raise TypeError(f"tlx.warp_redux: x must be float32, got {x.dtype}")
     clear_sign = "and.b32 t, t, 0x7FFFFFFF; " if absolute else ""

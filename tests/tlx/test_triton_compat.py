@@ -1,0 +1,165 @@
+"""The Triton internals ``tritium.tlx.triton_compat`` relies on. If Triton changes under it, these fail
+first and loudly (tests/test_compat.py does the same for the plugin core's ``tritium.compat``)."""
+from __future__ import annotations
+
+import ast
+import inspect
+import types
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.compiler.compiler import make_backend
+from triton.language.core import builtin
+
+from tritium.tlx import triton_compat as tc
+
+SM90 = GPUTarget("cuda", 90, 32)
+
+
+# --------------------------------------------------------------------------------------------
+# Each private name, with the shape the shim assumes
+# --------------------------------------------------------------------------------------------
+def test_bindings():
+    from triton._C.libtriton import gluon_ir, ir
+    assert tc.ir is ir and tc.gluon_ir is gluon_ir
+    for name in ("get_distributed_ty", "get_shared_mem_desc_ty"):
+        assert hasattr(gluon_ir.GluonOpBuilder, name), name
+
+
+def test_unwrap_if_constexpr():
+    assert tc.unwrap_if_constexpr(tl.constexpr(3)) == 3
+    assert tc.unwrap_if_constexpr([tl.constexpr(1), 2]) == [1, 2]
+    assert tc.unwrap_if_constexpr((tl.constexpr(1), tl.constexpr("a"))) == (1, "a")
+    assert list(tc.unwrap_if_constexpr(tl.tuple([tl.constexpr(4)]))) == [4]
+    t = object()
+    assert tc.unwrap_if_constexpr(t) is t
+
+
+def test_code_generator():
+    """``cur_node`` is the statement being visited; ``visit_With`` enters, visits the body once, exits;
+    ``enter_sub_region`` saves the insertion point on entry and restores the scope on exit."""
+    from triton.compiler.code_generator import CodeGenerator, enter_sub_region
+    assert "self.cur_node = node" in inspect.getsource(CodeGenerator.visit)
+    with_src = inspect.getsource(CodeGenerator.visit_With)
+    assert with_src.index("cm.__enter__()") < with_src.index("visit_compound_statement(node.body)") \
+        < with_src.index("__exit__(")
+    init = inspect.getsource(CodeGenerator.__init__)
+    for attr in ("self.builder", "self.module", "self.context", "self.file_name", "self.begin_line"):
+        assert attr in init, attr
+    assert list(inspect.signature(enter_sub_region).parameters) == ["generator"]
+    enter = inspect.getsource(enter_sub_region.__enter__)
+    assert "self.insert_point = self.generator.builder.get_insertion_point()" in enter
+    assert "lscope" in inspect.getsource(enter_sub_region.__exit__)
+
+
+def test_semantic():
+    from triton.language.semantic import TritonSemantic
+    assert list(inspect.signature(TritonSemantic._str_to_dot_input_precision).parameters) == ["self", "input_precision"]
+
+
+def test_interpreter():
+    from triton.runtime import interpreter
+    assert isinstance(tc.interpreter_builder(), interpreter.InterpreterBuilder)
+    assert tc.interpreter_semantic() is interpreter.interpreter_semantic
+    assert "self.grid_idx = (x, y, z)" in inspect.getsource(interpreter.InterpreterBuilder.set_grid_idx)
+    assert list(inspect.signature(tc.TensorHandle).parameters)[:2] == ["data", "dtype"]
+    assert issubclass(tc.ASTTransformer, ast.NodeTransformer)
+    assert tc.np_dtype(tl.float16) == np.float16 and tc.np_dtype(tl.int32) == np.int32
+
+
+# --------------------------------------------------------------------------------------------
+# The shim on a kernel being compiled
+# --------------------------------------------------------------------------------------------
+_seen: list = []
+
+
+@builtin
+def _probe(tag, _semantic=None):
+    """Record what the shim sees from inside a builtin."""
+    state = tc.builder_state(_semantic)
+    state["calls"] = state.get("calls", 0) + 1
+    kernel = tc.kernel_state(_semantic)
+    kernel["calls"] = kernel.get("calls", 0) + 1
+    _seen.append(types.SimpleNamespace(
+        tag=tc.unwrap_if_constexpr(tag), interpreted=tc.interpreted(_semantic),
+        num_warps=tc.compile_options(_semantic).num_warps, module=tc.kernel_module(_semantic),
+        where=tc.statement_location(_semantic), types=tc.type_builder(_semantic), builder_calls=state["calls"],
+        kernel_calls=kernel["calls"], precision=tc.dot_input_precision(_semantic, "tf32")))
+
+
+@builtin
+def _not_in_with(_semantic=None):
+    tc.with_statement(_semantic, "tlx.probe")
+
+
+@triton.jit
+def _helper(x):
+    _probe("helper")  # line: HELPER_LINE
+    return x
+
+
+@triton.jit
+def _kernel(out_ptr):
+    _probe("kernel")  # line: KERNEL_LINE
+    _probe("kernel")
+    tl.store(out_ptr, _helper(1))
+
+
+@triton.jit
+def _bad_kernel(out_ptr):
+    _not_in_with()
+
+
+def _ttir(fn, num_warps=8):
+    backend = make_backend(SM90)
+    opts = backend.parse_options({"num_warps": num_warps})
+    ctx = tc.ir.context()
+    tc.ir.load_dialects(ctx)
+    backend.load_dialects(ctx)
+    src = ASTSource(fn, {"out_ptr": "*i32"}, {})
+    return src.make_ir(SM90, opts, backend.get_codegen_implementation(opts), backend.get_module_map(), ctx)
+
+
+def _line(tag: str) -> int:
+    lines = inspect.getsource(inspect.getmodule(_ttir)).splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if line.endswith(f"# line: {tag}"))
+
+
+def test_state_options_and_locations_while_compiling():
+    _seen.clear()
+    _ttir(_kernel, num_warps=8)
+    kernel1, kernel2, helper = _seen
+    assert [s.tag for s in _seen] == ["kernel", "kernel", "helper"]
+    assert not any(s.interpreted for s in _seen) and {s.num_warps for s in _seen} == {8}
+    assert kernel1.module is helper.module and isinstance(kernel1.module, tc.ir.module)  # the helper shares it
+    assert [s.kernel_calls for s in _seen] == [1, 2, 3]  # one kernel state, the helper's calls included
+    assert [s.builder_calls for s in _seen] == [1, 2, 1]  # the helper is a function of its own
+    assert kernel1.types is kernel2.types and isinstance(kernel1.types, tc.gluon_ir.GluonOpBuilder)
+    assert kernel1.where == f"{__file__}:{_line('KERNEL_LINE')}"
+    assert helper.where == f"{__file__}:{_line('HELPER_LINE')}"
+    assert kernel1.precision == tc.ir.INPUT_PRECISION.TF32
+
+
+def test_with_statement_checks_its_statement():
+    with pytest.raises(triton.compiler.errors.CompilationError) as e:
+        _ttir(_bad_kernel)
+    assert "must be used as a context manager: `with tlx.probe(...):`" in str(e.value.__cause__ or e.value)
+
+
+def test_a_code_generator_without_cur_node_fails_saying_so():
+    """A Triton whose code generator stopped exposing the statement being compiled."""
+    semantic = types.SimpleNamespace(builder=types.SimpleNamespace())
+    tc.builder_state(semantic)["codegen"] = types.SimpleNamespace()
+    with pytest.raises(RuntimeError, match="does not expose the statement being compiled"):
+        tc.with_statement(semantic, "tlx.async_task")
+
+
+def test_builtins_outside_a_kernel_being_compiled():
+    semantic = types.SimpleNamespace(builder=types.SimpleNamespace())
+    with pytest.raises(RuntimeError, match="only be used inside a @triton.jit kernel being compiled"):
+        tc.kernel_module(semantic)
+    assert tc.interpreted(None)
