@@ -21,6 +21,7 @@ Phases, with a progress line each:
    also with B as a transposed view. Then eager times (``do_bench`` median, launch included),
    interleaved rounds (best median counts); where cuBLAS takes under 1 ms, CUDA-graph replay (20
    calls) for cuBLAS, the op and the best three candidates.
+   Before the shapes, the host cost per call (:func:`tritium.bench.gemm.host_cost_us`, 256^3 and 2048^3).
 3. The JSON (rewritten after every shape, so a run cut short still leaves its results): per shape
    the times, the best plan eager and in graph replay, the ratios against cuBLAS; and a summary table.
 
@@ -418,6 +419,7 @@ def main(argv=None) -> int:
     p.add_argument("--shapes", default="", help="comma-separated MxNxK (default: the seeds and 256^3..4096^3)")
     p.add_argument("--rep-ms", type=int, default=80, help="do_bench rep per timing")
     p.add_argument("--skip-phase1", action="store_true", help="no checks and precompiles in worker processes")
+    p.add_argument("--skip-host-cost", action="store_true", help="do not measure the host cost per call")
     p.add_argument("--stall-s", type=float, default=120.0,
                    help="end the run when the timing phase makes no progress this long (a hung kernel)")
     args = p.parse_args(argv)
@@ -463,6 +465,14 @@ def main(argv=None) -> int:
         save()
     beat()
     watchdog(args.stall_s, deadline + 60, save)
+    if cuda and not args.skip_host_cost:
+        from tritium.bench.gemm import host_cost_us
+        try:  # host microseconds per call, the GPU kept busy: the op's path against torch.matmul's
+            report["host_cost_us"] = {f"{n}^3": host_cost_us(n, calls=300) for n in (256, 2048)}
+            log(f"host cost per call (us): {json.dumps(report['host_cost_us'], indent=1)}")
+        except Exception as e:  # noqa: BLE001
+            log(f"host cost: FAILED {type(e).__name__}: {e}")
+        save()
     todo = [(s, d) for d in dtypes for s in shapes]
     for i, ((M, N, K), dtype) in enumerate(todo):
         left = deadline - time.perf_counter() - 5

@@ -180,8 +180,8 @@ def test_descriptor_args_without_tma_metadata():
     from triton.tools.tensor_descriptor import TensorDescriptor
     t = torch.zeros(32, 16, dtype=torch.float16)
     args = compat.descriptor_args(TensorDescriptor.from_tensor(t, [16, 16]), None)
-    # shape, strides, padding="nan", (3.8+: round_f32_to_tf32,) shape and strides again
-    tf32 = [False] if compat.TRITON_VERSION >= (3, 8) else []
+    # shape, strides, padding="nan", (3.7+: round_f32_to_tf32,) shape and strides again
+    tf32 = [False] if compat.TRITON_VERSION >= (3, 7) else []
     assert args[1:] == [32, 16, 16, 1, False, *tf32, 32, 16, 16, 1]
 
 
@@ -398,3 +398,23 @@ def test_gpu_sweep_jobs():
     # 4096^3 and 8192^3 are one class with one specialization: their candidates compile once
     wanted = {p for s in shapes for p in plans.sweep_candidates(*s, H200_SMS)}
     assert len(compiles) == len(wanted) and len(planned) == len(wanted)
+
+
+def test_a_cached_call_keeps_no_operand_alive():
+    """The descriptors a Call keeps for later calls hold no tensor: the first call's operands are freed."""
+    import gc
+    import weakref
+
+    from tritium.ops import launch
+    plan = plans.Plan("pingpong", plans.pingpong.SMALL)
+    a, b = torch.randn(40, 256).half(), torch.randn(256, 24).half()
+    call = launch.Call(plan, a, b, torch.float16)
+    pa, pb, c = call.prepare(a, b)
+    descs = [call._host_descriptor(i, t) for i, t in enumerate((pa, pb, c))]
+    assert [d.base is t for d, t in zip(descs, (pa, pb, c))] == [True] * 3
+    again = call._host_descriptor(0, pa)
+    assert again is not descs[0] and again.base is pa and again.strides == descs[0].strides
+    refs = [weakref.ref(t) for t in (a, b, pa, pb, c)]
+    del a, b, pa, pb, c, descs, again
+    gc.collect()
+    assert all(r() is None for r in refs)

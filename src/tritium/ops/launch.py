@@ -202,8 +202,10 @@ class Call:
         if template is None:
             from triton.tools.tensor_descriptor import TensorDescriptor
             strides = list(self.strides[i]) if i < 2 else [self.c_shape[1], 1]
-            self.templates[i] = TensorDescriptor(t, list(t.shape), strides, list(self.blocks[i]))
-            return self.templates[i]
+            desc = TensorDescriptor(t, list(t.shape), strides, list(self.blocks[i]))
+            self.templates[i] = template = object.__new__(TensorDescriptor)
+            template.__dict__.update(desc.__dict__, base=None)  # the Call must not keep a tensor alive
+            return desc
         desc = object.__new__(type(template))  # a copy without the dataclass's validation
         desc.__dict__.update(template.__dict__, base=t)
         return desc
