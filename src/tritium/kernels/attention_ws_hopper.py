@@ -179,6 +179,21 @@ def check_inputs(q, k, v, op: str = "attention") -> None:
     """Raise a ValueError/TypeError naming the argument at fault unless q, k, v are valid [B, H, S, D] inputs."""
     import torch
 
+    check_shapes(q, k, v, op)
+    if q.is_cuda:
+        cap = torch.cuda.get_device_capability(q.device)
+        if cap != (9, 0):
+            raise ValueError(f"{op}: the kernels are written for Hopper (sm_90); {q.device} is sm_{cap[0]}{cap[1]}")
+    elif os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError(f"{op}: q, k and v must be CUDA tensors (or CPU tensors under TRITON_INTERPRET=1), "
+                         f"got {q.device}")
+
+
+def check_shapes(q, k, v, op: str = "attention") -> None:
+    """The checks of :func:`check_inputs` that need no device: types, shapes, dtypes, one device (a torch
+    op's fake implementation runs these on meta/fake tensors)."""
+    import torch
+
     for name, x in (("q", q), ("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(x).__name__}")
@@ -200,13 +215,6 @@ def check_inputs(q, k, v, op: str = "attention") -> None:
         raise ValueError(f"{op}: batch, heads and seq must be >= 1, got shape {tuple(q.shape)}")
     if B * H > 65535:
         raise ValueError(f"{op}: batch * heads = {B * H} exceeds the grid limit of 65535")
-    if q.is_cuda:
-        cap = torch.cuda.get_device_capability(q.device)
-        if cap != (9, 0):
-            raise ValueError(f"{op}: the kernels are written for Hopper (sm_90); {q.device} is sm_{cap[0]}{cap[1]}")
-    elif os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{op}: q, k and v must be CUDA tensors (or CPU tensors under TRITON_INTERPRET=1), "
-                         f"got {q.device}")
 
 
 def _tma_ready(x):

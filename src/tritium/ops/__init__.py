@@ -1,4 +1,6 @@
-"""Torch operators backed by tritium's kernels: ``tritium.ops.matmul`` (``torch.ops.tritium.matmul``)."""
+"""Torch operators backed by tritium's kernels: ``tritium.ops.matmul`` (``torch.ops.tritium.matmul``) and
+``tritium.ops.attention`` (``torch.ops.tritium.attention``); docs/torch.md lists which kernel each runs."""
+from .attention import attention
 from .gemm import matmul
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "attention"]

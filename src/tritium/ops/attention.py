@@ -1,0 +1,67 @@
+"""``torch.ops.tritium.attention``: the TLX flash-attention forward as a torch operator.
+
+Contract:
+
+* ``q``, ``k``, ``v``: [batch, heads, seq, head_dim] tensors of one shape, all float16 or all bfloat16,
+  on one CUDA device of compute capability 9.0 (or on the CPU under ``TRITON_INTERPRET=1``); head_dim
+  64 or 128, any sequence length >= 1, any strides (a layout TMA cannot read in place is copied).
+* ``causal``: the lower-triangular mask of ``scaled_dot_product_attention(is_causal=True)``;
+  ``sm_scale`` defaults to 1/sqrt(head_dim).
+* The result is a new contiguous tensor of q's shape and dtype. The kernel is chosen per shape by
+  :func:`tritium.kernels.attention.pick_kernel` (plain or pipelined warp-specialized), as
+  :func:`tritium.kernels.attention.attention` does.
+* Forward only: differentiating through it raises an error that says so.
+* Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake (meta) implementation
+  runs the same shape and dtype checks, so ``torch.compile`` reports them while tracing.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from ..kernels.attention import pick_kernel
+from ..kernels.attention_ws_hopper import check_inputs, check_shapes, launch
+
+_OP = "tritium.ops.attention"
+
+
+def _check_scale(sm_scale: Optional[float]) -> None:
+    if sm_scale is not None and not math.isfinite(sm_scale):
+        raise ValueError(f"{_OP}: sm_scale must be a finite number or None, got {sm_scale}")
+
+
+@torch.library.custom_op("tritium::attention", mutates_args=())
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+               sm_scale: Optional[float] = None) -> torch.Tensor:
+    check_inputs(q, k, v, _OP)
+    _check_scale(sm_scale)
+    kernel = pick_kernel(q.shape[2], q.shape[3])
+    if q.device.type == "cuda" and q.device.index != torch.cuda.current_device():
+        with torch.cuda.device(q.device):
+            return launch(kernel, q, k, v, causal, sm_scale, None)
+    return launch(kernel, q, k, v, causal, sm_scale, None)
+
+
+@_attention.register_fake
+def _attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                    sm_scale: Optional[float] = None) -> torch.Tensor:
+    check_shapes(q, k, v, _OP)
+    _check_scale(sm_scale)
+    return q.new_empty(q.shape)
+
+
+def _no_backward(ctx, grad: torch.Tensor):
+    raise RuntimeError(f"{_OP} has no backward kernel (tritium ships the flash-attention forward only); "
+                       "use torch.nn.functional.scaled_dot_product_attention where gradients are needed")
+
+
+_attention.register_autograd(_no_backward)
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+              sm_scale: Optional[float] = None) -> torch.Tensor:
+    """softmax(q k^T * sm_scale [+ causal mask]) v with tritium's attention kernels (the module docstring
+    has the contract), through the custom op ``torch.ops.tritium.attention``."""
+    return torch.ops.tritium.attention(q, k, v, causal, sm_scale)

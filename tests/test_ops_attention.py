@@ -1,0 +1,114 @@
+"""tritium.ops.attention (torch.ops.tritium.attention) on the CPU without the interpreter: the fake
+implementation on meta and fake tensors, argument errors naming the argument, torch.compile(fullgraph=True)
+tracing with no graph break, opcheck, the missing backward; and test_ops_attention_interp.py (numerics)
+run in a TRITON_INTERPRET=1 process."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tritium.ops import attention  # noqa: E402
+
+
+def _meta(*shape, dtype=torch.float16):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def test_fake_implementation_on_meta_and_fake_tensors():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    q = _meta(2, 3, 100, 64, dtype=torch.bfloat16)
+    o = attention(q, q, q, causal=True)
+    assert o.shape == q.shape and o.dtype == torch.bfloat16 and o.device.type == "meta" and o.is_contiguous()
+    with FakeTensorMode():
+        # a [B, S, H, D] tensor seen as [B, H, S, D]: the result is still a new contiguous tensor
+        q = torch.empty(2, 100, 3, 128, dtype=torch.float16).transpose(1, 2)
+        o = torch.ops.tritium.attention(q, q, q, False, 0.5)
+        assert o.shape == (2, 3, 100, 128) and o.is_contiguous()
+
+
+@pytest.mark.parametrize("q,k,v,kwargs,exc,message", [
+    (_meta(1, 2, 8, 64), _meta(1, 2, 8, 64), _meta(1, 2, 16, 64), {}, ValueError,
+     r"q, k and v must have the same shape \[batch, heads, seq, head_dim\], got \(1, 2, 8, 64\), \(1, 2, 8, 64\) "
+     r"and \(1, 2, 16, 64\)"),
+    (_meta(2, 8, 64), _meta(2, 8, 64), _meta(2, 8, 64), {}, ValueError,
+     r"q must be 4-D \[batch, heads, seq, head_dim\], got shape \(2, 8, 64\)"),
+    (_meta(1, 2, 8, 64), _meta(1, 2, 8, 64, dtype=torch.float32), _meta(1, 2, 8, 64), {}, TypeError,
+     r"k must be float16 or bfloat16, got torch.float32"),
+    (_meta(1, 2, 8, 64), _meta(1, 2, 8, 64), _meta(1, 2, 8, 64, dtype=torch.bfloat16), {}, TypeError,
+     r"q, k and v must have the same dtype"),
+    (_meta(1, 2, 8, 96), _meta(1, 2, 8, 96), _meta(1, 2, 8, 96), {}, ValueError,
+     r"head_dim must be one of \(64, 128\), got 96"),
+    (_meta(1, 2, 8, 64), _meta(1, 2, 8, 64), _meta(1, 2, 8, 64), {"sm_scale": float("nan")}, ValueError,
+     r"sm_scale must be a finite number or None, got nan"),
+    (torch.zeros(1, 1, 8, 64, dtype=torch.float16), torch.zeros(1, 1, 8, 64, dtype=torch.float16),
+     torch.zeros(1, 1, 8, 64, dtype=torch.float16), {}, ValueError,
+     r"q, k and v must be CUDA tensors \(or CPU tensors under TRITON_INTERPRET=1\), got cpu"),
+])
+def test_bad_input_names_the_argument(q, k, v, kwargs, exc, message):
+    with pytest.raises(exc, match=r"tritium\.ops\.attention: " + message):
+        attention(q, k, v, **kwargs)
+
+
+def test_torch_compile_fullgraph_traces_the_op():
+    """Dynamo traces the op through its fake implementation with no graph break (meta tensors, so no
+    kernel runs); a shape error surfaces while tracing."""
+    calls = []
+
+    def backend(gm, example_inputs):
+        calls.append(gm)
+        return gm.forward
+
+    def f(q, k, v):
+        return attention(q * 2, k, v, causal=True, sm_scale=0.125).float().sum(dim=-1)
+
+    torch._dynamo.reset()
+    q = _meta(1, 2, 40, 64)
+    out = torch.compile(f, fullgraph=True, backend=backend)(q, q, q)
+    assert out.shape == (1, 2, 40) and out.dtype == torch.float32 and len(calls) == 1
+    targets = [n.target for n in calls[0].graph.nodes if n.op == "call_function"]
+    assert torch.ops.tritium.attention in targets or torch.ops.tritium.attention.default in targets
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"head_dim must be one of"):
+        torch.compile(f, fullgraph=True, backend=backend)(*[_meta(1, 2, 40, 32)] * 3)
+    torch._dynamo.reset()
+
+
+def test_torch_compile_aot_eager():
+    """The op through AOTAutograd's functionalization and the fake-tensor pass (backend aot_eager)."""
+    torch._dynamo.reset()
+    q = _meta(2, 1, 16, 128, dtype=torch.bfloat16)
+    out = torch.compile(lambda q, k, v: attention(q, k, v) + 1, fullgraph=True, backend="aot_eager")(q, q, q)
+    assert out.shape == q.shape and out.dtype == torch.bfloat16
+    torch._dynamo.reset()
+
+
+def test_opcheck_schema_and_fake():
+    q = _meta(1, 2, 24, 64)
+    torch.library.opcheck(torch.ops.tritium.attention.default, (q, q, q, True, 0.3),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
+def test_backward_says_there_is_none():
+    q = _meta(1, 1, 8, 64).requires_grad_()
+    o = attention(q, q.detach(), q.detach())
+    with pytest.raises(RuntimeError, match=r"tritium\.ops\.attention has no backward kernel"):
+        o.sum().backward()
+
+
+def test_interpreted_numerics_in_own_process():
+    """test_ops_attention_interp.py needs TRITON_INTERPRET=1 before triton is imported."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("this process is interpreted: the module runs directly")
+    here = Path(__file__).resolve().parent
+    src = str(Path(attention.__code__.co_filename).resolve().parents[2])
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(here / "test_ops_attention_interp.py")], cwd=here.parent, env=env,
+                          capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-8000:] + proc.stderr[-2000:]
