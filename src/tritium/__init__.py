@@ -13,7 +13,12 @@
 4. unless ``TRITIUM_DISABLE_PLUGIN_AUTOLOAD`` is set, loads plugins: entry points in the group
    ``tritium.plugins`` (deferred ones, such as TLX and the examples, are only announced) and the
    files, folders and modules in ``TRITIUM_PLUGIN_PATHS``. A plugin that fails to load gives a warning,
-   not an error, so one broken plugin cannot break every program that imports tritium.
+   not an error, so one broken plugin cannot break every program that imports tritium;
+5. with ``TRITIUM_PIPELINE`` set (``plugin:name``, or a :func:`tritium.handoff.spec`), activates that pipeline
+   (tritium/handoff.py); a pipeline that cannot be found gives a warning;
+6. arranges for :func:`tritium.torch_integration.install` to run when Inductor's ``async_compile`` module is
+   imported (at once if it already is), so pipelines reach Inductor's compile workers and cache keys. It
+   imports nothing of torch.
 """
 from __future__ import annotations
 
@@ -88,3 +93,9 @@ def _announce_bundled_from_a_source_tree() -> None:
 if not knobs.plugins.disable_autoload:
     plugins.discover(strict=False)
     _announce_bundled_from_a_source_tree()
+
+from . import handoff as _handoff  # noqa: E402
+from . import torch_integration as _torch_integration  # noqa: E402
+
+_handoff.bootstrap()
+_torch_integration.install_on_inductor_import()

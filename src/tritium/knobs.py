@@ -27,6 +27,9 @@ class plugins_knobs(base_knobs):
     native_paths: env_str = env_str("TRITON_PLUGIN_PATHS", "")
     #: Skip loading entry points and ``paths`` at ``import tritium`` (as ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``).
     disable_autoload: env_bool = env_bool("TRITIUM_DISABLE_PLUGIN_AUTOLOAD")
+    #: A pipeline to activate at ``import tritium``: ``plugin:name``, or the state of another process as
+    #: ``tritium.handoff.spec()`` writes it (plugins to load, pipeline, expected key; see tritium/handoff.py).
+    pipeline: env_opt_str = env_opt_str("TRITIUM_PIPELINE")
 
 
 class runtime_knobs(base_knobs):
