@@ -383,8 +383,8 @@ def test_gpu_sweep_jobs():
     spec = importlib.util.spec_from_file_location("gpu_gemm_sweep", path)
     sweep = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sweep)
-    assert sweep._representative(8192, 53248, 8192) == (256, 256, 8192)
-    assert sweep._representative(128, 4097, 513) == (128, 257, 513)
+    assert sweep._representative(8192, 53248, 8192) == (4096, 4096, 8192)
+    assert sweep._representative(128, 5001, 513) == (128, 4105, 513)
     shapes = [(128, 13312, 16384), (4096, 4096, 4096), (8192, 8192, 8192)]
     jobs = sweep.phase1_jobs(shapes, ["fp16", "bf16"], H200_SMS)
     checks = [j for j in jobs if j["kind"] == "check"]
