@@ -40,7 +40,7 @@ def compiled(kernel: str, dt: str):
     """A kernel as ``launch`` compiles it for the ranked cases' shapes (aligned pointers and sizes)."""
     fn = {"proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel, "out": K.trimul_out_kernel}[kernel]
     cfg = K.PAIR_LARGE
-    consts, warps = {"proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=64, NUM_STAGES=3), 8),
+    consts, warps = {"proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=64, NUM_STAGES=3, SBK=2 * K.BK), 8),
                      "pair": (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
                                    NUM_STAGES=cfg.NUM_STAGES), cfg.num_warps),
                      "out": (dict(H=128, BM=K.BM, BN=128, NUM_STAGES=2), 8)}[kernel]

@@ -99,10 +99,11 @@ def _load_weight_stage(w_ptrs, w_bufs, stage, step, w_rows, C, H: tl.constexpr, 
 @triton.jit
 def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, right_ptr, og_ptr, M, NN, C, eps,
                        H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr,
-                       NUM_STAGES: tl.constexpr):
+                       NUM_STAGES: tl.constexpr, SBK: tl.constexpr):
     """LayerNorm(x) @ [Wl | Wlg | Wr | Wrg | Wog]^T for BM rows and hidden columns h0 .. h0 + HS, gated.
 
-    ``w_ptr``: the five transposed weights packed [5, C, H] (bf16). Rows m = b * NN + (i * N + k).
+    ``w_ptr``: the five transposed weights packed [5, C, H] (16-bit). Rows m = b * NN + (i * N + k).
+    SBK: the width of the x chunks the row statistics read (a multiple of BK dividing C).
     """
     N_SLICES: tl.constexpr = H // HS
     pid = tl.program_id(0)
@@ -112,15 +113,14 @@ def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, rig
     row_ok = rows < M
     rows64 = rows.to(tl.int64)
     cols = tl.arange(0, BK)
-    mean, rstd = _row_stats(x_ptr, rows64, row_ok, C, eps, BM, BK)
-
     dtype = tlx.dtype_of(w_ptr)
     w_bufs = tlx.local_alloc((BK, HS), dtype, 5 * NUM_STAGES)  # stage s, projection j at 5 * s + j
     w_rows = tl.arange(0, BK)
     w_ptrs = w_ptr + (w_rows[:, None] * H + h0 + tl.arange(0, HS)[None, :])
     k_tiles = C // BK
-    for i in tl.range(0, NUM_STAGES - 1, loop_unroll_factor=NUM_STAGES - 1):  # prologue
+    for i in tl.range(0, NUM_STAGES - 1, loop_unroll_factor=NUM_STAGES - 1):  # prologue, under the statistics
         _load_weight_stage(w_ptrs, w_bufs, i, i, w_rows, C, H, BK)
+    mean, rstd = _row_stats(x_ptr, rows64, row_ok, C, eps, BM, SBK)
 
     acc_lp = tl.zeros((BM, HS), tl.float32)
     acc_lg = tl.zeros((BM, HS), tl.float32)
@@ -296,7 +296,7 @@ def launch(x, mask, ln_w, ln_b, w_proj_t, out_ln_w, out_ln_b, w_out_t, eps: floa
     with stage("proj"):
         trimul_proj_kernel[(triton.cdiv(M, BM) * (H // hs), )](
             x, mask, ln_w, ln_b, w_proj_t, left, right, og, M, NN, C, eps, H=H, BM=BM, BK=BK, HS=hs,
-            NUM_STAGES=3, num_warps=8)
+            NUM_STAGES=3, SBK=2 * BK if C % (2 * BK) == 0 else BK, num_warps=8)
     cfg = pair_config(N)
     with stage("pair"):
         trimul_pair_kernel[(triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)](

@@ -23,7 +23,8 @@ class TriMul(nn.Module):
         if dim % kernels.BK:
             raise ValueError(f"TriMul: dim={dim} must be a multiple of {kernels.BK} (the kernels' K step)")
         if hidden_dim not in kernels.HIDDEN_DIMS:
-            raise ValueError(f"TriMul: hidden_dim={hidden_dim} is not supported; the kernels tile {kernels.HIDDEN_DIMS}")
+            raise ValueError(f"TriMul: hidden_dim={hidden_dim} is not supported; the kernels tile "
+                             f"{kernels.HIDDEN_DIMS}")
         self.norm = nn.LayerNorm(dim)
         self.left_proj = nn.Linear(dim, hidden_dim, bias=False)
         self.right_proj = nn.Linear(dim, hidden_dim, bias=False)
