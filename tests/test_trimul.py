@@ -264,3 +264,10 @@ def test_bench_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
     assert "| N256 B2 C128 nomask normal | 2.000 | 1.000 | 2.000 | 0.100 / 0.200 / 0.050 | ok |" in out
     assert "geomean compile TF32 / tritium: 2.000" in out and "geomean tritium: 1.442 ms" in out
     assert (tmp_path / "trimul.png").exists() and (tmp_path / "trimul.json").exists()
+
+
+def test_public_names():
+    import tritium.kernels
+    import tritium.ops
+    assert tritium.ops.trimul is trimul and tritium.kernels.TriMul is TriMul
+    assert torch.ops.tritium.trimul.default._schema.name == "tritium::trimul"

@@ -2,5 +2,6 @@
 ``tritium.ops.attention`` (``torch.ops.tritium.attention``); docs/torch.md lists which kernel each runs."""
 from .attention import attention
 from .gemm import matmul
+from .trimul import trimul  # torch.ops.tritium.trimul, the fused triangle multiplicative update
 
-__all__ = ["matmul", "attention"]
+__all__ = ["matmul", "attention", "trimul"]
