@@ -23,7 +23,9 @@ Phases, with a progress line each:
    calls) for cuBLAS, the op and the best three candidates.
    Before the shapes, the host cost per call (:func:`tritium.bench.gemm.host_cost_us`, 256^3 and 2048^3).
 3. The JSON (rewritten after every shape, so a run cut short still leaves its results): per shape
-   the times, the best plan eager and in graph replay, the ratios against cuBLAS; and a summary table.
+   the times, the best plan eager and in graph replay, the ratios against cuBLAS; per shape class
+   of the heuristic the plan with the best geometric mean over the class (:func:`best_per_class`,
+   what ``tritium.ops.plans.choose`` should pick); and summary tables.
 
 ``--budget-s`` bounds the whole run: the timing phase gives each remaining shape an equal share of
 what is left, drops to one round and fewer graph timings when short, and skips the shapes it has no
@@ -410,6 +412,29 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def best_per_class(rows: list[dict]) -> dict:
+    """Per shape class (the heuristic's rules), the plan timed on every shape of the class with the best
+    geometric mean of cuBLAS time / its time (eager), next to the shipped op's: what the heuristic
+    should pick for that class."""
+    out = {}
+    for kind in dict.fromkeys(r["class"] for r in rows):
+        group = [r for r in rows if r["class"] == kind]
+        common = set.intersection(*(set(r["eager_ms"]) for r in group)) - {"cuBLAS"}
+
+        def geomean(name):
+            vals = [r["eager_ms"]["cuBLAS"] / r["eager_ms"][name] for r in group]
+            return math.exp(sum(map(math.log, vals)) / len(vals)) if all(v > 0 for v in vals) else 0.0
+
+        scores = {n: geomean(n) for n in common if all(math.isfinite(r["eager_ms"][n]) for r in group)}
+        plans_only = {n: v for n, v in scores.items() if n != "tritium.ops.matmul"}
+        best = max(plans_only, key=plans_only.get) if plans_only else None
+        out[kind] = {"shapes": [f"{r['shape']} {r['dtype']}" for r in group],
+                     "best_plan": json.loads(best) if best else None, "best_geomean": plans_only.get(best),
+                     "op_geomean": scores.get("tritium.ops.matmul"),
+                     "ranking": sorted(([json.loads(n), v] for n, v in plans_only.items()), key=lambda x: -x[1])}
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="JSON file to write")
@@ -502,8 +527,14 @@ def main(argv=None) -> int:
             vals = [r[key] for r in seeds if r["dtype"] == dtype and r[key]]
             if vals:
                 report.setdefault("seed_geomean", {})[f"{dtype} {key}"] = math.exp(sum(map(math.log, vals)) / len(vals))
+    report["best_per_class"] = best_per_class(rows)
     save()
     print("\n" + summary(rows))
+    print("\n| class | best plan (all its shapes and dtypes) | geomean vs cuBLAS | shipped op's geomean | shapes |\n"
+          "|---|---|---|---|---|")
+    for kind, b in report["best_per_class"].items():
+        print(f"| {kind} | {b['best_plan']} | {_fmt(b['best_geomean'])} | {_fmt(b['op_geomean'])} | "
+              f"{', '.join(b['shapes'])} |")
     print(f"\nseed geomeans: {report.get('seed_geomean')}")
     print(f"phase 1 failures: {len(report.get('phase1_failures', []))}; skipped shapes: {report['skipped']}")
     log(f"wrote {args.out}")

@@ -418,3 +418,24 @@ def test_a_cached_call_keeps_no_operand_alive():
     del a, b, pa, pb, c, descs, again
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_gpu_sweep_best_plan_per_class():
+    """The sweep's per-class pick: the plan with the best geometric mean over every shape of the class."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_gemm_sweep.py"
+    spec = importlib.util.spec_from_file_location("gpu_gemm_sweep", path)
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    p, q = '["pingpong", [1]]', '["cooperative", [2]]'
+    rows = [{"class": "large", "shape": "4096x4096x4096", "dtype": "fp16",
+             "eager_ms": {"cuBLAS": 1.0, "tritium.ops.matmul": 1.1, p: 0.5, q: 0.9}},
+            {"class": "large", "shape": "8192x8192x8192", "dtype": "fp16",
+             "eager_ms": {"cuBLAS": 1.0, "tritium.ops.matmul": 1.0, p: 2.0, q: 0.9}},
+            {"class": "small", "shape": "256x256x256", "dtype": "fp16",
+             "eager_ms": {"cuBLAS": 1.0, "tritium.ops.matmul": 2.0, p: 4.0}}]
+    best = sweep.best_per_class(rows)
+    # p: 2x then 0.5x (geomean 1.0); q: 1.11x on both
+    assert best["large"]["best_plan"] == ["cooperative", [2]] and abs(best["large"]["best_geomean"] - 1 / 0.9) < 1e-9
+    assert abs(best["large"]["op_geomean"] - (1 / 1.1) ** 0.5) < 1e-9
+    assert best["small"]["best_plan"] == ["pingpong", [1]] and best["small"]["shapes"] == ["256x256x256 fp16"]
