@@ -74,10 +74,15 @@ def test_installed_when_inductor_is_imported():
     assert isinstance(inductor_config.post_grad_custom_post_pass, torch_integration._key_pass_type())
 
 
-def test_import_tritium_does_not_import_torch():
-    code = ("import sys, tritium; assert 'torch' not in sys.modules, 'torch imported'; import torch._inductor."
-            "async_compile as a; from tritium import torch_integration as t; assert t.installed(); "
-            "assert a.AsyncCompile.process_pool._tritium_wrapped")
+@pytest.mark.parametrize("order", ["tritium-first", "inductor-first"])
+def test_installed_in_either_import_order(order):
+    """tritium first: it imports no torch, and its hook installs when Inductor's async_compile is imported;
+    Inductor first: ``import tritium`` installs at once."""
+    code = {"tritium-first": "import sys, tritium; assert 'torch' not in sys.modules, 'torch imported'; "
+                             "import torch._inductor.async_compile as a; ",
+            "inductor-first": "import torch._inductor.async_compile as a, tritium; "}[order]
+    code += ("from tritium import torch_integration as t; assert t.installed(); "
+             "assert a.AsyncCompile.process_pool._tritium_wrapped")
     proc = subprocess.run([sys.executable, "-c", code], env=_child_env(), capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -118,6 +123,9 @@ def test_jobs_in_inductors_worker_pool_see_the_parent_pipeline(mark_plugin):
             assert pool.submit(m.worker_state).result(timeout=300)[1:] == (tp.pipelines_key()[0], None)
             with tp.use_pipeline("torchmark:mark"):
                 assert pool.submit(m.worker_state).result(timeout=300)[2] == "torchmark:mark"
+            with tp.use_pipeline(Pipeline("adhoc")):  # no name a worker could resolve: refused when submitted
+                with pytest.raises(PipelineError, match=r"pipeline 'adhoc' belongs to no plugin"):
+                    pool.submit(m.worker_state)
         finally:
             async_compile.shutdown_compile_workers()
 

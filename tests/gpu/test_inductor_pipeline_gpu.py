@@ -69,7 +69,7 @@ def test_inductor_kernels_compiled_in_workers_get_the_pipeline(tmp_path, monkeyp
             with torch.no_grad():
                 tp.activate("torchmark:mark")
                 out, marks = _compile_and_run(model, x, tmp_path, "marked", monkeypatch)
-                torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+                torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-3)
                 assert marks, "Inductor compiled no Triton kernel"
                 assert all(marks.values()), f"kernels without the mark: {[k for k, v in marks.items() if not v]}"
                 pids = {pid for v in marks.values() for pid in v}
@@ -78,14 +78,14 @@ def test_inductor_kernels_compiled_in_workers_get_the_pipeline(tmp_path, monkeyp
                 # Another pipeline (none): Inductor must not reuse the marked graph or kernels.
                 tp.deactivate()
                 out, plain = _compile_and_run(model, x, tmp_path, "plain", monkeypatch)
-                torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+                torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-3)
                 assert plain, "the graph compiled under the pipeline was reused without compiling its kernels"
                 assert not any(plain.values()), f"marked kernels reused: {[k for k, v in plain.items() if v]}"
 
                 # Back to the pipeline: whatever is compiled again carries the mark.
                 tp.activate("torchmark:mark")
                 out, again = _compile_and_run(model, x, tmp_path, "again", monkeypatch)
-                torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4)
+                torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-3)
                 assert all(again.values())
         finally:
             tp.deactivate()
