@@ -239,9 +239,12 @@ def run_phase1(jobs: list[dict], workers: int, deadline: float, job_timeout: flo
     def finish(idx: int, result: dict) -> None:
         done[idx] = result
         bad = [x for x in result["results"] if not x["ok"]]
-        status = "ok" if not bad else f"{len(bad)} FAILED: " + "; ".join(
-            f"{x.get('shape')} {x.get('b')} err={x.get('err')} {x.get('error', '')[:200]}" for x in bad[:3])
-        log(f"phase 1 {len(done)}/{len(jobs)} {result['kind']} {result['dtype']} {result['plan']}: {status}")
+        if bad:  # failures in full; passing jobs as a progress line every 10
+            log(f"phase 1 {len(done)}/{len(jobs)} {result['kind']} {result['dtype']} {result['plan']}: "
+                f"{len(bad)} FAILED: " + "; ".join(f"{x.get('shape')} {x.get('b')} {x.get('out')} err={x.get('err')} "
+                                                  f"{x.get('error', '')[:300]}" for x in bad[:4]))
+        elif len(done) % 10 == 0 or len(done) == len(jobs):
+            log(f"phase 1 {len(done)}/{len(jobs)} done")
 
     while len(done) < len(jobs) and time.perf_counter() < deadline:
         try:

@@ -293,8 +293,11 @@ def host_cost_us(n: int = 256, dtype=None, calls: int = 500) -> dict[str, float]
     pa, pb, pc = call.prepare(a, b)
     kernel = ops_launch.VARIANTS[plan.kernel].kernel
 
-    def jit_launch():
+    def jit_launch():  # as a Triton user launches it: host TensorDescriptors made per call
+        from triton.tools.tensor_descriptor import TensorDescriptor
         args, consts = call._jit_args(pa, pb, pc)
+        if call.variant.tma:
+            args[:3] = [TensorDescriptor.from_tensor(t, list(blk)) for t, blk in zip((pa, pb, pc), call.blocks)]
         kernel[call.grid](*args, **consts)
 
     paths = {"torch.matmul": lambda: torch.matmul(a, b), "tritium.ops.matmul": lambda: ops_gemm.matmul(a, b),
