@@ -60,3 +60,28 @@ def test_ptxas_for_sm90_assembles_this_tritons_ptx(tmp_path):
     run = subprocess.run([compat.ptxas_path(90), "-arch=sm_90a", str(ptx), "-o", str(tmp_path / "k.o")],
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
+
+
+def test_parse_module_reads_back_the_llvm_dialect_this_triton_prints():
+    """``parse_module`` reparses forms the installed Triton prints but its own parser rejects: 3.6's void
+    ``llvm.call_intrinsic`` with a result, 3.7's ``nvvm.barrier`` with a location (read as its reduction)."""
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import CUDABackend
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    CUDABackend(GPUTarget("cuda", 90, 32)).load_dialects(ctx)
+    text = """module {
+  llvm.func @k(%a: i32, %b: i32) {
+    %0 = llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.all"(%a) : (i32) -> !llvm.void loc(#loc1)
+    nvvm.barrier id = %a number_of_threads = %b loc(#loc1)
+    nvvm.barrier id = %b loc(#loc1)
+    llvm.return loc(#loc1)
+  } loc(#loc1)
+} loc(#loc1)
+#loc1 = loc("k.py":3:4)
+"""
+    printed = str(compat.parse_module(text, ctx))
+    assert 'llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.all"(%arg0) : (i32) -> ()' in printed
+    assert "nvvm.barrier id = %arg0 number_of_threads = %arg1 loc(#loc" in printed
+    assert "nvvm.barrier id = %arg1 loc(#loc" in printed and '"k.py":3:4' in printed

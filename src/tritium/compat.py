@@ -580,6 +580,18 @@ def tma_store_wait_attrs(pendings: int) -> str:
     return f"{{pendings = {pendings} : i32{', read_only' if TMA_STORE_WAIT_READ_ONLY else ''}}}"
 
 
+def cluster_barrier_ops(result: str, result_type: str) -> list[str]:
+    """TTGIR of a barrier of the whole cluster (every thread arrives with release semantics, then waits
+    with acquire) in a kernel of one CTA per program. 3.6: ``ttng.cluster_arrive`` and ``ttng.cluster_wait``,
+    as the TLX fork emits (its verifiers are relaxed). 3.7 and 3.8 verify ``ttg.num-ctas > 1`` on both, and
+    3.9 replaced them with ``ttng.cluster_barrier``, which verifies the same; from 3.7 on the PTX the two ops
+    lower to is inline assembly defining ``result`` (of ``result_type``, a dummy 32-bit value nothing reads)."""
+    if TRITON_VERSION < (3, 7):
+        return ["ttng.cluster_arrive {relaxed = false}", "ttng.cluster_wait"]
+    return [f'{result} = tt.elementwise_inline_asm "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned; '
+            f'mov.u32 $0, 0;" {{constraints = "=r", packed_element = 1 : i32, pure = false}} -> {result_type}']
+
+
 # --------------------------------------------------------------------------------------------
 # Generated code
 # --------------------------------------------------------------------------------------------
@@ -617,14 +629,36 @@ def run_amd_coalesce_async_copy(mod: Any, arch: str) -> None:
     run_plain(pm, mod, "tlx-coalesce-async-copy")
 
 
+#: ``%x = llvm.call_intrinsic ... -> !llvm.void``: how 3.6 prints a void intrinsic call, which its parser
+#: rejects ("expected a non-void result type"); reparsed as the same call with no result.
+_VOID_CALL = re.compile(r"^(\s*)%[\w$.-]+ = (llvm\.call_intrinsic .*\)) -> !llvm\.void", re.M)
+#: ``nvvm.barrier [id = %a] [number_of_threads = %b] loc(...)``: 3.7's parser of that printed form reads the
+#: location as the op's optional reduction (its third operand group) and fails; reparsed in generic form.
+_NVVM_BARRIER = re.compile(r"^(\s*)nvvm\.barrier(?: id = (%[\w$.-]+))?(?: number_of_threads = (%[\w$.-]+))?"
+                           r"(?P<loc> loc\(.*\))?$", re.M)
+
+
+def _generic_barrier(m: re.Match) -> str:
+    operands = [v for v in m.group(2, 3) if v]
+    segments = ", ".join("1" if v else "0" for v in m.group(2, 3))
+    return (f'{m[1]}"nvvm.barrier"({", ".join(operands)}) <{{operandSegmentSizes = array<i32: {segments}, 0>}}> : '
+            f'({", ".join(["i32"] * len(operands))}) -> (){m["loc"] or ""}')
+
+
+def _reparsable(text: str) -> str:
+    """Printed MLIR as the installed Triton's parser reads it back (see the two patterns above)."""
+    text = _VOID_CALL.sub(r"\1\2 -> ()", text)
+    return _NVVM_BARRIER.sub(_generic_barrier, text) if TRITON_VERSION[:2] == (3, 7) else text
+
+
 def parse_module(text: str, context: Any) -> Any:
-    """Parse MLIR text in ``context`` (the bindings only parse files)."""
+    """Parse MLIR text in ``context`` (the bindings only parse files), as printed by this Triton."""
     import os
     import tempfile
     fd, path = tempfile.mkstemp(suffix=".mlir", prefix="tritium-")
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(text)
+            f.write(_reparsable(text))
         module = ir.parse_mlir_module(path, context)
         module.context = context  # as Triton's own sources do; backends read mod.context
         return module

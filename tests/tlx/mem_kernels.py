@@ -298,8 +298,8 @@ def fork_keywords_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
     top = tlx.local_slice(buffer=view, offset=[0, 0], shape=[R // 2, C])
     flipped = tlx.local_trans(input=view, dims=(1, 0))
     flat = tlx.local_reshape(src=view, shape=[R * C])
-    same = tlx.local_reinterpret(src=view, dtype=tl.float32, shape=[R, C])
+    same = tlx.local_reinterpret(src=bufs, dtype=tl.float32, shape=[2, R, C])  # one view over both buffers
     tl.store(y_ptr + tl.arange(0, R // 2)[:, None] * C + tl.arange(0, C)[None, :], tlx.local_load(top))
     tl.store(y_ptr + 3 * R * C + tl.arange(0, R * C), tlx.local_load(flat))
     tl.store(y_ptr + R * C + tl.arange(0, C)[:, None] * R + tl.arange(0, R)[None, :], tlx.local_load(flipped))
-    tl.store(y_ptr + 2 * R * C + offs2d(R, C), tlx.local_load(same))
+    tl.store(y_ptr + 2 * R * C + offs2d(R, C), tlx.local_load(tlx.local_view(same, 1)))  # its row 1: buffer 1

@@ -10,7 +10,6 @@ import re
 import pytest
 import triton
 
-from tritium import compat
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
@@ -60,15 +59,7 @@ def compile_error(kernel, signature: dict, constants: dict, target: str = "sm90"
 VIEW_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "R": "constexpr", "C": "constexpr"}
 
 
-ROW_VIEW_ON_NEWER_TRITON = pytest.mark.xfail(
-    compat.TRITON_VERSION >= (3, 8), strict=True,
-    reason="known gap: Triton 3.8+ verifies that ttg.memdesc_index keeps its source's shared encoding, and the "
-           "lowering still gives a row view of a single TLX buffer its own encoding (parse error in "
-           "tlx.lower_placeholders)")
-
-
 @compiled
-@ROW_VIEW_ON_NEWER_TRITON
 @pytest.mark.parametrize("target", TARGETS)
 def test_local_view_of_a_single_buffer_compiles(target):
     ttgir = compile_ttgir(view_single_kernel, VIEW_SIG, {"R": 16, "C": 32}, target)
@@ -78,7 +69,6 @@ def test_local_view_of_a_single_buffer_compiles(target):
 
 
 @compiled
-@ROW_VIEW_ON_NEWER_TRITON
 @pytest.mark.parametrize("target", TARGETS)
 def test_local_view_rows_of_a_2d_view(target):
     ttgir = compile_ttgir(view_rows_kernel, VIEW_SIG, {"R": 16, "C": 32}, target)
@@ -276,7 +266,9 @@ ALIAS_SIG = {"out_ptr": "*fp32", "B": "constexpr"}
 @pytest.mark.parametrize("target", TARGETS)
 def test_storage_alias_spec_compiles_to_one_allocation_per_spec(target):
     ttgir = compile_ttgir(alias_kernel, ALIAS_SIG, {"B": 32}, target)
-    assert ttgir.count("ttg.local_alloc") == 3 and ttgir.count("ttg.memdesc_reinterpret") == 7
+    # 7 members, but spec2's two see its backing as the same type (each as many buffers as fill the backing,
+    # which Triton 3.8 requires), so one view serves both
+    assert ttgir.count("ttg.local_alloc") == 3 and ttgir.count("ttg.memdesc_reinterpret") == 6
     assert "!ttg.memdesc<8192xi8" in ttgir  # 2 slots of one 32x32 fp32 buffer
     assert "!ttg.memdesc<8192xi8, #shared, #smem, mutable> -> !ttg.memdesc<4x32x32xf16" in ttgir
 

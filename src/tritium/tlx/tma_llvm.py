@@ -98,16 +98,10 @@ def _args(text: str, upto: int) -> list[str]:
     return [name for name, _ in _signature(head)[2]]
 
 
-#: ``%x = llvm.call_intrinsic ... -> !llvm.void``: how 3.6 prints a void intrinsic call, which its parser
-#: rejects ("expected a non-void result type"); reparsed as the same call with no result.
-_VOID_CALL = re.compile(r"^(\s*)%[\w$.-]+ = (llvm\.call_intrinsic .*\)) -> !llvm\.void", re.M)
-
-
 def finish(text: str) -> str:
     """Apply the marks of the module docstring to the printed LLVM-dialect module ``text``."""
     if MARK not in text:
         return text
-    text = _VOID_CALL.sub(r"\1\2 -> ()", text)
     aliases = dict(_ALIAS.findall(text))
     out, pos = [], 0
     for line in text.splitlines(keepends=True):
