@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr, base_type, builtin
-from triton._C.libtriton import ir
+from triton.language.core import base_type, builtin
 
 from . import layouts
-from .emit import _code_generator, emit
+from .emit import emit
 from .types import buffered_tensor, buffered_tensor_type, reuse_group, reuse_group_type, tlx_value
+from .triton_compat import ir, kernel_state, unwrap_if_constexpr
 
-_SPECS = "_tlx_alias_specs"  # on the module: spec id -> _Spec
+_SPECS = "alias_specs"  # in kernel_state: spec id -> _Spec
 
 
 @dataclass
@@ -159,7 +159,7 @@ class storage_alias_spec_value(tlx_value):
     @builtin
     def set_buffer_overlap(self, overlap_def: reuse_group, _semantic: Any = None) -> None:
         """Place this spec's allocations as the ``reuse_group`` tree says (call it after allocating them)."""
-        overlap_def = _unwrap_if_constexpr(overlap_def)
+        overlap_def = unwrap_if_constexpr(overlap_def)
         if not isinstance(overlap_def, reuse_group):
             raise TypeError(f"storage_alias_spec.set_buffer_overlap: overlap_def must be a tlx.reuse_group, got "
                             f"{overlap_def!r}")
@@ -172,29 +172,29 @@ class storage_alias_spec_value(tlx_value):
 
 
 def _state(_semantic: Any, spec: storage_alias_spec_value) -> _Spec:
-    return _code_generator(_semantic.builder).module.__dict__.setdefault(_SPECS, {})[spec.type.id]
+    return kernel_state(_semantic).setdefault(_SPECS, {})[spec.type.id]
 
 
 def check_not_member(_semantic: Any, buf: buffered_tensor, op: str) -> None:
     """A member is only a backing seen through its type: whole-allocation views of it would miss its offset."""
-    specs = _code_generator(_semantic.builder).module.__dict__.get(_SPECS, {})
+    specs = kernel_state(_semantic).get(_SPECS, {})
     if buf.type.num and any(buf.type.id in spec.members for spec in specs.values()):
         raise NotImplementedError(f"tlx.{op}: this allocation lives in a storage_alias_spec; view its buffers "
                                   "(local_view) instead of the whole allocation")
 
 
 def new_spec(_semantic: Any, storage: Any, buffer_size_bytes: Any) -> storage_alias_spec_value:
-    storage = _unwrap_if_constexpr(storage)
+    storage = unwrap_if_constexpr(storage)
     if not isinstance(storage, layouts.storage_kind):
         raise ValueError(f"tlx.storage_alias_spec: storage must be a tlx.storage_kind, got {storage!r}")
     if storage != layouts.storage_kind.smem:
         raise NotImplementedError(f"tlx.storage_alias_spec: storage={storage.value} is not shared memory; tensor "
                                   "memory and clusters are not on sm_90/AMD here")
-    size = _unwrap_if_constexpr(buffer_size_bytes)
+    size = unwrap_if_constexpr(buffer_size_bytes)
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
         raise ValueError(f"tlx.storage_alias_spec: buffer_size_bytes must be a positive compile-time int, got {size!r}")
     pid, handle = emit(_semantic, "alias_spec")
-    _code_generator(_semantic.builder).module.__dict__.setdefault(_SPECS, {})[pid] = _Spec(size)
+    kernel_state(_semantic).setdefault(_SPECS, {})[pid] = _Spec(size)
     return storage_alias_spec_value(handle, storage, size, pid)
 
 

@@ -6,18 +6,18 @@ import sys
 from typing import Any, Sequence
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
 
 from . import alias, layouts
-from .emit import _code_generator, emit, tensor_type, tlx_builtin, types
+from .emit import emit, tensor_type, tlx_builtin
+from .triton_compat import compile_options, kernel_state, type_builder, unwrap_if_constexpr
 from .types import buffered_tensor, buffered_tensor_type
 
 
 def _int_tuple(value: Any, what: str) -> tuple[int, ...]:
-    value = _unwrap_if_constexpr(value)
+    value = unwrap_if_constexpr(value)
     if isinstance(value, int):
         value = (value, )
-    items = tuple(_unwrap_if_constexpr(v) for v in value) if isinstance(value, (tuple, list, tl.tuple)) else None
+    items = tuple(unwrap_if_constexpr(v) for v in value) if isinstance(value, (tuple, list, tl.tuple)) else None
     if not items or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items):
         raise ValueError(f"{what} must be a tuple of positive compile-time ints, got {value!r}")
     return items
@@ -29,11 +29,11 @@ def _buffer(x: Any, op: str, _semantic: Any = None) -> buffered_tensor:
     return x if _semantic is None else _anchored(_semantic, x, op)
 
 
-_MAKERS = "_tlx_view_makers"  # on the module: placeholder id -> the builder (function) that made the view
+_MAKERS = "view_makers"  # in kernel_state: placeholder id -> the builder (function) that made the view
 
 
 def _made_here(_semantic: Any, buf: buffered_tensor) -> buffered_tensor:
-    _code_generator(_semantic.builder).module.__dict__.setdefault(_MAKERS, {})[buf.type.id] = _semantic.builder
+    kernel_state(_semantic).setdefault(_MAKERS, {})[buf.type.id] = _semantic.builder
     return buf
 
 
@@ -47,7 +47,7 @@ def _anchored(_semantic: Any, buf: Any, op: str) -> Any:
     values). So two views returned by two calls of one helper stay two buffers.
     """
     b = _semantic.builder
-    if _code_generator(b).module.__dict__.get(_MAKERS, {}).get(buf.type.id, b) is b:
+    if kernel_state(_semantic).get(_MAKERS, {}).get(buf.type.id, b) is b:
         return buf
     # One anchor per use (it lowers to nothing): a cache could outlive the blocks Triton's codegen
     # builds and erases (a loop body is generated twice).
@@ -59,7 +59,7 @@ def _anchored(_semantic: Any, buf: Any, op: str) -> Any:
 
 def _memdesc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: layouts.SharedLayout,
                   alloc_shape: Sequence[int]) -> str:
-    g = types(_semantic)
+    g = type_builder(_semantic)
     return str(g.get_shared_mem_desc_ty(dtype.to_ir(g), list(shape), layout.to_ir(g), list(alloc_shape)))
 
 
@@ -76,10 +76,10 @@ def _view(_semantic: Any, op: str, dtype: tl.dtype, shape: Sequence[int], layout
 def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _semantic=None) -> buffered_tensor:
     """Allocate ``num`` shared-memory buffers of ``shape``/``dtype``; index them with ``local_view``."""
     shape = _int_tuple(shape, "tlx.local_alloc: shape")
-    dtype = _unwrap_if_constexpr(dtype)
-    num = _unwrap_if_constexpr(num)
-    storage = _unwrap_if_constexpr(storage)
-    layout = _unwrap_if_constexpr(layout)
+    dtype = unwrap_if_constexpr(dtype)
+    num = unwrap_if_constexpr(num)
+    storage = unwrap_if_constexpr(storage)
+    layout = unwrap_if_constexpr(layout)
     if not isinstance(dtype, tl.dtype) or isinstance(dtype, tl.pointer_type):
         raise TypeError(f"tlx.local_alloc: dtype must be a scalar Triton dtype, got {dtype!r}")
     if not isinstance(num, int) or num < 1:
@@ -91,7 +91,7 @@ def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _sem
     if storage != "smem":
         raise ValueError(f"tlx.local_alloc: storage must be tlx.storage_kind.smem here, got {storage!r}")
     layout = _shared_layout(_semantic, "local_alloc", layout, shape, dtype)
-    reuse = _unwrap_if_constexpr(reuse)
+    reuse = unwrap_if_constexpr(reuse)
     if reuse is None:
         return _view(_semantic, "local_alloc", dtype, shape, layout, (num, *shape), num)
     if isinstance(reuse, alias.storage_alias_spec_value):
@@ -115,9 +115,9 @@ def _nbytes(shape: Sequence[int], dtype: tl.dtype) -> int:
 
 def _shared_layout(_semantic: Any, op: str, layout: Any, shape: Sequence[int], dtype: tl.dtype) -> Any:
     """The shared layout of a new buffer: the planner's default, or the explicit ``layout=`` resolved."""
-    layout = _unwrap_if_constexpr(layout)
+    layout = unwrap_if_constexpr(layout)
     if layout is None:
-        return layouts.shared_layout(shape, dtype, _semantic.builder.options.arch)
+        return layouts.shared_layout(shape, dtype, compile_options(_semantic).arch)
     if isinstance(layout, (layouts.NVMMASharedLayout, layouts.SwizzledSharedLayout)):
         return layout
     if not isinstance(layout, layouts.shared_layout_encoding):
@@ -143,7 +143,7 @@ def local_view(local_allocated_buffers, buffer_idx, _semantic=None) -> buffered_
     if not isinstance(buf, buffered_tensor):
         raise TypeError(f"tlx.local_view expects a TLX buffer or barrier array, got {type(buf).__name__}")
     buf = _anchored(_semantic, buf, "local_view")
-    idx = _unwrap_if_constexpr(idx)
+    idx = unwrap_if_constexpr(idx)
     if isinstance(idx, bool) or not isinstance(idx, (int, tl.tensor)):
         raise TypeError(f"tlx.local_view: index must be an integer, got {type(idx).__name__}")
     count = buf.type.num or buf.shape[0]
@@ -199,7 +199,7 @@ def _row_view(_semantic: Any, buf: buffered_tensor, index: tl.tensor) -> buffere
 def local_slice(buffer, offset, shape, _semantic=None) -> buffered_tensor:
     """A same-rank sub-view starting at compile-time ``offset``."""
     buf = _buffer(buffer, "local_slice", _semantic)  # ``buffer``: the fork's parameter name
-    offset = tuple(_unwrap_if_constexpr(o) for o in _unwrap_if_constexpr(offset))
+    offset = tuple(unwrap_if_constexpr(o) for o in unwrap_if_constexpr(offset))
     shape = _int_tuple(shape, "tlx.local_slice: shape")
     if len(offset) != len(buf.shape) or len(shape) != len(buf.shape):
         raise ValueError(f"tlx.local_slice: offset {offset} and shape {shape} must have rank {len(buf.shape)}")
@@ -214,7 +214,7 @@ def local_trans(input, dims=(1, 0), _semantic=None) -> buffered_tensor:
     """The buffer seen with its dimensions permuted (no data movement)."""
     buf = input  # the fork's parameter names
     buf = _buffer(buf, "local_trans", _semantic)
-    dims = tuple(_unwrap_if_constexpr(d) for d in _unwrap_if_constexpr(dims))
+    dims = tuple(unwrap_if_constexpr(d) for d in unwrap_if_constexpr(dims))
     if sorted(dims) != list(range(len(buf.shape))):
         raise ValueError(f"tlx.local_trans: dims {dims} is not a permutation of the buffer's {len(buf.shape)} dims")
     shape = tuple(buf.shape[d] for d in dims)
@@ -245,11 +245,11 @@ def local_reinterpret(src, dtype, shape=None, layout=None, _semantic=None) -> bu
     buf = src  # the fork's parameter names
     buf = _buffer(buf, "local_reinterpret", _semantic)
     alias.check_not_member(_semantic, buf, "local_reinterpret")
-    dtype = _unwrap_if_constexpr(dtype)
+    dtype = unwrap_if_constexpr(dtype)
     if not isinstance(dtype, tl.dtype) or isinstance(dtype, tl.pointer_type):
         raise TypeError(f"tlx.local_reinterpret: dtype must be a scalar Triton dtype, got {dtype!r}")
     whole = buf.type.alloc_shape if buf.type.num else buf.shape
-    shape = whole if _unwrap_if_constexpr(shape) is None else _int_tuple(shape, "tlx.local_reinterpret: shape")
+    shape = whole if unwrap_if_constexpr(shape) is None else _int_tuple(shape, "tlx.local_reinterpret: shape")
     if buf.type.alloc_shape != whole:
         raise NotImplementedError("tlx.local_reinterpret: stock Triton 3.6 reinterprets whole buffers only, not "
                                   "slices; reinterpret the buffer, then slice")
@@ -257,25 +257,25 @@ def local_reinterpret(src, dtype, shape=None, layout=None, _semantic=None) -> bu
         raise ValueError(f"tlx.local_reinterpret: {list(whole)} {buf.dtype} ({_nbytes(whole, buf.dtype)} bytes) and "
                          f"{list(shape)} {dtype} ({_nbytes(shape, dtype)} bytes) differ in size")
     same = tuple(shape) == tuple(buf.shape) and dtype.primitive_bitwidth == buf.dtype.primitive_bitwidth
-    if _unwrap_if_constexpr(layout) is None and same and not buf.type.num:
+    if unwrap_if_constexpr(layout) is None and same and not buf.type.num:
         layout = buf.layout
     layout = _shared_layout(_semantic, "local_reinterpret", layout, shape, dtype)
     return _view(_semantic, "memdesc_reinterpret", dtype, shape, layout, shape, src=buf.type.id)
 
 
 def _register_layout(_semantic: Any, shape: Sequence[int], dtype: tl.dtype) -> layouts.BlockedLayout:
-    opts = _semantic.builder.options
+    opts = compile_options(_semantic)
     return layouts.coalesced_layout(shape, dtype, opts.num_warps, opts.warp_size)
 
 
 def _tensor_type_in(_semantic: Any, op: str, layout: Any, shape: Sequence[int], dtype: tl.dtype) -> str:
     """Printed type of a ``shape`` tensor in an explicit register ``layout`` (a TLX or planner layout)."""
-    layout = _unwrap_if_constexpr(layout)
+    layout = unwrap_if_constexpr(layout)
     if isinstance(layout, layouts.shared_layout_encoding) or not hasattr(layout, "to_ir"):
         raise TypeError(f"tlx.{op}: layout must be a TLX register layout (tlx.layout, tlx.amd_mfma_layout, "
                         f"tlx.dot_operand_layout), got {layout!r}")
-    g = types(_semantic)
-    opts = _semantic.builder.options
+    g = type_builder(_semantic)
+    opts = compile_options(_semantic)
     extra = {"warp_size": opts.warp_size} if isinstance(layout, layouts.layout) else {}
     try:
         if isinstance(layout, layouts.layout_encoding):
@@ -299,12 +299,12 @@ def local_load(src, token=None, layout=None, relaxed=False, rematerialize_coordi
     if src.type.num:
         raise TypeError("tlx.local_load: pick one buffer with tlx.local_view first")
     for name, value in (("relaxed", relaxed), ("rematerialize_coordinates", rematerialize_coordinates)):
-        if not isinstance(_unwrap_if_constexpr(value), bool):
+        if not isinstance(unwrap_if_constexpr(value), bool):
             raise TypeError(f"tlx.local_load: {name} must be a compile-time bool, got {value!r}")
-    group = _unwrap_if_constexpr(rematerialize_coordinates_group)
+    group = unwrap_if_constexpr(rematerialize_coordinates_group)
     if group is not None and (isinstance(group, bool) or not isinstance(group, int) or group < 0):
         raise TypeError(f"tlx.local_load: rematerialize_coordinates_group must be None or an int >= 0, got {group!r}")
-    if _unwrap_if_constexpr(layout) is None:
+    if unwrap_if_constexpr(layout) is None:
         want = tensor_type(_semantic, src.dtype, src.shape, _register_layout(_semantic, src.shape, src.dtype))
     else:
         want = _tensor_type_in(_semantic, "local_load", layout, src.shape, src.dtype)
@@ -329,11 +329,11 @@ def local_store(dst, src, _semantic=None) -> None:
 
 
 def _gather_args(op: str, buf: buffered_tensor, indices: Any, axis: Any, _semantic: Any) -> tuple[tl.tensor, int]:
-    indices = _unwrap_if_constexpr(indices)
+    indices = unwrap_if_constexpr(indices)
     if not isinstance(indices, tl.tensor) or not indices.type.is_block() or not indices.dtype.is_int() \
             or indices.dtype.is_bool():
         raise TypeError(f"tlx.{op}: indices must be an integer tensor, got {indices!r}")
-    axis = _unwrap_if_constexpr(axis)
+    axis = unwrap_if_constexpr(axis)
     rank = len(buf.shape)
     if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
         raise ValueError(f"tlx.{op}: axis must be a compile-time int in [{-rank}, {rank}), got {axis!r}")
@@ -378,7 +378,7 @@ def local_scatter(dst, src, indices, axis, token=None, _semantic=None) -> None:
     if list(src.shape) != list(indices.shape) or src.dtype != dst.dtype:
         raise ValueError(f"tlx.local_scatter: src must be a {list(indices.shape)} {dst.dtype} tensor like indices, "
                          f"got {list(src.shape)} {src.dtype}")
-    rows, count = dst.shape[axis], _unwrap_if_constexpr(indices.shape[axis])
+    rows, count = dst.shape[axis], unwrap_if_constexpr(indices.shape[axis])
     if math.prod(indices.shape) * rows > SCATTER_LIMIT:
         raise NotImplementedError(f"tlx.local_scatter: stock Triton has no scatter op, so it is a compare of every "
                                   f"index with each of the {rows} rows ({math.prod(indices.shape) * rows} elements, "
@@ -422,10 +422,10 @@ def _max_along(sem: Any, x: tl.tensor, axis: int) -> tl.tensor:
 def zeros(shape, dtype, layout=None, _semantic=None) -> tl.tensor:
     """A zero tensor, made directly in the register ``layout`` when given (as Gluon MFMA accumulators are)."""
     shape = list(_int_tuple(shape, "tlx.zeros: shape"))
-    dtype = _unwrap_if_constexpr(dtype)
+    dtype = unwrap_if_constexpr(dtype)
     if not isinstance(dtype, tl.dtype) or isinstance(dtype, tl.pointer_type):
         raise TypeError(f"tlx.zeros: dtype must be a scalar Triton dtype, got {dtype!r}")
-    if _unwrap_if_constexpr(layout) is None:
+    if unwrap_if_constexpr(layout) is None:
         return _semantic.full(shape, 0, dtype)
     want = _tensor_type_in(_semantic, "zeros", layout, shape, dtype)
     _, value = emit(_semantic, "zeros", result=dtype, shape=shape, want=want, float=dtype.is_floating())
@@ -440,11 +440,11 @@ def require_layout(x, layout, pin=True, late_address_compute=False, _semantic=No
     move the conversion, as for any ``ttg.convert_layout``. ``pin`` and ``late_address_compute`` are
     checked and otherwise have no effect.
     """
-    x = _unwrap_if_constexpr(x)
+    x = unwrap_if_constexpr(x)
     if not isinstance(x, tl.tensor) or not x.type.is_block():
         raise TypeError(f"tlx.require_layout: x must be a register tensor, got {x!r}")
     for name, value in (("pin", pin), ("late_address_compute", late_address_compute)):
-        if not isinstance(_unwrap_if_constexpr(value), bool):
+        if not isinstance(unwrap_if_constexpr(value), bool):
             raise TypeError(f"tlx.require_layout: {name} must be a compile-time bool, got {value!r}")
     want = _tensor_type_in(_semantic, "require_layout", layout, x.shape, x.dtype)
     _, value = emit(_semantic, "require_layout", operands=[x], result=x.dtype, shape=list(x.shape), want=want)
@@ -454,7 +454,7 @@ def require_layout(x, layout, pin=True, late_address_compute=False, _semantic=No
 @tlx_builtin
 def release_layout(x, _semantic=None) -> tl.tensor:
     """``x`` free to take any layout again: every tensor is, once TLX's lowering is done, so this is ``x``."""
-    x = _unwrap_if_constexpr(x)
+    x = unwrap_if_constexpr(x)
     if not isinstance(x, tl.tensor) or not x.type.is_block():
         raise TypeError(f"tlx.release_layout: x must be a register tensor, got {x!r}")
     return x
@@ -468,7 +468,7 @@ def subslice(local_allocated_buffer, offset, size, _semantic=None) -> buffered_t
 
 
 def _layout_of(_semantic: Any, x: Any, op: str) -> Any:
-    x = _unwrap_if_constexpr(x)
+    x = unwrap_if_constexpr(x)
     if isinstance(x, buffered_tensor):
         return x.layout
     if isinstance(x, tl.tensor):
@@ -481,8 +481,8 @@ def _layout_of(_semantic: Any, x: Any, op: str) -> Any:
 def assert_same_layout(lhs, rhs, _semantic=None) -> None:
     """Compile-time check that two buffers (or a buffer and a shared layout) have one layout."""
     have = _layout_of(_semantic, lhs, "assert_same_layout")
-    rhs = _unwrap_if_constexpr(rhs)
-    lhs = _unwrap_if_constexpr(lhs)
+    rhs = unwrap_if_constexpr(rhs)
+    lhs = unwrap_if_constexpr(lhs)
     want = _layout_of(_semantic, rhs, "assert_same_layout") if isinstance(rhs, (tl.tensor, buffered_tensor)) \
         else _shared_layout(_semantic, "assert_same_layout", rhs, lhs.shape, lhs.dtype)
     have, want = (_memdesc_type(_semantic, lhs.dtype, lhs.shape, x, lhs.shape) for x in (have, want))
@@ -495,7 +495,7 @@ def dump_layout(x, _semantic=None) -> None:
     """Print a value's layout while the kernel compiles: a buffer's shared memory type now, a register
     tensor's TritonGPU type when TLX lowers (the layout ``convert_to_ttgpuir`` chose; stock passes
     may still change it, and stock Triton has no hook after them)."""
-    x = _unwrap_if_constexpr(x)
+    x = unwrap_if_constexpr(x)
     if isinstance(x, tl.tensor) and x.type.is_block():
         emit(_semantic, "dump_layout", operands=[x])
         return

@@ -26,19 +26,19 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
-from triton._C.libtriton import ir
 
 from tritium import compat
 
 from . import tma_llvm
+from .triton_compat import ir
 
 PREFIX = "tlx:"
 #: Module attribute marking kernels that use TLX ops (the TLX pipelines apply only to them).
 MODULE_ATTR = "tlx.kernel"
 
 
-class _Ids:
-    """Per-kernel id counter, kept on the module: every ``@triton.jit`` helper gets its own builder but
+class Ids:
+    """Per-kernel id counter, kept with the module: every ``@triton.jit`` helper gets its own builder but
     shares the kernel's module, and a buffer passed to a helper is named by its id there."""
 
     def __init__(self) -> None:
@@ -49,16 +49,16 @@ class _Ids:
         return self.next
 
 
-def emit(builder: Any, module: Any, op: str, *, operands: Sequence[Any] = (), tensor_operands: bool = False,
+def emit(builder: Any, module: Any, ids: Ids, op: str, *, operands: Sequence[Any] = (), tensor_operands: bool = False,
          result: Optional[Any] = None, result_shape: Optional[Sequence[int]] = (), **attrs: Any) -> tuple[int, Any]:
-    """Emit one placeholder; returns ``(id, result value)``.
+    """Emit one placeholder into ``module`` (the kernel's, whose placeholders ``ids`` numbers); returns
+    ``(id, result value)``.
 
     ``operands`` are IR values, all tensors (``tensor_operands``) or all scalars: the op's verifier
     wants one kind.  ``result`` is the IR type of the result tensor (of ``result_shape``), or of a
     scalar result when ``result_shape`` is ``None``, or ``None`` for a dummy ``i32``.  A tensor result
     with no tensor operand gets a dummy ``i8`` tensor operand of its shape, which :func:`lower` drops.
     """
-    ids = module.__dict__.setdefault("_tlx_ids", _Ids())
     if not ids.next:
         module.set_attr(MODULE_ATTR, builder.get_int32_attr(1))
     pid = ids.take()
