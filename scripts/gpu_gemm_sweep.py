@@ -13,7 +13,8 @@ Phases, with a progress line each:
      reference (relative Frobenius error at most 1e-2), and one float32-output case each;
    * every candidate config of the timing phase, on a problem with the same specialization (M and N
      cut to 4096, the same K), checked the same way, so that its compile happens here. A job that
-     runs over 100 s (a kernel that hangs) has its worker killed; its plan is not timed.
+     runs over 40 s + 20 s per problem (a kernel that hangs) has its worker killed; its plan is not
+     timed, nor is one whose job did not run before phase 1's share of the budget (45%) ran out.
 2. Per shape and dtype (the six seed shapes and 256^3..4096^3 by default): cuBLAS (``torch.matmul``),
    ``tritium.ops.matmul`` as shipped (the heuristic's plan) and every candidate of
    :func:`tritium.ops.plans.sweep_candidates` for the shape's class. Each is checked first against a
@@ -205,15 +206,20 @@ def _worker_loop(jobs_q, results_q) -> None:
         results_q.put(("done", idx, worker_job(job)))
 
 
+NOT_RUN = "not run (phase 1 out of time)"
+
+
 def _failed(job: dict, why: str) -> dict:
     return {"plan": job["plan"], "dtype": job["dtype"], "kind": job["kind"], "seconds": None,
             "results": [{"ok": False, "error": why}]}
 
 
-def run_phase1(jobs: list[dict], workers: int, deadline: float, job_timeout: float = 100.0) -> tuple[list[dict], set]:
+def run_phase1(jobs: list[dict], workers: int, deadline: float, job_timeout: float = 40.0,
+               per_problem: float = 20.0) -> tuple[list[dict], set]:
     """Run the jobs in ``workers`` spawned processes; returns (results, (plan, dtype) pairs not to time).
 
-    A job running longer than ``job_timeout`` (a kernel that hangs) gets its worker killed (which ends
+    A job running longer than ``job_timeout + per_problem * its problems`` (each problem may compile a
+    kernel; a kernel that hangs runs forever) gets its worker killed (which ends
     the kernel with its CUDA context) and a fresh worker started; a worker that dies takes only its
     job down. A compile job that failed, hung or never ran marks its plan as not to be timed.
     """
@@ -258,10 +264,11 @@ def run_phase1(jobs: list[dict], workers: int, deadline: float, job_timeout: flo
             pass
         now = time.perf_counter()
         for idx, (pid, t) in list(running.items()):
-            if now - t > job_timeout and pid in procs:
+            limit = job_timeout + per_problem * len(jobs[idx]["problems"])
+            if now - t > limit and pid in procs:
                 procs.pop(pid).kill()
                 running.pop(idx)
-                finish(idx, _failed(jobs[idx], f"timeout: still running after {job_timeout:.0f} s (killed)"))
+                finish(idx, _failed(jobs[idx], f"timeout: still running after {limit:.0f} s (killed)"))
                 start()
         for pid, proc in list(procs.items()):
             if not proc.is_alive():
@@ -278,7 +285,7 @@ def run_phase1(jobs: list[dict], workers: int, deadline: float, job_timeout: flo
         proc.join(timeout=10)
     if len(done) < len(jobs):
         log(f"phase 1: {len(jobs) - len(done)} jobs did not finish in time")
-    results = [done.get(i) or _failed(jobs[i], "not run (phase 1 out of time)") for i in range(len(jobs))]
+    results = [done.get(i) or _failed(jobs[i], NOT_RUN) for i in range(len(jobs))]
     broken = {(json.dumps(r["plan"]), r["dtype"]) for r in results
               if r["kind"] == "compile" and not all(x["ok"] for x in r["results"])}
     return results, broken
@@ -487,9 +494,13 @@ def main(argv=None) -> int:
         except Exception as e:  # noqa: BLE001
             log(f"phase 1 failed: {type(e).__name__}: {e}")
             report["phase1_error"] = f"{type(e).__name__}: {e}"
-        failed = [(r["kind"], r["dtype"], r["plan"], x) for r in report["phase1"] for x in r["results"] if not x["ok"]]
+        failed = [(r["kind"], r["dtype"], r["plan"], x) for r in report["phase1"] for x in r["results"]
+                  if not x["ok"] and x.get("error") != NOT_RUN]
         report["phase1_failures"] = failed
-        log(f"phase 1 done: {len(failed)} failed checks")
+        report["phase1_not_run"] = [(r["kind"], r["dtype"], r["plan"]) for r in report["phase1"]
+                                    if r["results"][0].get("error") == NOT_RUN]
+        log(f"phase 1 done: {len(failed)} failed checks, {len(report['phase1_not_run'])} jobs not run in time "
+            "(their plans are not timed)")
         save()
     beat()
     watchdog(args.stall_s, deadline + 60, save)
@@ -539,7 +550,10 @@ def main(argv=None) -> int:
         print(f"| {kind} | {b['best_plan']} | {_fmt(b['best_geomean'])} | {_fmt(b['op_geomean'])} | "
               f"{', '.join(b['shapes'])} |")
     print(f"\nseed geomeans: {report.get('seed_geomean')}")
-    print(f"phase 1 failures: {len(report.get('phase1_failures', []))}; skipped shapes: {report['skipped']}")
+    print(f"phase 1 failures: {len(report.get('phase1_failures', []))} (not run in time: "
+          f"{len(report.get('phase1_not_run', []))}); skipped shapes: {report['skipped']}")
+    for kind, dtype, plan, x in report.get("phase1_failures", [])[:20]:
+        print(f"  FAILED {kind} {dtype} {plan}: {x}")
     log(f"wrote {args.out}")
     return 0
 

@@ -218,7 +218,8 @@ def test_gpu_sweep_workers_survive_a_job_that_hangs(monkeypatch):
     jobs = [{"kind": "compile", "plan": slow, "dtype": "fp16", "problems": [(512, 512, 512, False, None)]},
             {"kind": "check", "plan": quick, "dtype": "fp16", "problems": [(16, 16, 16, False, None)]}]
     import time
-    results, broken = sweep.run_phase1(jobs, workers=2, deadline=time.perf_counter() + 240, job_timeout=20)
+    results, broken = sweep.run_phase1(jobs, workers=2, deadline=time.perf_counter() + 240, job_timeout=0,
+                                       per_problem=20)
     assert results[1]["results"][0]["ok"], results
     assert "timeout" in results[0]["results"][0]["error"], results
     import json
