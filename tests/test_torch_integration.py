@@ -251,3 +251,32 @@ def test_the_mark_pipeline_marks_ptx(mark_plugin):
     assert f"{m.MARK}{os.getpid()}" in marked.asm["ptx"]
     plain = compile_kernel(add_kernel, sig, "cuda:90", constexprs={"BLOCK": 128}, pipeline=None)
     assert m.MARK not in plain.asm["ptx"]
+
+
+@pytest.mark.skipif(not __import__("shutil").which("g++"), reason="Inductor's CPU backend needs a C++ compiler")
+def test_inductor_reuses_a_compiled_graph_only_under_its_own_pipeline(mark_plugin, tmp_path, monkeypatch):
+    """End to end on the CPU backend: Inductor's FX graph cache hits under the pipeline a graph was compiled
+    under, and misses under another."""
+    from torch._dynamo.utils import counters
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32))
+    x = torch.randn(4, 16)
+
+    def compile_and_count():
+        torch._dynamo.reset()
+        counters.clear()
+        with torch.no_grad():
+            torch.testing.assert_close(torch.compile(model)(x), model(x))
+        return counters["inductor"]["fxgraph_cache_hit"], counters["inductor"]["fxgraph_cache_miss"]
+
+    try:
+        tp.activate("torchmark:mark")
+        assert compile_and_count() == (0, 1)
+        assert compile_and_count() == (1, 0)
+        tp.deactivate()
+        assert compile_and_count() == (0, 1)
+        tp.activate("torchmark:mark")
+        assert compile_and_count() == (1, 0)
+    finally:
+        torch._dynamo.reset()
