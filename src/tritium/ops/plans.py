@@ -19,6 +19,12 @@ The heuristic (:func:`choose`), with ``sms`` the GPU's streaming multiprocessors
 5. **ping-pong** 64x128 (gemm_ws_pingpong_hopper.SMALL) otherwise: twice the tiles of 128x128
    (1024^3: 128 tiles).
 
+:func:`shape_class` names these rules; :data:`SWEEP_SPACE` lists, per rule, the configs
+``scripts/gpu_gemm_sweep.py`` times on the GPU, whose per-class winners are what the rules should
+pick. Before it runs, a plan is adapted to the problem (:func:`adapt`): a split-K plan keeps only
+non-empty K slices and runs as the cooperative kernel when one slice is left, and the ring is made
+shallower where an fp32 output would overflow shared memory.
+
 Autotuning is off by default. With ``TRITIUM_GEMM_AUTOTUNE=1`` at import (or :func:`set_autotune`), the
 first call on a new (device, dtype, out dtype, M, N, K) times every candidate of
 :func:`candidates` once and remembers the fastest in a JSON file
