@@ -62,7 +62,7 @@ def test_inductor_kernels_compiled_in_workers_get_the_pipeline(tmp_path, monkeyp
     x = torch.randn(64, 256, device="cuda")
     with torch.no_grad():
         ref = model(x)
-    with inductor_config.patch(compile_threads=2):
+    with inductor_config.patch(compile_threads=2, fx_graph_cache=True):
         async_compile.AsyncCompile.warm_pool()
         async_compile.AsyncCompile.wait_pool_ready()  # else the first kernels compile in this process
         try:
@@ -103,11 +103,11 @@ def test_tritium_ops_under_torch_compile_fullgraph():
 
     def f(q, k, v, a, b):
         o = attention(q * 0.5, k, v, causal=True)
-        return o.float().sum(dim=-1), torch.nn.functional.gelu(matmul(a, b, out_dtype=torch.float32))
+        return o.float() * 2, torch.nn.functional.gelu(matmul(a, b, out_dtype=torch.float32))
 
     torch._dynamo.reset()
     o, c = torch.compile(f, fullgraph=True)(q, k, v, a, b)
     ref_o = torch.nn.functional.scaled_dot_product_attention((q * 0.5).float(), k.float(), v.float(), is_causal=True)
-    torch.testing.assert_close(o, ref_o.sum(dim=-1), rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(o, ref_o * 2, rtol=1e-2, atol=1e-2)
     torch.testing.assert_close(c, torch.nn.functional.gelu(a.float() @ b.float()), rtol=2e-2, atol=2e-2)
     torch._dynamo.reset()
