@@ -137,8 +137,13 @@ def worker_job(job: dict) -> dict:
     dtype = _dtype(job["dtype"])
     out = []
     t0 = time.perf_counter()
+    poisoned = False  # a CUDA error is sticky: the context (this worker) is of no further use
     for M, N, K, b_t, out_name in job["problems"]:
         out_dtype = _dtype(out_name) if out_name else dtype
+        if poisoned:
+            out.append({"shape": f"{M}x{N}x{K}", "b": "transposed" if b_t else "row-major", "out": str(out_dtype),
+                        "err": None, "ok": False, "error": "not run: an earlier problem raised a CUDA error"})
+            continue
         try:
             a, b = _operands(M, N, K, dtype, b_t)
             c = gemm.run_plan(plan, a, b, out_dtype) if plan is not None else gemm.matmul(a, b, out_dtype)
@@ -149,10 +154,11 @@ def worker_job(job: dict) -> dict:
             out.append({"shape": f"{M}x{N}x{K}", "b": "transposed" if b_t else "row-major", "out": str(out_dtype),
                         "err": err, "ok": bool(ok_meta and err <= TOL)})
         except Exception as e:  # noqa: BLE001  (reported, not fatal: the sweep goes on)
+            poisoned = "CUDA" in str(e) or "AcceleratorError" in type(e).__name__
             out.append({"shape": f"{M}x{N}x{K}", "b": "transposed" if b_t else "row-major", "out": str(out_dtype),
                         "err": None, "ok": False, "error": f"{type(e).__name__}: {str(e)[:500]}"})
     return {"plan": job["plan"], "dtype": job["dtype"], "kind": job["kind"], "results": out,
-            "seconds": time.perf_counter() - t0}
+            "seconds": time.perf_counter() - t0, "poisoned": poisoned}
 
 
 def _representative(M: int, N: int, K: int) -> tuple[int, int, int]:
@@ -203,7 +209,10 @@ def _worker_loop(jobs_q, results_q) -> None:
             return
         idx, job = item
         results_q.put(("start", idx, os.getpid()))
-        results_q.put(("done", idx, worker_job(job)))
+        result = worker_job(job)
+        results_q.put(("done", idx, result))
+        if result["poisoned"]:
+            return  # the main process starts a fresh worker in its place
 
 
 NOT_RUN = "not run (phase 1 out of time)"
