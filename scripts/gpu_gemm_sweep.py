@@ -521,7 +521,7 @@ def main(argv=None) -> int:
         except Exception as e:  # noqa: BLE001
             log(f"host cost: FAILED {type(e).__name__}: {e}")
         save()
-    todo = [(s, d) for d in dtypes for s in shapes]
+    todo = [(s, d) for s in shapes for d in dtypes]  # both dtypes of a shape together, cheap shapes first
     for i, ((M, N, K), dtype) in enumerate(todo):
         left = deadline - time.perf_counter() - 5
         allowance = left / (len(todo) - i)
