@@ -108,7 +108,8 @@ def test_uninstall_restores_inductor():
 def test_jobs_in_inductors_worker_pool_see_the_parent_pipeline(mark_plugin):
     """Jobs go through Inductor's own pool (SubprocPool: a sidecar process and its forked workers), which
     was started before any pipeline was active: each job sees the pipeline in effect when it was submitted,
-    from activate() or use_pipeline(), and nothing once deactivated."""
+    from activate() or use_pipeline(), and nothing once deactivated; a Triton compilation in a worker runs
+    the pipeline's pass (its PTX carries the mark, with the worker's pid)."""
     import torch_mark_plugin as m
 
     with inductor_config.patch(compile_threads=2):
@@ -119,8 +120,13 @@ def test_jobs_in_inductors_worker_pool_see_the_parent_pipeline(mark_plugin):
             tp.activate("torchmark:mark")
             pid, key, active = pool.submit(m.worker_state).result(timeout=300)
             assert MARK_KEY_PREFIX in key and key == tp.pipelines_key()[0] and active == "torchmark:mark"
+            # a Triton compilation in the worker runs the pipeline's pass there
+            marks = [line for line in pool.submit(m.compile_ptx).result(timeout=300).splitlines()
+                     if line.startswith(m.MARK)]
+            assert len(marks) == 1 and int(marks[0][len(m.MARK):]) != os.getpid()
             tp.deactivate()
             assert pool.submit(m.worker_state).result(timeout=300)[1:] == (tp.pipelines_key()[0], None)
+            assert m.MARK not in pool.submit(m.compile_ptx).result(timeout=300)
             with tp.use_pipeline("torchmark:mark"):
                 assert pool.submit(m.worker_state).result(timeout=300)[2] == "torchmark:mark"
             with tp.use_pipeline(Pipeline("adhoc")):  # no name a worker could resolve: refused when submitted

@@ -21,3 +21,17 @@ def worker_state():
     import tritium.plugins as tp
     active = tp.active_pipeline()
     return os.getpid(), tp.pipelines_key()[0], active.origin() if active is not None else None
+
+
+def compile_ptx():
+    """Run as a job in Inductor's compile workers: compile a small kernel for sm_90 there, return its PTX."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from kernels import add_kernel
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+    with triton.knobs.compilation.scope():
+        triton.knobs.compilation.always_compile = True
+        kernel = triton.compile(ASTSource(add_kernel, sig, {"BLOCK": 128}), target=GPUTarget("cuda", 90, 32))
+    return kernel.asm["ptx"]
