@@ -242,6 +242,8 @@ def test_bench_selects_cases_and_implementations():
     assert bench.select("quick")[0] == list(RANKED_CASES[:3])
     cases, impls = bench.select("fast N1024")
     assert impls == ("compile TF32", "tritium") and [c.seqlen for c in cases] == [1024, 1024]
+    assert [c.seqlen for c in bench.select("1-3 7")[0]] == [256, 768, 256, 1024]
+    assert [c.seqlen for c in bench.select("2-7 C384")[0]] == [256, 768, 1024]
     with pytest.raises(SystemExit, match="no ranked case matches --only 'N999'"):
         bench.select("N999")
 

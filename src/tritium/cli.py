@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--only", default="", help="run one part of a benchmark (overhead: compile or launch; "
                    "attention: quick, or words such as bf16 d128 causal s4096; gemm: fp16, bf16, quick, seeds, "
                    "squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone; trimul: quick, fast, "
-                   "or words such as N1024 C384 cauchy)")
+                   "case numbers such as 1-4, or words such as N1024 C384 cauchy)")
     b.set_defaults(run=_cmd_bench)
     return parser
 

@@ -10,7 +10,9 @@ tritium's output is checked against the fp32 reference (``|y - ref| <= 2e-2 + 2e
 placement). tritium's time is also split per kernel (proj, pair, out) with CUDA events around each launch.
 
 ``--only`` words: ``quick`` (the first three cases), ``fast`` (time only torch.compile TF32 and tritium:
-the target's ratio), or words each of which must appear in a case label (``N1024``, ``C384``, ``cauchy``...).
+the target's ratio), ranked case numbers or ranges (``1-4``, ``5``: the task's order), or words each of
+which must appear in a case label (``N1024``, ``C384``, ``cauchy``...). A full run compiles the reference
+twice per case (about a minute each); splitting it (``1-4``, then ``5-7``) keeps each part short.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ IMPLS = ("eager fp32", "compile fp32", "eager TF32", "compile TF32", "tritium")
 BASELINE = "compile TF32"
 STAGES = ("proj", "pair", "out")
 #: Timed calls per (case, implementation): at least MIN_REPS, more while the budget (seconds) lasts.
-MIN_REPS, MAX_REPS, BUDGET_S, WARMUP = 10, 100, 3.0, 3
+MIN_REPS, MAX_REPS, BUDGET_S, WARMUP = 10, 100, 2.0, 3
 
 
 @contextlib.contextmanager
@@ -45,13 +47,22 @@ def _geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def _in_range(word: str, index: int) -> bool:
+    """Whether the 1-based case ``index`` is in ``word`` ("3" or "2-5")."""
+    lo, _, hi = word.partition("-")
+    return int(lo) <= index <= int(hi or lo)
+
+
 def select(only: str) -> tuple[list[Case], tuple[str, ...]]:
     words = [w for w in only.replace(",", " ").split() if w]
     impls = (BASELINE, "tritium") if "fast" in words else IMPLS
     words = [w for w in words if w != "fast"]
     if words == ["quick"]:
         return list(RANKED_CASES[:3]), impls
-    cases = [c for c in RANKED_CASES if all(w in c.label.split() for w in words)]
+    ranges = [w for w in words if w.replace("-", "").isdigit()]
+    words = [w for w in words if w not in ranges]
+    cases = [c for i, c in enumerate(RANKED_CASES, 1) if all(w in c.label.split() for w in words)
+             and (not ranges or any(_in_range(r, i) for r in ranges))]
     if not cases:
         raise SystemExit(f"tritium bench trimul: no ranked case matches --only {only!r}; a label reads "
                          f"{RANKED_CASES[0].label!r} (or use quick, fast)")
