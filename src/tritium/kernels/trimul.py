@@ -71,11 +71,11 @@ def _row_stats(x_ptr, rows64, row_ok, C, eps, BM: tl.constexpr, BK: tl.constexpr
     ptrs = x_ptr + (rows64[:, None] * C + tl.arange(0, BK)[None, :])
     mean = tl.zeros((BM, ), tl.float32)
     m2 = tl.zeros((BM, ), tl.float32)
-    # The GEMM loop reads these tiles again right after: keep them in L2. Two tiles in flight.
-    nxt = tl.load(ptrs, mask=row_ok[:, None], other=0.0, eviction_policy="evict_last")
+    # Two tiles in flight. (The GEMM loop reads them again soon after, from L2, and marks them evict-first.)
+    nxt = tl.load(ptrs, mask=row_ok[:, None], other=0.0)
     for k0 in range(0, C, BK):
         xt = nxt
-        nxt = tl.load(ptrs + k0 + BK, mask=row_ok[:, None] & (k0 + BK < C), other=0.0, eviction_policy="evict_last")
+        nxt = tl.load(ptrs + k0 + BK, mask=row_ok[:, None] & (k0 + BK < C), other=0.0)
         c_mean = tl.sum(xt, axis=1) / BK
         d = xt - c_mean[:, None]
         seen = k0 * 1.0
@@ -128,7 +128,8 @@ def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, rig
     acc_rg = tl.zeros((BM, HS), tl.float32)
     acc_og = tl.zeros((BM, HS), tl.float32)
     x_ptrs = x_ptr + (rows64[:, None] * C + cols[None, :])
-    xt = tl.load(x_ptrs, mask=row_ok[:, None], other=0.0)
+    # x's last reads: evict-first, so the streamed x does not push the weights (read by every program) out of L2.
+    xt = tl.load(x_ptrs, mask=row_ok[:, None], other=0.0, eviction_policy="evict_first")
     for k in tl.range(0, k_tiles, num_stages=0):
         s = k % NUM_STAGES
         g = tl.load(ln_w_ptr + k * BK + cols)
@@ -141,7 +142,8 @@ def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, rig
         acc_rg = tlx.async_dot(a, w_bufs[5 * s + 3], acc_rg)
         acc_og = tlx.async_dot(a, w_bufs[5 * s + 4], acc_og)
         # The next x tile loads while the wgmmas run.
-        xt = tl.load(x_ptrs + (k + 1) * BK, mask=row_ok[:, None] & (k + 1 < k_tiles), other=0.0)
+        xt = tl.load(x_ptrs + (k + 1) * BK, mask=row_ok[:, None] & (k + 1 < k_tiles), other=0.0,
+                     eviction_policy="evict_first")
         acc_lp = tlx.async_dot_wait(0, acc_lp)
         acc_lg = tlx.async_dot_wait(0, acc_lg)
         acc_rp = tlx.async_dot_wait(0, acc_rp)
