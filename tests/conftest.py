@@ -11,6 +11,12 @@ import pytest  # noqa: E402
 import tritium.plugins as tp  # noqa: E402
 from tritium import compat  # noqa: E402
 
+import bare_triton  # noqa: E402
+
+if not bare_triton.INTERPRETED:  # an interpreted process compiles nothing
+    bare_triton.REFERENCE = bare_triton.compile_reference()  # before any test can disturb anything
+    bare_triton.count_caught_errors()
+
 
 def pytest_collection_modifyitems(config, items):
     try:
@@ -23,6 +29,16 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def compiles_as_bare_triton_after_errors():
+    """After a test that caught an error, an unrelated kernel compiles as bare Triton's, in this process.
+    Set up before (so checked after) ``clean_plugin_state``: a pipeline a test activated is not a leftover."""
+    before = bare_triton.ErrorCount.caught
+    yield
+    if bare_triton.ErrorCount.caught != before:
+        bare_triton.check_bare(after=bare_triton.ErrorCount.last)
 
 
 @pytest.fixture(autouse=True)
