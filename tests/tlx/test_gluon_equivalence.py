@@ -32,7 +32,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 import gluon_gemm_pipelined as gluon_gemm
 from test_codegen import gemm_source
 from tritium.kernels import gemm_pipelined_hopper as hopper
-from tritium.tlx.placeholders import split_types
+from tritium.tlx.ttgir_text import split_types
 
 SM90 = GPUTarget("cuda", 90, 32)
 CONFIGS = {"64x128x64": hopper.SMALL, "128x256x64": hopper.LARGE}

@@ -8,7 +8,7 @@ As in the fork, a member is the backing seen as the member's type with more buff
 ``ttg.memdesc_reinterpret``), and ``local_view(member, i)`` picks buffer ``(i // G) * scale + off + i % G``
 of it (``off`` is the member's offset in a slot, in its own buffers). Without ``set_buffer_overlap`` the
 members share one offset. The plan is made when the kernel is built; the lowering
-(:mod:`tritium.tlx.placeholders`) takes the last plan of each spec.
+(:mod:`tritium.tlx.lowering`) takes the last plan of each spec.
 """
 from __future__ import annotations
 

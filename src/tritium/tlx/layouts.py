@@ -2,7 +2,7 @@
 
 TLX ops are the only places with fixed layouts; everything else in the kernel stays layout-free
 until ``convert_to_ttgpuir``, and conversions inserted with the placeholders' lowering
-(:mod:`tritium.tlx.placeholders`) connect the two. The
+(:mod:`tritium.tlx.lowering`) connect the two. The
 planner therefore only has to pick encodings that are good *at the TLX op*:
 
 * shared buffers: NVMMA swizzled encodings on Hopper (what wgmma and TMA read, and what cp.async

@@ -1,6 +1,6 @@
 """The TLX compilation pipelines: the stock ones, edited for kernels that use TLX ops.
 
-* Right after ``convert_to_ttgpuir``, TLX placeholders become TritonGPU ops (see :mod:`.placeholders`).
+* Right after ``convert_to_ttgpuir``, TLX placeholders become TritonGPU ops (see :mod:`.lowering`).
 * Triton's own software pipeliner and warp specializer are off: TLX kernels pipeline by hand, and
   the stock passes would re-pipeline (or reject) loops full of hand-placed async ops and waits.
 Everything else (coalescing, layout-conversion removal, dot-operand optimization, fence insertion,
@@ -17,7 +17,8 @@ from tritium.plugins import Pipeline, mlir_pass
 
 from .diagnostics import reporting_stage
 from .copy_fallback import amd_coalesce_async_copy, async_copy_fallback
-from .placeholders import is_tlx_module, lower
+from .lowering import lower
+from .placeholders import is_tlx_module
 from .tma_llvm import finish_tma
 from .triton_compat import ir
 

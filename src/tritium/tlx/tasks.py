@@ -9,7 +9,7 @@ values between tasks, and ``convert_to_ttgpuir`` lays it out like any other code
 ``replicate=R`` is code-generated R times, once per replica, with ``async_task_replica_id()`` the
 compile-time constant ``r`` in copy ``r``; so kernels may write ``cid: tl.constexpr =
 tlx.async_task_replica_id()`` and use ``cid`` in ``if cid == 0:`` or constexpr arithmetic, as in the
-fork. The lowering (:func:`tritium.tlx.placeholders.lower`) then turns the consecutive task
+fork. The lowering (:func:`tritium.tlx.ws_outline.outline`) then turns the consecutive task
 ``scf.if``s of one region into one ``ttg.warp_specialize``: the default task's first copy becomes the
 default region, every other copy a partition, and values the partitions use from outside become
 explicit operands. As in TLX, names bound inside a task are not visible after it.

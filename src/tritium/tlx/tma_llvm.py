@@ -23,6 +23,8 @@ from typing import Any, Optional
 from tritium import compat
 from tritium.plugins import mlir_pass
 
+from .ttgir_text import func_signature
+
 MARK = "tlx.ptx:"
 POLICY = "tlxpol"
 #: One ``llvm.inline_asm`` op: result, asm text, constraints, operands, operand types, result type, location.
@@ -94,8 +96,7 @@ def _args(text: str, upto: int) -> list[str]:
     """Argument names of the ``llvm.func`` that contains position ``upto`` of ``text``."""
     start = text.rfind("llvm.func ", 0, upto)
     head = text[start:text.index("\n", start)]
-    from .placeholders import _signature  # the same printed-signature parser as for tt.func
-    return [name for name, _ in _signature(head)[2]]
+    return [name for name, _ in func_signature(head)[2]]  # the same printed-signature parser as for tt.func
 
 
 def finish(text: str) -> str:

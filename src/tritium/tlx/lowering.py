@@ -1,0 +1,602 @@
+"""Lowering of printed TTGIR: each TLX placeholder becomes the TritonGPU op(s) it stands for.
+
+:func:`lower` runs right after ``ttir.convert_to_ttgpuir`` (the ``tlx.lower_placeholders`` pass). For
+each placeholder (:mod:`.placeholders` decodes them) :meth:`_Lowering.lower` writes the real ops,
+adding ``ttg.convert_layout`` where the layout an op needs differs from the one the conversion chose.
+Buffers and descriptors are named by placeholder id; a use refers to the closest lowered copy of its
+id above it. TMA descriptors get the encodings their buffers need (:class:`_DescriptorPlan`), and the
+warp-specialized regions are outlined last (:mod:`.ws_outline`).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from tritium import compat
+
+from . import tma_llvm, ws_outline
+from .placeholders import Placeholder, parse, placeholders
+from .ttgir_text import SSA, SSA_DEF, func_signature, source_location, split_types, strip_strings
+
+
+class _Names(dict):
+    """Placeholder id -> SSA name of its latest lowered copy, within one ``tt.func``.
+
+    Helpers are inlined before the lowering, so a buffer made in the kernel and used in a helper is
+    in the same function by then. A ``noinline`` helper stays a function of its own, and SSA names do
+    not cross functions, so an id made outside it is an error there (see :func:`lower`).
+    """
+
+    def __init__(self, function: str = "") -> None:
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, pid: int) -> str:
+        raise _MadeOutside(pid, self.function)
+
+
+class _MadeOutside(KeyError):
+    pass
+
+
+#: CUtensorMapDataType and size per printed element type (8-bit types travel as bytes).
+_TENSORMAP_ELEM = {"f16": (6, 2), "bf16": (9, 2), "f32": (7, 4), "f64": (8, 8), "i16": (1, 2), "i32": (3, 4),
+                   "i64": (5, 8)}
+
+
+@dataclass
+class _TensorMap:
+    """What ``tensormap_create`` needs besides operands: the block, element type and size, padding, encoding."""
+    block: list[int]
+    elem_type: int
+    elem_bytes: int
+    fill: int
+    desc_type: str
+
+    @classmethod
+    def of(cls, desc_type: str, fill: int) -> "_TensorMap":
+        m = re.search(r"tensordesc<(?:tensor<)?((?:\d+x)+)(\w+)", desc_type)  # 3.8+ print no ``tensor<``
+        block = [int(d) for d in m.group(1).rstrip("x").split("x")]
+        elem_type, elem_bytes = _TENSORMAP_ELEM.get(m.group(2), (0, 1))
+        return cls(block, elem_type, elem_bytes, fill, desc_type)
+
+
+class _Lowering:
+    """State while lowering one module: handle types, and the laid-out twin of each result."""
+
+    def __init__(self, args: list[tuple[str, str]]) -> None:
+        self.names: _Names = _Names()
+        self.memdesc: dict[int, str] = {}
+        self.by_result: dict[str, tuple[str, str]] = {}  # dummy i32 result of a view -> (lowered name, type)
+        self.overlaps: dict[int, dict] = {}  # storage_alias_spec id -> its last plan (tlx/alias.py)
+        self.index_map: dict[str, tuple[int, int, int]] = {}  # aliased buffer -> (scale, off, group) of its index
+        self.native: dict[str, tuple[str, str]] = {}  # placeholder result -> (laid-out value, its type)
+        self.types: dict[str, str] = {}  # SSA name of each lowered handle -> its type (see ws_outline.py)
+        self.wgmma_a: dict[int, str] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
+        self.args = args  # the kernel's (name, type) arguments
+        self.fresh = 0
+        self.marks: list[str] = []  # location aliases made by :meth:`mark`, appended to the module
+        self.text = ""  # the module being lowered (for source locations in errors)
+        self.desc_ptr: dict[Any, str] = {}  # descriptor (SSA name or slot placeholder id) -> its tensor map's address
+
+    def value(self, name: str, have: str, want: str, lines: list[str], p: Placeholder) -> str:
+        """``name`` (of type ``have``) in type ``want``: the op's own laid-out twin, or a conversion."""
+        if have == want:
+            return name
+        twin = self.native.get(name)
+        if twin is not None and twin[1] == want:
+            return twin[0]
+        self.fresh += 1
+        out = f"%tlx_cvt{self.fresh}"
+        lines.append(f"{p.indent}{out} = ttg.convert_layout {name} : {have} -> {want}{p.loc}")
+        return out
+
+    def result(self, p: Placeholder, value: str, value_type: str, lines: list[str]) -> None:
+        """Give the placeholder's result name the lowered value, converted to the layout users expect."""
+        lines.append(f"{p.indent}{p.result} = ttg.convert_layout {value} : {value_type} -> {p.result_type}{p.loc}")
+        self.native[p.result] = (value, value_type)
+
+    def define(self, pid: int) -> str:
+        self.fresh += 1
+        self.names[pid] = f"%tlx_{pid}_{self.fresh}"
+        return self.names[pid]
+
+    def temp(self) -> str:
+        self.fresh += 1
+        return f"%tlx_t{self.fresh}"
+
+    def descriptor(self, a: dict) -> tuple[str, str]:
+        """SSA name and type of the descriptor a TMA placeholder names (see tlx/tma.py, :class:`_DescriptorPlan`)."""
+        if "desc_name" in a:
+            return a["desc_name"], a["desc_type"]
+        return self.names[a["desc_id"]], a["desc_type"]
+
+    def tensormap_create(self, ind: str, loc: str, slot: str, base: str, base_type: str, shape: list[str],
+                         strides: list[str], t: "_TensorMap") -> list[str]:
+        """Write a tensor map into ``slot`` as stock ``tma_lowering`` writes the one of
+        ``tt.make_tensor_descriptor``: dims innermost first, outer strides in bytes, boxes clipped to the
+        swizzle width (and to 256 rows), then the proxy fence before TMA reads it."""
+        rank = len(t.block)
+        m = re.search(r"swizzlingByteWidth = (\d+)", t.desc_type)
+        swizzle = int(m.group(1)) if m else 0
+        box = [min(b, 256) for b in t.block]
+        if swizzle:
+            box[-1] = min(box[-1], swizzle // t.elem_bytes)
+        out: list[str] = []
+
+        def const(value: int, ty: str) -> str:
+            name = self.temp()
+            out.append(f"{ind}{name} = arith.constant {value} : {ty}{loc}")
+            return name
+
+        elem_bytes = const(t.elem_bytes, "i64")
+        byte_strides = []
+        for stride in reversed(strides[:-1]):
+            byte_strides.append(self.temp())
+            out.append(f"{ind}{byte_strides[-1]} = arith.muli {stride}, {elem_bytes} : i64{loc}")
+        boxes = [const(b, "i32") for b in reversed(box)]
+        one = const(1, "i32")
+        types = ", ".join(["!tt.ptr<i8>", base_type] + ["i32"] * (2 * rank) + ["i64"] * (rank - 1) + ["i32"] * rank)
+        mode = {0: 0, 32: 1, 64: 2, 128: 3}[swizzle]
+        out.append(f"{ind}ttng.tensormap_create {slot}, {base}, [{', '.join(boxes)}], [{', '.join(reversed(shape))}], "
+                   f"[{', '.join(byte_strides)}], [{', '.join([one] * rank)}] {{elem_type = {t.elem_type} : i32, "
+                   f"fill_mode = {t.fill} : i32, interleave_layout = 0 : i32, swizzle_mode = {mode} : i32}} : "
+                   f"({types}) -> (){loc}")
+        out.append(f"{ind}ttng.tensormap_fenceproxy_acquire {slot} : !tt.ptr<i8>{loc}")
+        return out
+
+    def descriptor_in_scratch(self, line: str) -> list[str]:
+        """A ``tt.make_tensor_descriptor`` line expanded as stock ``tma_lowering`` would, done here because an
+        op (a TMA prefetch) needs the tensor map's address, which the expanded form names."""
+        m = re.match(r"^(?P<ind>\s*)(?P<name>%[\w$.-]+) = tt\.make_tensor_descriptor (?P<base>%[\w$.-]+), "
+                     r"\[(?P<shape>[^]]*)\], \[(?P<strides>[^]]*)\](?P<attrs> \{[^}]*\})? : (?P<types>.*?)"
+                     r"(?P<loc> loc\(.*\))?$", line)
+        base_type, desc_type = (t if t.startswith("!") else prefix + t
+                                for t, prefix in zip(split_types(m["types"]), ("!tt.ptr", "!tt.tensordesc")))
+        slot = self.temp()
+        ind, loc = m["ind"], m["loc"] or ""
+        out = [f"{ind}{slot} = ttg.global_scratch_alloc {{alignment = 128 : i32, nbytes = 128 : i32}} : "
+               f"!tt.ptr<i8>{loc}"]
+        out += self.tensormap_create(ind, loc, slot, m["base"], base_type, split_types(m["shape"]),
+                                     split_types(m["strides"]),
+                                     _TensorMap.of(desc_type, int("nan" in (m["attrs"] or ""))))
+        out.append(f"{ind}{m['name']} = ttng.reinterpret_tensor_descriptor {slot} : !tt.ptr<i8> to {desc_type}{loc}")
+        self.desc_ptr[m["name"]] = slot
+        self.types[slot] = "!tt.ptr<i8>"
+        return out
+
+    def mark(self, loc: str, key: str) -> str:
+        """``loc`` wrapped in the name location ``tlx.ptx:<key>`` (tlx/tma_llvm.py), through an alias appended to
+        the module: a location alias may not be used, nested, before it is defined."""
+        inner = loc.strip()[len("loc("):-1] if loc.strip() else "unknown"
+        alias = f"#tlx_mark{len(self.marks)}"
+        self.marks.append(f'{alias} = loc("{tma_llvm.MARK}{key}"({inner}))')
+        return f" loc({alias})"
+
+    def prefetch(self, p: Placeholder) -> list[str]:
+        """``cp.async.bulk.prefetch.tensor`` (``prefetch.tensormap`` without coordinates) as inline PTX. It needs
+        the tensor map's address: an operand for a device-made descriptor, or for a host one the kernel
+        argument, which TTGIR cannot name, added on the LLVM dialect (tlx/tma_llvm.py)."""
+        a, ind, loc = p.payload, p.indent, p.loc
+        *coords, pred = p.operands
+        desc = a.get("desc_name") or a["desc_id"]
+        arg = next((i for i, (name, _) in enumerate(self.args) if name == desc), None)
+        ptr = self.desc_ptr.get(desc)
+        if ptr is None and arg is None:
+            raise ValueError(f"tlx.{'async_descriptor_prefetch_tensor' if coords else 'prefetch'} at "
+                             f"{source_location(self.text, loc)}: the descriptor is neither a kernel argument nor "
+                             "made in the kernel, so its tensor map has no address to prefetch")
+        flag = self.temp()
+        out = [f"{ind}{flag} = arith.extui {pred} : i1 to i32{loc}"]
+        ins = ([] if ptr is None else [(ptr, "!tt.ptr<i8>", "l")]) + [(c, "i32", "r") for c in coords] + [
+            (flag, "i32", "r")]
+        regs = {v: f"${i + 1}" for i, (v, _, _) in enumerate(ins)}
+        text = tma_llvm.prefetch_asm("$D" if ptr is None else regs[ptr], [regs[c] for c in reversed(coords)],
+                                     regs[flag], a.get("evict", ""))
+        if ptr is None:
+            text = f"{tma_llvm.MARK}arg:{arg};{text}"
+        out.append(f'{ind}{p.result} = tt.elementwise_inline_asm "{text}" {{constraints = '
+                   f'"{",".join(["=r"] + [c for _, _, c in ins])}", packed_element = 1 : i32, pure = false}} '
+                   f"{', '.join(v for v, _, _ in ins)} : {', '.join(t for _, t, _ in ins)} -> {p.result_type}{loc}")
+        return out
+
+    def lower(self, p: Placeholder) -> list[str]:
+        a, pid, ind, loc = p.payload, p.payload["id"], p.indent, p.loc
+        out: list[str] = []
+        handle = self.names.__getitem__
+        if p.op == "anchor":  # a buffer from another function, by SSA value when it names one (see tlx/mem.py)
+            view = self.by_result.get(p.operands[0]) or (handle(a["src"]), self.memdesc[a["src"]])
+            self.names[pid], self.memdesc[pid] = self.by_result[p.result] = view
+            return []
+        h = self.define(pid)
+        if p.op == "local_alloc":
+            self.memdesc[pid] = a["type"]
+            out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
+        elif p.op == "alias_spec":  # the backing allocation of the spec's members (tlx/alias.py)
+            plan = self.overlaps.get(pid)
+            if plan is None:
+                raise ValueError(f"tlx.storage_alias_spec at {source_location(self.text, loc)}: no local_alloc uses "
+                                 "it, or its allocations have no common placement; call set_buffer_overlap")
+            self.memdesc[pid] = plan["backing"]
+            out.append(f"{ind}{h} = ttg.local_alloc {{alignment = {plan['align']} : i32}} : () -> {plan['backing']}{loc}")
+        elif p.op == "alias_alloc":  # a member: the backing seen with its type, more buffers (tlx/alias.py)
+            member = self.overlaps[a["spec"]]["members"][str(pid)]
+            self.memdesc[pid] = member["type"]
+            self.index_map[h] = (member["scale"], member["off"], member["group"])
+            out.append(f"{ind}{h} = ttg.memdesc_reinterpret {handle(a['spec'])} : {self.memdesc[a['spec']]} -> "
+                       f"{member['type']}{loc}")
+        elif p.op == "buffer_overlap":
+            pass
+        elif p.op == "dump_layout":  # the layout convert_to_ttgpuir gave the tensor; stock passes may change it
+            aliases = dict(re.findall(r"^(#\w+) = (#ttg\..*)$", self.text, re.M))
+            ty = re.sub(r"#\w+", lambda m: aliases.get(m.group(0), m.group(0)), p.operand_types[0])
+            print(f"tlx.dump_layout at {source_location(self.text, loc)}: {ty} (as converted to TritonGPU, before "
+                  "stock layout optimizations)", file=sys.stderr)
+        elif p.op == "memdesc_index":
+            self.memdesc[pid] = a["type"]
+            index = p.operands[0]
+            if handle(a["src"]) in self.index_map:  # buffer i of an aliased member: (i // G) * scale + off + i % G
+                scale, off, group = self.index_map[handle(a["src"])]
+                names = [self.temp() for _ in range(7)]
+                out += [f"{ind}{names[0]} = arith.constant {group} : i32{loc}",
+                        f"{ind}{names[1]} = arith.divsi {index}, {names[0]} : i32{loc}",
+                        f"{ind}{names[2]} = arith.remsi {index}, {names[0]} : i32{loc}",
+                        f"{ind}{names[3]} = arith.constant {scale} : i32{loc}",
+                        f"{ind}{names[4]} = arith.muli {names[1]}, {names[3]} : i32{loc}",
+                        f"{ind}{names[5]} = arith.constant {off} : i32{loc}",
+                        f"{ind}{names[6]} = arith.addi {names[4]}, {names[5]} : i32{loc}"]
+                index = self.temp()
+                out.append(f"{ind}{index} = arith.addi {names[6]}, {names[2]} : i32{loc}")
+            out.append(f"{ind}{h} = ttg.memdesc_index {handle(a['src'])}[{index}] : "
+                       f"{self.memdesc[a['src']]} -> {a['type']}{loc}")
+        elif p.op in ("memdesc_subslice", "memdesc_trans", "memdesc_reshape", "memdesc_reinterpret"):
+            self.memdesc[pid] = a["type"]
+            props = {"memdesc_subslice": f"<{{offsets = array<i32: {', '.join(map(str, a.get('offsets', [])))}>}}> ",
+                     "memdesc_trans": f"<{{order = array<i32: {', '.join(map(str, a.get('order', [])))}>}}> "}
+            out.append(f'{ind}{h} = "ttg.{p.op}"({handle(a["src"])}) {props.get(p.op, "")}: '
+                       f"({self.memdesc[a['src']]}) -> {a['type']}{loc}")
+        elif p.op == "async_copy":
+            parts = [self.value(v, t, w, out, p) for v, t, w in zip(p.operands, p.operand_types, a["want"])]
+            src, rest = parts[0], parts[1:]
+            mask = f" mask {rest[0]}" if a["has_mask"] else ""
+            other = f" other {rest[-1]}" if a["has_other"] else ""
+            dst = self.memdesc[a["dst"]]
+            attrs = list(a["cache_attrs"])  # printed by tritium.compat for this Triton
+            if a.get("volatile"):
+                attrs.append("isVolatile = true")
+            if a.get("sync"):  # tlx/copy_fallback.py makes this copy synchronous, and says why
+                attrs.append(f'tlx.sync = "{a["sync"]}"')
+            attr_text = f" {{{', '.join(attrs)}}}" if attrs else ""
+            out.append(f"{ind}{h} = ttg.async_copy_global_to_local {src}, {handle(a['dst'])}{mask}{other}{attr_text} : "
+                       f"{a['want'][0]} -> {dst[len('!ttg.memdesc'):]}{loc}")
+        elif p.op == "commit_group":
+            out.append(f"{ind}{h} = ttg.async_commit_group{loc}")
+        elif p.op == "wait_group":
+            out.append(f"{ind}{h} = ttg.async_wait {{num = {a['num']} : i32}}{loc}")
+        elif p.op == "local_load":
+            out.append(f"{ind}{h} = ttg.local_load {handle(a['src'])} : {self.memdesc[a['src']]} -> {a['want']}{loc}")
+            self.result(p, h, a["want"], out)
+        elif p.op == "local_store":
+            value = self.value(p.operands[0], p.operand_types[0], a["want"], out, p)
+            out.append(f"{ind}ttg.local_store {value}, {handle(a['dst'])} : {a['want']} -> {self.memdesc[a['dst']]}{loc}")
+        elif p.op == "zeros":  # a constant made in the requested register layout
+            zero = "0.000000e+00" if a["float"] else "0"
+            out.append(f"{ind}{h} = arith.constant dense<{zero}> : {a['want']}{loc}")
+            self.result(p, h, a["want"], out)
+        elif p.op == "require_layout":
+            self.result(p, self.value(p.operands[0], p.operand_types[0], a["want"], out, p), a["want"], out)
+        elif p.op == "wgmma_a":  # a register A operand shaped unlike the accumulator (mma.async_dot)
+            self.wgmma_a[pid] = self.value(p.operands[0], p.operand_types[0], a["a_reg"], out, p)
+        elif p.op == "wgmma":
+            acc = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
+            if "a_op" in a:
+                a_val, a_type = self.wgmma_a[a["a_op"]], a["a_reg"]
+            elif "a_reg" in a:
+                a_val = self.value(p.operands[1], p.operand_types[1], a["a_reg"], out, p)
+                a_type = a["a_reg"]
+            else:
+                a_val, a_type = handle(a["a"]), self.memdesc[a["a"]]
+            b_val, b_type = handle(a["b"]), self.memdesc[a["b"]]
+            out.append(f"{ind}{h} = ttng.warp_group_dot {a_val}, {b_val}, {acc} {{inputPrecision = {a['precision']} : i32"
+                       f"{', maxNumImpreciseAcc = %d : i32' % a['imprecise'] if a['imprecise'] else ''}, isAsync = true}} : "
+                       f"{a_type} * {b_type} -> {a['acc']}{loc}")
+            self.result(p, h, a["acc"], out)
+        elif p.op == "wgmma_wait":
+            value = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
+            out.append(f"{ind}{h} = ttng.warp_group_dot_wait {value} {{pendings = {a['pendings']} : i32}} : {a['acc']}{loc}")
+            self.result(p, h, a["acc"], out)
+        elif p.op == "fence_async_shared":
+            out.append(f"{ind}ttng.fence_async_shared {{bCluster = false}}{loc}")
+        elif p.op == "alloc_barriers":
+            self.memdesc[pid] = a["type"]
+            out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
+            for i in range(int(a["type"].split("<", 1)[1].split("x", 1)[0])):
+                index, bar = self.temp(), self.temp()
+                out.append(f"{ind}{index} = arith.constant {i} : i32{loc}")
+                out.append(f"{ind}{bar} = ttg.memdesc_index {h}[{index}] : {a['type']} -> {a['one']}{loc}")
+                out.append(f"{ind}ttng.init_barrier {bar}, {a['arrive_count']} : {a['one']}{loc}")
+        elif p.op == "barrier_expect":
+            out.append(f"{ind}ttng.barrier_expect {handle(a['bar'])}, {a['size']}, {p.operands[0]} : "
+                       f"{self.memdesc[a['bar']]}{loc}")
+        elif p.op == "barrier_wait":
+            out.append(f"{ind}ttng.wait_barrier {handle(a['bar'])}, {p.operands[0]}, {p.operands[1]} : "
+                       f"{self.memdesc[a['bar']]}{loc}")
+        elif p.op == "barrier_arrive":
+            out.append(f"{ind}ttng.arrive_barrier {handle(a['bar'])}, {a['count']}, {p.operands[0]} : "
+                       f"{self.memdesc[a['bar']]}{loc}")
+        elif p.op == "tma_load":
+            desc, desc_type = self.descriptor(a)
+            *coords, pred = p.operands
+            hinted = self.mark(loc, f"l2:{a['evict']}") if a.get("evict") else loc
+            out.append(f"{ind}ttng.async_tma_copy_global_to_local {desc}[{', '.join(coords)}] {handle(a['dst'])}, "
+                       f"{handle(a['bar'])}, {pred} : {desc_type}, {self.memdesc[a['bar']]} -> "
+                       f"{self.memdesc[a['dst']]}{hinted}")
+        elif p.op in ("tma_store", "tma_reduce"):
+            desc, desc_type = self.descriptor(a)
+            head = (f"ttng.async_tma_reduce {a['kind']}, " if p.op == "tma_reduce"
+                    else "ttng.async_tma_copy_local_to_global ")
+            hinted = self.mark(loc, f"l2:{a['evict']}") if a.get("evict") else loc
+            out.append(f"{ind}{head}{desc}[{', '.join(p.operands)}] {handle(a['src'])} : "
+                       f"{desc_type}, {self.memdesc[a['src']]}{hinted}")
+        elif p.op == "tma_prefetch":
+            out.extend(self.prefetch(p))
+        elif p.op == "bulk_store":  # a TMA store that tlx/tma_llvm.py turns into a bulk copy
+            dst, size = p.operands
+            ptr, desc, view, zero = self.temp(), self.temp(), self.temp(), self.temp()
+            if p.operand_types[0] == "!tt.ptr<i8>":
+                ptr = dst
+            else:
+                out.append(f"{ind}{ptr} = tt.bitcast {dst} : {p.operand_types[0]} -> !tt.ptr<i8>{loc}")
+            out += [f"{ind}{desc} = ttng.reinterpret_tensor_descriptor {ptr} : !tt.ptr<i8> to {a['desc']}{loc}",
+                    f'{ind}{view} = "ttg.memdesc_reinterpret"({handle(a["src"])}) : ({self.memdesc[a["src"]]}) -> '
+                    f"{a['view']}{loc}",
+                    f"{ind}{zero} = arith.constant 0 : i32{loc}",
+                    f"{ind}ttng.async_tma_copy_local_to_global {desc}[{zero}, {size}] {view} : {a['desc']}, "
+                    f"{a['view']}{self.mark(loc, 'bulk_store')}"]
+        elif p.op == "bulk_load":  # a TMA load that tlx/tma_llvm.py turns into a bulk copy (tlx/async_copy.py)
+            src, size = p.operands
+            ptr, desc, view, zero, true = self.temp(), self.temp(), self.temp(), self.temp(), self.temp()
+            if p.operand_types[0] == "!tt.ptr<i8>":
+                ptr = src
+            else:
+                out.append(f"{ind}{ptr} = tt.bitcast {src} : {p.operand_types[0]} -> !tt.ptr<i8>{loc}")
+            out += [f"{ind}{desc} = ttng.reinterpret_tensor_descriptor {ptr} : !tt.ptr<i8> to {a['desc']}{loc}",
+                    f'{ind}{view} = "ttg.memdesc_reinterpret"({handle(a["dst"])}) : ({self.memdesc[a["dst"]]}) -> '
+                    f"{a['view']}{loc}",
+                    f"{ind}{zero} = arith.constant 0 : i32{loc}",
+                    f"{ind}{true} = arith.constant true{loc}",
+                    f"{ind}ttng.async_tma_copy_global_to_local {desc}[{zero}, {size}] {view}, {handle(a['bar'])}, "
+                    f"{true} : {a['desc']}, {self.memdesc[a['bar']]} -> {a['view']}{self.mark(loc, 'bulk_load')}"]
+        elif p.op == "tma_store_wait":
+            out.append(f"{ind}ttng.async_tma_store_wait {compat.tma_store_wait_attrs(a['pendings'])}{loc}")
+        elif p.op == "alloc_desc":
+            out.append(f"{ind}{p.result} = ttg.global_scratch_alloc {{alignment = {a['alignment']} : i32, "
+                       f"nbytes = {a['nbytes']} : i32}} : {p.result_type}{loc}")
+        elif p.op == "make_desc_slot":
+            rank = a["rank"]
+            out.extend(self.tensormap_create(ind, loc, p.operands[0], p.operands[1], p.operand_types[1],
+                                             p.operands[2:2 + rank], p.operands[2 + rank:],
+                                             _TensorMap.of(a["desc_type"], a["fill"])))
+            out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
+                       f"{a['desc_type']}{loc}")
+            self.types[h] = a["desc_type"]
+            self.desc_ptr[pid] = p.operands[0]
+        elif p.op == "reinterpret_desc":
+            out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
+                       f"{a['desc_type']}{loc}")
+            self.types[h] = a["desc_type"]
+            self.desc_ptr[pid] = p.operands[0]
+        elif p.op == "cluster_barrier":
+            out += [f"{ind}{op}{loc}" for op in compat.cluster_barrier_ops(p.result, p.result_type)]
+        elif p.op == "named_barrier":  # no TTGIR op on stock Triton: PTX, as Triton's own partition barriers
+            keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
+            ins = [(v, t) for k, v, t in zip(keys, p.operands, p.operand_types) if k not in a]
+            regs = iter(f"${i + 1}" for i in range(len(ins)))
+            bar, count = (str(a[k]) if k in a else next(regs) for k in keys)
+            args = f" {', '.join(v for v, _ in ins)} : {', '.join(t for _, t in ins)}" if ins else ""
+            out.append(f'{ind}{p.result} = tt.elementwise_inline_asm "bar.{a["kind"]} {bar}, {count}; mov.u32 $0, 0;" '
+                       f'{{constraints = "{",".join(["=r"] + ["r"] * len(ins))}", packed_element = 1 : i32, '
+                       f'pure = false}}{args} -> {p.result_type}{loc}')
+        else:
+            raise ValueError(f"tlx: no lowering for placeholder op {p.op!r}")
+        if pid in self.memdesc:
+            self.types[h] = self.memdesc[pid]
+            if p.result:
+                self.by_result[p.result] = (h, self.memdesc[pid])
+        return out
+
+
+#: Placeholders that :func:`.ws_outline.outline` lowers, once the rest of the module is lowered.
+_WS_OPS = ("async_task",)
+
+
+def _typed_signature(line: str, desc_types: dict[int, str]) -> tuple[str, list[tuple[str, str]]]:
+    """The ``tt.func`` line with TMA descriptor arguments given the encodings TLX needs."""
+    start, end, args = func_signature(line)
+    if not desc_types:
+        return line, args
+    parts = split_types(line[start + 1:end])
+    for i, want in desc_types.items():
+        name, have = args[i]
+        parts[i] = parts[i].replace(f"{name}: {have}", f"{name}: {want}", 1)
+        args[i] = (name, want)
+    return line[:start + 1] + ", ".join(parts) + line[end:], args
+
+
+def _check_barriers(text: str) -> None:
+    """Reject named barriers that Triton itself uses: barrier 0 syncs the kernel's (or the default task's)
+    warps, and in a warp-specialized kernel barrier 1 switches tasks and barrier 2 + k syncs partition k.
+    Reject a cluster barrier outside the tasks of a warp-specialized kernel: the task warps wait in Triton's
+    task switch there and never arrive, so it would hang."""
+    ps = list(placeholders(text))
+    regions: dict[int, int] = {}
+    for p in ps:
+        if p.op == "async_task" and not p.payload["default"]:
+            regions[p.payload["region"]] = regions.get(p.payload["region"], 0) + p.payload.get("replicate", 1)
+    reserved = 2 + max(regions.values()) if regions else 1
+    for p in ps:
+        if p.op == "cluster_barrier" and regions and not p.payload["in_task"]:
+            raise ValueError(f"tlx.cluster_barrier at {p.payload['where']}: outside the async_tasks of a "
+                             "warp-specialized kernel the task warps wait in Triton's task switch and never arrive, "
+                             "so every thread of the cluster cannot meet; call it in every task instead")
+        if p.op == "named_barrier" and p.payload.get("bar", reserved) < reserved:
+            partitions = "2" if reserved == 3 else f"2-{reserved - 1}"
+            users = "the kernel's own barrier (0)" if not regions else (
+                f"Triton's own barriers of this warp-specialized kernel: 0 (default task), 1 (task switch) and "
+                f"{partitions} (one per partition)")
+            kind = "named_barrier_wait" if p.payload["kind"] == "sync" else "named_barrier_arrive"
+            raise ValueError(f"tlx.{kind} at {p.payload['where']}: bar={p.payload['bar']} is one of "
+                             f"{users}; use a barrier id in [{reserved}, 15]")
+
+
+#: A descriptor carrier (tlx/tma.py): ``tt.descriptor_store %desc[...], %zeros : <desc type>, <tensor type>``.
+_CARRIER = re.compile(r"^\s*tt\.descriptor_store (?P<name>%[\w$.-]+)\[[^]]*\], %[\w$.-]+ : (?P<types>.*?)(?: loc\(.*\))?$")
+#: TMA placeholders -> the TLX op named in errors.
+_TMA_OPS = {"tma_load": "async_descriptor_load", "tma_store": "async_descriptor_store",
+            "tma_reduce": "async_descriptor_store", "make_desc_slot": "make_tensor_descriptor",
+            "reinterpret_desc": "reinterpret_tensor_descriptor"}
+
+
+class _DescriptorPlan:
+    """Which type each descriptor TLX ops use must have, and the line edits that give it that type.
+
+    Triton descriptors reach TMA placeholders through carriers (tlx/tma.py): the carrier names the
+    descriptor and its current type, and is dropped. The descriptor is retyped where it is defined (the
+    kernel signature, a ``tt.make_tensor_descriptor``) and wherever another op prints its type. Slot
+    descriptors (by placeholder id) take the type their uses want; a slot write takes the type its
+    reinterprets want, since they read the tensor map it writes (they share the slot pointer).
+    """
+
+    def __init__(self, text: str) -> None:
+        lines = text.splitlines()
+        self.drop: set[int] = set()  # carrier lines
+        self.carried: dict[int, str] = {}  # placeholder line -> descriptor SSA name
+        self.retype: dict[str, tuple[str, str]] = {}  # descriptor SSA name -> (printed type, wanted type)
+        self.slot_types: dict[int, str] = {}  # slot placeholder id -> its descriptor type
+        self.addressed: set[str] = set()  # descriptors whose tensor map address an op needs (prefetch)
+        by_id: dict[int, tuple[str, str]] = {}
+        slots: list[Placeholder] = []
+        for i, line in enumerate(lines):
+            p = parse(line)
+            if p is None:
+                continue
+            a, where = p.payload, f"tlx.{_TMA_OPS.get(p.op, p.op)} at {source_location(text, p.loc)}"
+            if a.get("carried"):
+                m = _CARRIER.match(lines[i - 1]) if i else None
+                if m is None:
+                    raise ValueError(f"{where}: the descriptor carrier before it is gone (see tlx/tma.py)")
+                self.drop.add(i - 1)
+                self.carried[i] = m["name"]
+                if p.op == "tma_prefetch":  # any layout will do; it needs the tensor map's address
+                    self.addressed.add(m["name"])
+                    continue
+                have = split_types(m["types"])[0]
+                old = self.retype.setdefault(m["name"], (have, a["desc_type"]))
+                self._same(old[1], a["desc_type"], where)
+            elif "desc_id" in a and "desc_type" in a:
+                self._same(by_id.setdefault(a["desc_id"], (a["desc_type"], where))[0], a["desc_type"], where)
+            elif p.op in ("make_desc_slot", "reinterpret_desc"):
+                slots.append(p)
+        read: dict[str, tuple[str, str]] = {}  # slot pointer -> type its reinterprets want
+        for p in slots:
+            if p.op == "reinterpret_desc" and p.payload["id"] in by_id:
+                want, where = by_id[p.payload["id"]]
+                self._same(read.setdefault(p.operands[0], (want, where))[0], want, where)
+        for p in slots:
+            own, linked = by_id.get(p.payload["id"]), read.get(p.operands[0])
+            if own and linked and p.op == "make_desc_slot":
+                self._same(own[0], linked[0], linked[1])
+            self.slot_types[p.payload["id"]] = (own or linked or (p.payload["default"], ""))[0]
+
+    @staticmethod
+    def _same(have: str, want: str, where: str) -> None:
+        if have != want:
+            raise ValueError(f"{where}: this descriptor is also used with buffers of another shared layout "
+                             f"({have} vs {want}). Its tensor map has one swizzle, so every buffer it fills or "
+                             "stores from needs the same layout")
+
+    def arg_types(self, line: str) -> dict[int, str]:
+        """Kernel arguments (of the ``tt.func`` ``line``) to retype: argument index -> wanted type."""
+        return {i: self.retype[name][1] for i, (name, _) in enumerate(func_signature(line)[2]) if name in self.retype}
+
+    def rewrite(self, i: int, line: str, text: str) -> Optional[str]:
+        """``lines[i]`` with descriptor types updated, or ``None`` for a carrier."""
+        if i in self.drop:
+            return None
+        if line.lstrip().startswith("tt.func"):
+            return line  # arguments: see arg_types
+        code = strip_strings(line)
+        for name in set(SSA.findall(code)) & self.retype.keys():
+            have, want = self.retype[name]
+            d = re.match(rf"^\s*{re.escape(name)} = (\S+) ", code)
+            if d and d.group(1) == "tt.make_tensor_descriptor":
+                head, _, tail = line.rpartition(" : ")
+                loc = tail.find(" loc(")
+                types = split_types(tail if loc < 0 else tail[:loc])
+                line = f"{head} : {types[0]}, {want}{'' if loc < 0 else tail[loc:]}"
+            elif d or re.search(rf"{re.escape(name)}(?::\d+)?\s*=\s", code):
+                loc = re.search(r"loc\(.*\)$", line)
+                raise ValueError(f"tlx: a TMA descriptor used by TLX ops comes from '{(d.group(1) if d else 'a loop')}'"
+                                 f" at {source_location(text, loc.group(0) if loc else '')}; TLX gives a descriptor "
+                                 "the layout of its buffers where it is made, so pass a kernel argument or one made "
+                                 "by tl/tlx.make_tensor_descriptor, not one carried through a loop or branch")
+            else:
+                line = line.replace(have, want)
+        return line
+
+    def needs_address(self, line: str) -> bool:
+        """Whether ``line`` makes (``tt.make_tensor_descriptor``) a descriptor whose tensor map address is needed."""
+        m = re.match(r"^\s*(%[\w$.-]+) = tt\.make_tensor_descriptor ", line)
+        return m is not None and m.group(1) in self.addressed
+
+    def annotate(self, i: int, p: Placeholder) -> None:
+        if i in self.carried:
+            p.payload["desc_name"] = self.carried[i]
+        elif p.op in ("make_desc_slot", "reinterpret_desc"):
+            p.payload["desc_type"] = self.slot_types[p.payload["id"]]
+
+    def local_types(self) -> dict[str, str]:
+        """Types of retyped descriptors, for ``ttg.warp_specialize`` captures (arguments get theirs from the signature)."""
+        return {name: want for name, (_, want) in self.retype.items()}
+
+
+def lower(text: str) -> str:
+    """Rewrite every TLX placeholder of printed TTGIR into its TritonGPU op(s)."""
+    plan = _DescriptorPlan(text)
+    _check_barriers(text)
+    state = _Lowering([])
+    state.overlaps = {p.payload["spec"]: p.payload for p in placeholders(text) if p.op == "buffer_overlap"}
+    state.types.update(plan.local_types())
+    state.text = text
+    lines = []
+    for i, line in enumerate(text.splitlines()):
+        line = plan.rewrite(i, line, text)
+        if line is None:
+            continue
+        if plan.needs_address(line):
+            lines.extend(state.descriptor_in_scratch(line))
+            continue
+        if line.lstrip().startswith("tt.func"):
+            line, state.args = _typed_signature(line, plan.arg_types(line))
+            state.by_result = {}  # SSA names are per function too
+            state.names = _Names(re.search(r'@"?([\w.$-]+?)(?:__|"|\()', line).group(1))
+        p = parse(line)
+        # A printed name is unique only within its region: sibling regions (the two loops of a
+        # static_range, say) reuse names, so a redefined name's laid-out twin no longer applies.
+        for name in SSA_DEF.findall(strip_strings(line)):
+            state.native.pop(name, None)
+            state.by_result.pop(name, None)
+        if p is None or p.op in _WS_OPS:
+            lines.append(line)
+            continue
+        plan.annotate(i, p)
+        try:
+            lines.extend(state.lower(p))
+        except _MadeOutside as e:
+            raise ValueError(f"tlx.{p.payload.get('use', p.op)} at {source_location(text, p.loc)}: its buffer (or descriptor) was made "
+                             f"outside the function {e.args[1]}, which was not inlined. TLX buffers can be passed "
+                             "to @triton.jit helpers that are inlined, not to noinline=True ones") from None
+    known = {**dict(state.args), **state.types}
+    return "\n".join([*ws_outline.outline(lines, known), *state.marks]) + "\n"
