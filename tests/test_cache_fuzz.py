@@ -258,7 +258,8 @@ def test_every_binary_carries_the_marks_of_its_pipeline_and_state(tmp_path):
         (tmp_path / "fuzz_plugin.py").write_text(plugin_source(proc["state"]))
         env = dict(os.environ, TRITON_CACHE_DIR=str(cache), FUZZ_VERSIONED=str(proc["state"]["v"]),
                    FUZZ_KEYED=str(proc["state"]["k"]), PYTHONPATH=os.pathsep.join([HERE, os.environ.get(
-                       "PYTHONPATH", "")]), TRITIUM_DISABLE_PLUGIN_AUTOLOAD="1")
+                       "PYTHONPATH", "")]), TRITIUM_DISABLE_PLUGIN_AUTOLOAD="1",
+                   PYTHONDONTWRITEBYTECODE="1")  # the plugin's source changes between processes: never a stale .pyc
         code = f"import test_cache_fuzz as t; t.child({str(plan_path)!r}, {index})"
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         replay = f"replay with TRITIUM_FUZZ_SEED={seed}"
