@@ -4,12 +4,17 @@
 # tritium by a plain `pip install .` (no --no-deps, not editable), as a user's environment would: pip
 # must accept the Triton already there (pyproject: triton>=3.6,<3.10), the installed package (entry
 # points, bundled example plugins) is what the tests import, and the Triton must still be VERSION after.
+# torch: the builds that pin a Triton are PyPI's CUDA wheels (torch 2.10 and 2.11 pin triton==3.6.0, 2.12
+# 3.7.0, 2.13 3.7.1, 2.14 ~=3.8.0), which pull several GB of nvidia-* wheels; CPU builds declare no triton
+# dependency, and the one CI can fetch (download.pytorch.org is out of reach) is 2.13.0+cpu, so each
+# Triton is paired with that (tritium uses torch's Python API only). Triton 3.6 also gets numpy<2.4: its
+# interpreter breaks with numpy 2.4 (README).
 # Then the suite runs without tests/gpu (needs a GPU), the TLX-vs-Gluon equivalence test (written
 # against 3.6's Gluon API and TTGIR) and the fork-tutorial conformance (its expected failures are
 # recorded for 3.6; minutes of compiling). --compile-only also leaves out the interpreter modules
 # (tests/tlx/test_interpreter_*.py, tests/test_demo.py): the interpreter is Triton's Python code, and
-# CI time on 2 cores is short, so 3.7 and 3.8 check compilation, 3.9 (and 3.6, the main run) everything.
-# Extra arguments go to pytest.
+# CI time on 2 cores is short, so 3.6 (here), 3.7 and 3.8 check compilation, 3.9 everything (3.6 runs
+# everything in .venv too, scripts/test.sh). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${1:?usage: ci_triton.sh VERSION [--compile-only] [pytest args...]}
@@ -23,7 +28,8 @@ PY=${PYTHON:-python3}
 VENV=.venv-triton-$VERSION
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q "torch==2.13.0" "triton==$VERSION" pytest
+pins=(); case $VERSION in 3.6.*) pins=("numpy<2.4");; esac
+"$VENV/bin/python" -m pip install -q "torch==2.13.0" "triton==$VERSION" pytest ${pins[@]+"${pins[@]}"}
 "$VENV/bin/python" -m pip install -q ".[bench]"  # the bench extra: tests/test_bench_gemm.py renders reports
 "$VENV/bin/python" -c "import sys, triton; v = triton.__version__
 sys.exit(v != '$VERSION' and f'pip install . replaced triton $VERSION with {v}')"

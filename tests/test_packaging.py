@@ -1,6 +1,7 @@
 """Fitting a user's environment: dependency ranges, the Triton check at import, what `import tritium`
 loads (entry points, TRITIUM_PLUGIN_PATHS, deferred plugins such as TLX), and the CI scripts' promises."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -193,9 +194,20 @@ def test_ci_installs_each_triton_with_plain_pip_install():
     script = (ROOT / "scripts" / "ci_triton.sh").read_text()
     assert "--no-deps" not in script.split("set -euo pipefail")[1]
     assert 'pip install -q ".[bench]"' in script and '"triton==$VERSION"' in script
-    test_sh = (ROOT / "scripts" / "test.sh").read_text()
-    assert "ci_triton.sh 3.9.0\n" in test_sh  # 3.7 and 3.8 are run by hand for now (README, "Triton versions")
     assert not any(d.startswith("torch") for d in PYPROJECT["project"]["dependencies"])
+
+
+def test_ci_runs_every_supported_triton_in_a_fresh_venv():
+    """scripts/test.sh gives every minor version the dependency range admits a ci_triton.sh run: the
+    compile-only suite, or the whole non-GPU suite."""
+    test_sh = (ROOT / "scripts" / "test.sh").read_text()
+    loop = re.search(r'^for version in ([\d. ]+); do\n +bash scripts/ci_triton\.sh "\$version" --compile-only\n', test_sh,
+                     re.M)
+    compile_only = loop[1].split() if loop else []
+    full = re.findall(r"^bash scripts/ci_triton\.sh (\d+\.\d+\.\d+)$", test_sh, re.M)
+    (low, high) = tritium.SUPPORTED_TRITON
+    minors = sorted(tuple(map(int, v.split(".")[:2])) for v in compile_only + full)
+    assert minors == [(low[0], m) for m in range(low[1], high[1] + 1)], (compile_only, full)
 
 
 def test_a_source_tree_without_an_install_still_offers_the_bundled_plugins():
