@@ -89,27 +89,18 @@ def violations(source: str) -> Iterator[tuple[int, str]]:
             yield node.lineno, f"reads builder state {ast.unparse(node)}"
 
 
-#: Modules that still reach past the shims, with what is left to move. Strict xfail: once a module is
-#: clean its entry fails until removed, so this list only shrinks.
-PENDING = {
-    "plugins/inspection.py": "imports GluonASTSource from triton.experimental.gluon._runtime; belongs in compat.py "
-                             "(plugins/ is being reworked into a PluginManager, issue 11)",
-}
-
-
 def _modules() -> list:
     params = []
     for p in sorted(PACKAGE.rglob("*.py")):
         rel = p.relative_to(PACKAGE).as_posix()
         if rel in SHIMS:
             continue
-        marks = [pytest.mark.xfail(strict=True, reason=PENDING[rel])] if rel in PENDING else []
-        params.append(pytest.param(p, id=rel, marks=marks))
+        params.append(pytest.param(p, id=rel))
     return params
 
 
-def test_the_shims_and_pending_modules_exist():
-    for rel in (*SHIMS, *PENDING):
+def test_the_shims_exist():
+    for rel in SHIMS:
         assert (PACKAGE / rel).is_file(), rel
 
 

@@ -709,6 +709,14 @@ def replace_module_body(old: Any, new: Any) -> None:
             old.set_attr(name, builder.get_string_attr(text))
 
 
+def ast_source(fn: Any, signature: dict, constexprs: dict, attrs: dict) -> Any:
+    """Triton's or Gluon's AST source for ``fn``: Gluon keeps its source class in a private module."""
+    if getattr(fn, "is_gluon", lambda: False)():
+        from triton.experimental.gluon._runtime import GluonASTSource
+        return GluonASTSource(fn, signature, constexprs, attrs)
+    return triton.compiler.ASTSource(fn, signature, constexprs, attrs)
+
+
 # --------------------------------------------------------------------------------------------
 # Direct launches of compiled kernels (tritium.ops): what JITFunction.run does per call, split
 # into a part done once per (kernel, arguments' shapes) and a per-call part.

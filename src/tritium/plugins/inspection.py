@@ -10,6 +10,7 @@ import triton
 from triton import knobs
 from triton.backends.compiler import GPUTarget
 
+from .. import compat
 from .errors import PipelineError
 from .manager import PipelineLike, bound_pipeline, default_manager, enabled_manager
 from .runner import CompileReport
@@ -52,10 +53,7 @@ def make_source(fn: Any, signature: Mapping[str, str], constexprs: Optional[Mapp
     pointers and integers that are multiples of 16.
     """
     attrs = {(fn.arg_names.index(name), ): [["tt.divisibility", 16]] for name in aligned}
-    if getattr(fn, "is_gluon", lambda: False)():
-        from triton.experimental.gluon._runtime import GluonASTSource
-        return GluonASTSource(fn, dict(signature), dict(constexprs or {}), attrs)
-    return triton.compiler.ASTSource(fn, dict(signature), dict(constexprs or {}), attrs)
+    return compat.ast_source(fn, dict(signature), dict(constexprs or {}), attrs)
 
 
 _UNSET: Any = object()
