@@ -40,7 +40,7 @@ def compiled(kernel: str, dt: str):
     """A kernel as ``launch`` compiles it for the ranked cases' shapes (aligned pointers and sizes)."""
     fn = {"proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel, "out": K.trimul_out_kernel}[kernel]
     cfg = K.PAIR_LARGE
-    consts, warps = {"proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=64, NUM_STAGES=3, SBK=2 * K.BK), 8),
+    consts, warps = {"proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=64, SBK=2 * K.BK), 8),
                      "pair": (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
                                    NUM_STAGES=cfg.NUM_STAGES), cfg.num_warps),
                      "out": (dict(H=128, BM=K.BM, BN=128, NUM_STAGES=2), 8)}[kernel]
@@ -66,9 +66,13 @@ def test_kernels_compile_to_wgmma_and_cp_async(kernel, wgmma, dt, tmp_path):
     assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::128B)? \[[^\]]+\], \[[^\]]+\], 0x10", ptx)
     assert "cp.async.wait_group" in ptx
     assert k.metadata.shared <= 232448  # Hopper's 227 KB per block
-    if kernel == "proj":  # the x tile is normalized in registers and fed to wgmma as its register A operand
-        assert re.search(rf"ttng\.warp_group_dot %\S+, %\S+, %\S+ {{[^}}]*}} : tensor<128x64x{ty}, #ttg\.dot_op",
+    if kernel == "proj":
+        # A is the normalized x tile in shared memory, and the next step's tile is normalized and stored
+        # (st.shared) while this step's wgmmas run: between their commit and their wait.
+        assert re.search(rf"ttng\.warp_group_dot %\S+, %\S+, %\S+ {{[^}}]*}} : !ttg\.memdesc<128x64x{ty}",
                          k.asm["ttgir"])
+        issued = ptx.rindex("wgmma.commit_group.sync.aligned")
+        assert "st.shared" in ptx[issued:ptx.index("wgmma.wait_group.sync.aligned", issued)]
     if kernel == "pair":  # B is the transposed view of right's K-contiguous tile
         assert "ttg.memdesc_trans" in k.asm["ttgir"]
     ptx_file = tmp_path / "k.ptx"

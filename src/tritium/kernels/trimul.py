@@ -13,10 +13,10 @@ range, else bf16: ``tritium.ops.trimul.choose_dtypes``); the pair product is alw
 
 1. :func:`trimul_proj_kernel`: one GEMM over the five stacked projections. A program owns BM rows of
    x and one HS-wide slice of the hidden dimension. It computes the rows' LayerNorm statistics
-   (chunked two-pass moments merged exactly, so Cauchy tails neither overflow nor cancel), then for
-   every K step normalizes the x tile in registers and feeds it, as wgmma's register A operand, to
-   five async dots whose B tiles (the five weights' K x HS slices) stream through a cp.async ring.
-   The x tile of the next step is loaded while the dots run. The epilogue applies mask and sigmoid
+   (chunked two-pass moments merged exactly, so Cauchy tails neither overflow nor cancel), then runs
+   five async dots per K step on the normalized x tile in shared memory, their B tiles (the five
+   weights' K x HS slices) and the x tiles arriving through cp.async rings. While step k's wgmmas run,
+   step k + 1's x tile is normalized into a second shared buffer. The epilogue applies mask and sigmoid
    gates and writes left and right channel-major, [B * H, N, N] (i, k contiguous), so step 3 is a
    batched row-major GEMM, and sigmoid(out gate) row-major [B * N * N, H].
 2. :func:`trimul_pair_kernel`: the batched GEMM ``out[z] = left[z] @ right[z]^T`` over z = B * H,
@@ -71,7 +71,7 @@ def _row_stats(x_ptr, rows64, row_ok, C, eps, BM: tl.constexpr, BK: tl.constexpr
     ptrs = x_ptr + (rows64[:, None] * C + tl.arange(0, BK)[None, :])
     mean = tl.zeros((BM, ), tl.float32)
     m2 = tl.zeros((BM, ), tl.float32)
-    # Two tiles in flight. (The GEMM loop reads them again soon after, from L2, and marks them evict-first.)
+    # Two tiles in flight. (The GEMM loop copies them again soon after, from L2.)
     nxt = tl.load(ptrs, mask=row_ok[:, None], other=0.0)
     for k0 in range(0, C, BK):
         xt = nxt
@@ -87,19 +87,37 @@ def _row_stats(x_ptr, rows64, row_ok, C, eps, BM: tl.constexpr, BK: tl.constexpr
 
 
 @triton.jit
-def _load_weight_stage(w_ptrs, w_bufs, stage, step, w_rows, C, H: tl.constexpr, BK: tl.constexpr):
-    """One commit group: the five weights' [BK, HS] tiles of K step ``step`` into ring stage ``stage``
-    (masked off, so zero-filled and never read, past the last step)."""
+def _load_x(x_ptrs, x_bufs, step, row_ok, C, BK: tl.constexpr):
+    """K step ``step``'s x tile [BM, BK] (fp32) into x ring stage step % 3 (zero-filled past the last step)."""
+    tlx.async_load(x_ptrs + step * BK, x_bufs[step % 3], mask=row_ok[:, None] & (step * BK < C))
+
+
+@triton.jit
+def _load_w(w_ptrs, w_bufs, step, w_rows, C, H: tl.constexpr, BK: tl.constexpr):
+    """The five weights' [BK, HS] tiles of K step ``step`` into weight ring stage step % 2 (projection j at
+    w_bufs[5 * stage + j]; zero-filled past the last step)."""
     ok = w_rows[:, None] < C - step * BK
     for j in tl.static_range(5):
-        tlx.async_load(w_ptrs + (j * C + step * BK) * H, w_bufs[5 * stage + j], mask=ok)
-    tlx.async_load_commit_group()
+        tlx.async_load(w_ptrs + (j * C + step * BK) * H, w_bufs[5 * (step % 2) + j], mask=ok)
+
+
+@triton.jit
+def _normalize(x_buf, a_buf, ln_w_ptr, ln_b_ptr, step, C, mean_buf, rstd_buf, BK: tl.constexpr):
+    """``a_buf`` = LayerNorm of K step ``step``'s x tile (read from its ring stage), in a_buf's 16-bit type,
+    fenced for the wgmmas that read it."""
+    cols = step * BK + tl.arange(0, BK)
+    g = tl.load(ln_w_ptr + cols, mask=cols < C, other=0.0)
+    beta = tl.load(ln_b_ptr + cols, mask=cols < C, other=0.0)
+    xt = tlx.local_load(x_buf)
+    mean = tlx.local_load(mean_buf)
+    rstd = tlx.local_load(rstd_buf)
+    tlx.local_store(a_buf, ((xt - mean[:, None]) * rstd[:, None] * g[None, :] + beta[None, :]).to(a_buf.dtype))
+    tlx.fence_async_shared()
 
 
 @triton.jit
 def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, right_ptr, og_ptr, M, NN, C, eps,
-                       H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr,
-                       NUM_STAGES: tl.constexpr, SBK: tl.constexpr):
+                       H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr, SBK: tl.constexpr):
     """LayerNorm(x) @ [Wl | Wlg | Wr | Wrg | Wog]^T for BM rows and hidden columns h0 .. h0 + HS, gated.
 
     ``w_ptr``: the five transposed weights packed [5, C, H] (16-bit). Rows m = b * NN + (i * N + k).
@@ -114,44 +132,58 @@ def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, rig
     rows64 = rows.to(tl.int64)
     cols = tl.arange(0, BK)
     dtype = tlx.dtype_of(w_ptr)
-    w_bufs = tlx.local_alloc((BK, HS), dtype, 5 * NUM_STAGES)  # stage s, projection j at 5 * s + j
+    # Rings: x tiles three deep (step j in x_bufs[j % 3]), the five weight tiles two deep (w_bufs[5 * (j % 2)
+    # + p]) and the normalized x tiles two deep (a_bufs[j % 2]: step k + 1's is written while step k's wgmmas
+    # read a_bufs[k % 2]). One commit group per K step k: weights of step k + 2 and x of step k + 3, issued
+    # once step k's wgmmas retire and awaited at the top of step k + 2, so each has one step to land.
+    x_bufs = tlx.local_alloc((BM, BK), tl.float32, 3)
+    w_bufs = tlx.local_alloc((BK, HS), dtype, 10)
+    a_bufs = tlx.local_alloc((BM, BK), dtype, 2)
     w_rows = tl.arange(0, BK)
     w_ptrs = w_ptr + (w_rows[:, None] * H + h0 + tl.arange(0, HS)[None, :])
+    x_ptrs = x_ptr + (rows64[:, None] * C + cols[None, :])
     k_tiles = C // BK
-    for i in tl.range(0, NUM_STAGES - 1, loop_unroll_factor=NUM_STAGES - 1):  # prologue, under the statistics
-        _load_weight_stage(w_ptrs, w_bufs, i, i, w_rows, C, H, BK)
+    # Prologue, under the statistics: the groups of steps -2 (w0, x0, x1) and -1 (w1, x2).
+    _load_w(w_ptrs, w_bufs, 0, w_rows, C, H, BK)
+    _load_x(x_ptrs, x_bufs, 0, row_ok, C, BK)
+    _load_x(x_ptrs, x_bufs, 1, row_ok, C, BK)
+    tlx.async_load_commit_group()
+    _load_w(w_ptrs, w_bufs, 1, w_rows, C, H, BK)
+    _load_x(x_ptrs, x_bufs, 2, row_ok, C, BK)
+    tlx.async_load_commit_group()
     mean, rstd = _row_stats(x_ptr, rows64, row_ok, C, eps, BM, SBK)
+    # Kept in shared memory: as registers they would stay live beside the five accumulators.
+    stats = tlx.local_alloc((BM, ), tl.float32, 2)
+    tlx.local_store(stats[0], mean)
+    tlx.local_store(stats[1], rstd)
 
     acc_lp = tl.zeros((BM, HS), tl.float32)
     acc_lg = tl.zeros((BM, HS), tl.float32)
     acc_rp = tl.zeros((BM, HS), tl.float32)
     acc_rg = tl.zeros((BM, HS), tl.float32)
     acc_og = tl.zeros((BM, HS), tl.float32)
-    x_ptrs = x_ptr + (rows64[:, None] * C + cols[None, :])
-    # x's last reads: evict-first, so the streamed x does not push the weights (read by every program) out of L2.
-    xt = tl.load(x_ptrs, mask=row_ok[:, None], other=0.0, eviction_policy="evict_first")
+    tlx.async_load_wait_group(1)
+    _normalize(x_bufs[0], a_bufs[0], ln_w_ptr, ln_b_ptr, 0, C, stats[0], stats[1], BK)
     for k in tl.range(0, k_tiles, num_stages=0):
-        s = k % NUM_STAGES
-        g = tl.load(ln_w_ptr + k * BK + cols)
-        beta = tl.load(ln_b_ptr + k * BK + cols)
-        a = ((xt - mean[:, None]) * rstd[:, None] * g[None, :] + beta[None, :]).to(dtype)
-        tlx.async_load_wait_group(NUM_STAGES - 2)  # step k's weight tiles have landed
-        acc_lp = tlx.async_dot(a, w_bufs[5 * s + 0], acc_lp)
-        acc_lg = tlx.async_dot(a, w_bufs[5 * s + 1], acc_lg)
-        acc_rp = tlx.async_dot(a, w_bufs[5 * s + 2], acc_rp)
-        acc_rg = tlx.async_dot(a, w_bufs[5 * s + 3], acc_rg)
-        acc_og = tlx.async_dot(a, w_bufs[5 * s + 4], acc_og)
-        # The next x tile loads while the wgmmas run.
-        xt = tl.load(x_ptrs + (k + 1) * BK, mask=row_ok[:, None] & (k + 1 < k_tiles), other=0.0,
-                     eviction_policy="evict_first")
+        tlx.async_load_wait_group(1)  # step k - 2's group: the weights of step k, x of step k + 1
+        a = a_bufs[k % 2]
+        w = 5 * (k % 2)
+        acc_lp = tlx.async_dot(a, w_bufs[w + 0], acc_lp)
+        acc_lg = tlx.async_dot(a, w_bufs[w + 1], acc_lg)
+        acc_rp = tlx.async_dot(a, w_bufs[w + 2], acc_rp)
+        acc_rg = tlx.async_dot(a, w_bufs[w + 3], acc_rg)
+        acc_og = tlx.async_dot(a, w_bufs[w + 4], acc_og)
+        # Step k + 1's tile is normalized while the wgmmas run (past the last step: a zero tile, unused).
+        _normalize(x_bufs[(k + 1) % 3], a_bufs[(k + 1) % 2], ln_w_ptr, ln_b_ptr, k + 1, C, stats[0], stats[1], BK)
         acc_lp = tlx.async_dot_wait(0, acc_lp)
         acc_lg = tlx.async_dot_wait(0, acc_lg)
         acc_rp = tlx.async_dot_wait(0, acc_rp)
         acc_rg = tlx.async_dot_wait(0, acc_rg)
         acc_og = tlx.async_dot_wait(0, acc_og)
-        # Refill the stage read one step ago (its wgmmas are retired) with step k + NUM_STAGES - 1.
-        i = k + NUM_STAGES - 1
-        _load_weight_stage(w_ptrs, w_bufs, i % NUM_STAGES, i, w_rows, C, H, BK)
+        # Step k's weight stage is free (its wgmmas retired) and so is its x stage (normalized a step ago).
+        _load_w(w_ptrs, w_bufs, k + 2, w_rows, C, H, BK)
+        _load_x(x_ptrs, x_bufs, k + 3, row_ok, C, BK)
+        tlx.async_load_commit_group()
     tlx.async_load_wait_group(0)  # the zero-filling copies past the end, before shared memory is reused
 
     # Epilogue: a row block lies in one batch b (NN % BM == 0): left/right[b * H + h, p] for p = m - b * NN.
@@ -298,7 +330,7 @@ def launch(x, mask, ln_w, ln_b, w_proj_t, out_ln_w, out_ln_b, w_out_t, eps: floa
     with stage("proj"):
         trimul_proj_kernel[(triton.cdiv(M, BM) * (H // hs), )](
             x, mask, ln_w, ln_b, w_proj_t, left, right, og, M, NN, C, eps, H=H, BM=BM, BK=BK, HS=hs,
-            NUM_STAGES=3, SBK=2 * BK if C % (2 * BK) == 0 else BK, num_warps=8)
+            SBK=2 * BK if C % (2 * BK) == 0 else BK, num_warps=8)
     cfg = pair_config(N)
     with stage("pair"):
         trimul_pair_kernel[(triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)](
