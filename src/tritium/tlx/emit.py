@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Sequence
 import triton.language as tl
 
 from . import placeholders
-from .triton_compat import interpreted, kernel_module, kernel_state, type_builder
+from .triton_compat import interpreted, interpreter_running, kernel_module, kernel_state, type_builder
 
 
 def _interpreter_op(name: str) -> Callable[..., Any]:
@@ -36,6 +36,9 @@ def tlx_builtin(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def op(*args: Any, _semantic: Any = None, **kwargs: Any) -> Any:
         if interpreted(_semantic):
+            if _semantic is None and not interpreter_running():
+                raise RuntimeError(f"tlx.{fn.__name__} was called outside a kernel: TLX ops work only inside a "
+                                   "@triton.jit function, compiled or run by TRITON_INTERPRET=1")
             return _interpreter_op(fn.__name__)(*args, **kwargs)
         return fn(*args, _semantic=_semantic, **kwargs)
 

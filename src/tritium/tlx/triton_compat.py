@@ -31,10 +31,10 @@ from triton.language.core import _unwrap_if_constexpr
 from triton.runtime import interpreter as _interpreter
 from triton.runtime.interpreter import ASTTransformer, InterpreterBuilder, TensorHandle
 
-__all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "compile_options", "dot_input_precision",
-           "builder_state", "kernel_state", "kernel_module", "type_builder", "statement_location",
-           "with_statement", "visit_body", "SubRegion", "interpreter_semantic", "interpreter_builder",
-           "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer"]
+__all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_running", "compile_options",
+           "dot_input_precision", "builder_state", "kernel_state", "kernel_module", "type_builder",
+           "statement_location", "with_statement", "visit_body", "SubRegion", "interpreter_semantic",
+           "interpreter_builder", "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
 unwrap_if_constexpr = _unwrap_if_constexpr
@@ -48,6 +48,13 @@ _STATE = "_tlx_state"  # attribute of the builder / module holding TLX's dict of
 def interpreted(semantic: Any) -> bool:
     """Whether a builtin runs under ``TRITON_INTERPRET=1`` (the interpreter passes no semantic, or its own)."""
     return semantic is None or isinstance(semantic.builder, InterpreterBuilder)
+
+
+def interpreter_running() -> bool:
+    """Whether the interpreter is running a kernel now (so a builtin called without a semantic is inside
+    it): for each program it swaps Triton's builtins, a tensor descriptor's ``load`` among them, for its
+    own, and puts them back after."""
+    return not getattr(tl.core.tensor_descriptor_base.load, "__triton_builtin__", False)
 
 
 def compile_options(semantic: Any) -> Any:
