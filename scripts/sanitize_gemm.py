@@ -2,7 +2,8 @@
 
 Usage: python scripts/sanitize_gemm.py [KERNEL] [programs]   (default: pipelined)
 KERNEL: pipelined, small (the pipelined kernel with tritium.ops' small-problem tile), or a persistent
-warp-specialized GEMM: ws, coop (cooperative), pingpong, splitk (3 K slices asked, 2 run: K has 4 steps); with the
+warp-specialized GEMM: ws, coop (cooperative), pingpong, splitk (3 K slices asked, 2 run: K has 4 steps), dualk
+(K has 4 steps of 64, so each replica takes 2 per tile, on the shallowest ring of 3 stages); with the
 suffix ``-noregs`` these leave register counts to the compiler (no setmaxnreg). ``programs`` caps the
 persistent grid (default 2).
 """
@@ -13,6 +14,7 @@ import torch
 from tritium.kernels import gemm_pipelined_hopper as hopper
 from tritium.kernels import gemm_splitk_hopper as splitk
 from tritium.kernels import gemm_ws_cooperative_hopper as coop
+from tritium.kernels import gemm_ws_dualk_hopper as dualk
 from tritium.kernels import gemm_ws_hopper as ws
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong
 
@@ -23,7 +25,8 @@ M, N, K = 192, 136, 200  # ragged: every mask (pipelined) and every TMA edge (pe
 PERSISTENT = {"ws": (ws, ws.Config(128, 128, 64, 8, 2, True, 232)),
               "coop": (coop, coop.Config(128, 64, 64, 8, 2, 2, 232)),
               "pingpong": (pingpong, pingpong.Config(64, 64, 64, 8, 2, 2, 232)),
-              "splitk": (splitk, splitk.Config(128, 64, 64, 8, 2, 2, 232, 3))}  # 6 tiles x 2 K slices (4 steps)
+              "splitk": (splitk, splitk.Config(128, 64, 64, 8, 2, 2, 232, 3)),  # 6 tiles x 2 K slices (4 steps)
+              "dualk": (dualk, dualk.Config(64, 64, 64, 8, 3, 2, 232))}  # 9 tiles: the partial buffer is reused
 
 a = torch.randn(M, K, device="cuda", dtype=torch.float16)
 b = torch.randn(K, N, device="cuda", dtype=torch.float16)

@@ -1,6 +1,7 @@
-"""Compile-path tests (CPU, sm_90) of the cooperative and ping-pong persistent WS GEMMs: the PTX has
-what each design needs (TMA loads on mbarriers, wgmma with one group in flight, setmaxnreg, sub-tiled
-TMA stores, and for ping-pong the named-barrier turns), and the shared memory fits an H100/H200 SM."""
+"""Compile-path tests (CPU, sm_90) of the cooperative, ping-pong and dual-K persistent WS GEMMs: the PTX
+has what each design needs (TMA loads on mbarriers, wgmma with one group in flight, setmaxnreg, sub-tiled
+TMA stores, for ping-pong the named-barrier turns, for dual-K the named-barrier reduction), no register
+spills, and the shared memory fits an H100/H200 SM."""
 from __future__ import annotations
 
 import re
@@ -13,6 +14,7 @@ from triton.compiler import ASTSource
 from tritium import compat
 from tritium.tlx.placeholders import placeholders
 from tritium.kernels import gemm_ws_cooperative_hopper as coop
+from tritium.kernels import gemm_ws_dualk_hopper as dualk
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -20,10 +22,11 @@ MAX_SHARED = 232448  # bytes of shared memory one block may use on sm_90
 KERNELS = {"cooperative": (coop, coop.matmul_kernel_ws_cooperative),
            "pingpong": (pingpong, pingpong.matmul_kernel_ws_pingpong)}
 TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+COMPILED = {**KERNELS, "dualk": (dualk, dualk.matmul_kernel_ws_dualk)}
 
 
 def compile_gemm(name: str, cfg, dtype: str = "fp16"):
-    module, kernel = KERNELS[name]
+    module, kernel = COMPILED[name]
     a, b, c = module.descriptor_blocks(cfg)
     sig = {"a_desc": f"tensordesc<{dtype}{a}>", "b_desc": f"tensordesc<{dtype}{b}>",
            "c_desc": f"tensordesc<{dtype}{c}>", "M": "i32", "N": "i32", "K": "i32"}
@@ -102,3 +105,29 @@ def test_bad_input_is_refused_before_launch(name):
         matmul(torch.zeros(4, 8), torch.zeros(8, 4))
     with pytest.raises(TypeError, match="got torch.float16 and torch.bfloat16"):
         matmul(torch.zeros(4, 8, dtype=torch.float16), torch.zeros(8, 4, dtype=torch.bfloat16))
+
+
+DUALK_CASES = [(dualk.DEFAULT, "fp16"), (dualk.Config(64, 64, 64, 8, 6, 1, 232), "bf16"),
+               (dualk.Config(64, 128, 64, 8, 4, 2, 232), "bf16"), (dualk.Config(64, 256, 64, 8, 3, 4, 232), "fp16")]
+
+
+@pytest.mark.parametrize("cfg,dtype", DUALK_CASES, ids=[f"{c.BM}x{c.BN}-s{c.NUM_STAGES}-{d}" for c, d in DUALK_CASES])
+def test_dualk_compiles_without_spills(cfg, dtype):
+    """Dual-K: both replicas issue wgmma on whole BM-row tiles, one group in flight; replica 1 hands its
+    partial over on named barriers RED_FULL/RED_FREE (each waited once and arrived on twice: the
+    initial free and the per-tile hand-backs); only replica 0 stores C; nothing spills to local memory."""
+    k = compile_gemm("dualk", cfg, dtype)
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert not list(placeholders(ttgir)) and ttgir.count("ttg.warp_specialize(") == 1
+    assert k.metadata.num_warps == 12 and k.metadata.shared <= MAX_SHARED
+    assert ".local" not in ptx and "st.local" not in ptx  # no spills
+    ptx_type = {"fp16": "f16", "bf16": "bf16"}[dtype]
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{cfg.BN}k16\.f32\.{ptx_type}\.{ptx_type}", ptx)
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx
+    assert f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
+    full, free, threads = dualk.RED_FULL.value, dualk.RED_FREE.value, dualk.RED_THREADS.value
+    waits = re.findall(rf"\bbar(?:rier)?\.sync(?:\.aligned)? \t?({full}|{free}), {threads};", ptx)
+    arrives = re.findall(rf"\bbar(?:rier)?\.arrive(?:\.aligned)? \t?({full}|{free}), {threads};", ptx)
+    assert sorted(waits) == [str(full), str(free)] and sorted(arrives) == [str(full), str(free), str(free)]
+    assert ptx.count(TMA_STORE) == cfg.EPILOGUE_SUBTILES
+    assert dualk.descriptor_blocks(cfg)[2] == [cfg.BM, cfg.BN // cfg.EPILOGUE_SUBTILES]

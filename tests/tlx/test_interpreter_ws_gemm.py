@@ -1,5 +1,5 @@
-"""The warp-specialized persistent Hopper GEMMs (hopper_gemm_ws, cooperative, ping-pong) on the CPU interpreter
-against a float64 reference."""
+"""The warp-specialized persistent Hopper GEMMs (hopper_gemm_ws, cooperative, ping-pong, dual-K) on the CPU
+interpreter against a float64 reference."""
 import pytest
 import torch
 
@@ -8,6 +8,7 @@ from interp_shim import require_interpret_mode
 require_interpret_mode()
 
 from tritium.kernels import gemm_ws_cooperative_hopper as coop  # noqa: E402
+from tritium.kernels import gemm_ws_dualk_hopper as dualk  # noqa: E402
 from tritium.kernels import gemm_ws_hopper as ws  # noqa: E402
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong  # noqa: E402
 
@@ -36,6 +37,7 @@ PERSISTENT = {
     "cooperative": (coop.matmul, [coop.Config(128, 32, 32, 8, 2, 2, 232), coop.Config(128, 32, 32, 1, 3, 1, None)]),
     "pingpong": (pingpong.matmul, [pingpong.Config(64, 32, 32, 8, 2, 2, 232),
                                    pingpong.Config(64, 32, 32, 1, 3, 4, None)]),
+    "dualk": (dualk.matmul, [dualk.Config(64, 32, 32, 8, 3, 2, 232), dualk.Config(64, 32, 32, 1, 4, 4, None)]),
 }
 
 
@@ -51,3 +53,16 @@ def test_persistent_ws_gemms_match_float64(design, variant, dtype, M, N, K):
     err = (c.double() - ref).norm() / ref.norm()
     tol = 2e-3 if dtype == torch.float16 else 1e-2  # output rounding: 2^-11 vs 2^-8 relative
     assert c.shape == (M, N) and c.dtype == dtype and err < tol, f"{M}x{N}x{K}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("M,N,K", [(100, 70, 16), (64, 8, 1), (130, 40, 160)])
+def test_dualk_odd_and_single_k_steps(M, N, K):
+    """Dual-K with one K step per tile (replica 1 owns none of some tiles' steps and adds a zero
+    partial) and with an odd count (the replicas alternate who takes the extra step), several tiles per
+    program and the shallowest ring (3 stages)."""
+    torch.manual_seed(M + N + K)
+    a, b = torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)
+    c = dualk.matmul(a, b, dualk.Config(64, 16, 32, 2, 3, 1, 232), num_sms=2)
+    ref = a.double() @ b.double()
+    err = (c.double() - ref).norm() / ref.norm()
+    assert c.shape == (M, N) and err < 2e-3, f"{M}x{N}x{K}: relative error {err:.2e}"

@@ -1,0 +1,133 @@
+"""Persistent warp-specialized Hopper GEMM, dual-K: two consumer warpgroups split the K loop of one tile.
+
+For problems with few output tiles (1024^3 has 128 tiles of 64x128 for 132 SMs, 512^3 64 of 64x64),
+a program owns about one tile. Ping-pong then leaves one consumer warpgroup idle, and the cooperative
+kernel's 128-row tiles halve the number of programs; split-K across programs pays a zero-filled fp32
+workspace, reduce stores and a conversion, several microseconds at these sizes. Here the split is
+inside the program, with no workspace:
+
+* grid = min(#SMs, #tiles); each program walks its tiles in GROUP_SIZE_M-grouped order.
+* Producer: the default task (4 warps, registers given back by ``setmaxnreg``) fills a ring of
+  NUM_STAGES (A, B) stages with every K step of the program's tiles in order (as in ping-pong);
+  each stage is consumed by one consumer (``empty`` arrive count 1).
+* Consumers: one 4-warp task replicated twice. Ring step ``it`` belongs to replica ``it % 2``, so
+  the two take alternate K steps of every tile (an odd K-step count alternates who takes the extra
+  one). Each keeps one wgmma group in flight and releases its previous step once it retired; a stage
+  is therefore held until its owner's next MMA is issued, two ring steps later, which is why the ring
+  needs at least 3 stages.
+* Reduction: replica 1 writes its fp32 partial tile to shared memory in EPILOGUE_SUBTILES column
+  slices and arrives on named barrier RED_FULL; replica 0 waits, adds the slices to its own and
+  runs the epilogue alone (TMA stores through two staging buffers), and once every slice is read
+  arrives on RED_FREE, which replica 1 waits on before it writes the next tile's partial. Replica 1
+  meanwhile starts the next tile's MMAs, so the epilogue overlaps the tensor cores.
+
+TMA zero-fills out-of-bounds loads and clips stores, so ragged M, N, K need no masks.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+import tritium.tlx as tlx
+
+from . import tiles
+from .tiles import WSConfig as Config
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm
+
+#: 64x128 tiles (each consumer a 64x128 fp32 accumulator), 6 stages, 2 store slices: 6 x 24 KiB of
+#: operands + 32 KiB of fp32 partial + 2 x 8 KiB of staging = 192 KiB of shared memory.
+DEFAULT = Config(64, 128, 64, 8, 6, 2, 232)
+
+#: Named barriers (stock Triton uses 0-3; ping-pong's MMA turns are 8 and 9).
+RED_FULL = tl.constexpr(10)
+RED_FREE = tl.constexpr(11)
+#: Threads taking part in them: both consumer warpgroups.
+RED_THREADS = tl.constexpr(2 * 4 * 32)
+
+
+@triton.jit
+def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                           GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
+                           NUM_REGS: tl.constexpr):
+    tl.static_assert(NUM_STAGES >= 3, "matmul_kernel_ws_dualk: NUM_STAGES must be at least 3 (see the docstring)")
+    EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
+    dtype = tlx.dtype_of(a_desc)
+    out_dtype = tlx.dtype_of(c_desc)
+    a_bufs = tlx.local_alloc((BM, BK), dtype, NUM_STAGES)
+    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
+    partial = tlx.local_alloc((BM, EPI_N), tl.float32, EPILOGUE_SUBTILES)  # replica 1's tile, by column slice
+    c_bufs = tlx.local_alloc((BM, EPI_N), out_dtype, 2)
+    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_tiles = num_pid_m * num_pid_n
+    k_tiles = tl.cdiv(K, BK)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            it = 0
+            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+                for k in range(0, k_tiles):
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(empty[s], ((it // NUM_STAGES) & 1) ^ 1)
+                    tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(dtype))
+                    tlx.async_descriptor_load(a_desc, a_bufs[s], [pid_m * BM, k * BK], full[s])
+                    tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+                    it += 1
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r: tl.constexpr = tlx.async_task_replica_id()
+            my_tiles = tl.cdiv(num_tiles - tl.program_id(0), tl.num_programs(0))
+            if r == 0:
+                tlx.named_barrier_arrive(RED_FREE, RED_THREADS)  # the partial buffer starts free
+            stores = 0  # replica 0's TMA stores so far: the next slice goes to staging buffer stores % 2
+            for t in range(0, my_tiles):
+                pid_m, pid_n = grouped_tile(tl.program_id(0) + t * tl.num_programs(0), num_pid_m, num_pid_n,
+                                            GROUP_SIZE_M)
+                base = t * k_tiles
+                k0 = (r + base) % 2  # my first K step of this tile: ring steps it with it % 2 == r are mine
+                mine = tl.cdiv(k_tiles - k0, 2)
+                acc = tl.zeros((BM, BN), dtype=tl.float32)
+                for i in range(0, mine):
+                    it = base + k0 + 2 * i
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
+                    acc = tlx.async_dot(a_bufs[s], b_bufs[s], acc)
+                    acc = tlx.async_dot_wait(1, acc)  # my previous step retired: its stage can be refilled
+                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 2) % NUM_STAGES], pred=i > 0)
+                acc = tlx.async_dot_wait(0, acc)
+                last = tl.maximum(base + k0 + 2 * (mine - 1), 0)
+                tlx.barrier_arrive(empty[last % NUM_STAGES], pred=mine > 0)
+                parts = column_subtiles(acc, BM, BN, EPILOGUE_SUBTILES)
+                if r == 1:
+                    tlx.named_barrier_wait(RED_FREE, RED_THREADS)  # replica 0 has read my previous partial
+                    for j in tl.static_range(EPILOGUE_SUBTILES):
+                        tlx.local_store(partial[j], parts[j])
+                    tlx.named_barrier_arrive(RED_FULL, RED_THREADS)
+                else:
+                    tlx.named_barrier_wait(RED_FULL, RED_THREADS)
+                    for j in tl.static_range(EPILOGUE_SUBTILES):
+                        out = (parts[j] + tlx.local_load(partial[j])).to(out_dtype)
+                        c_buf = c_bufs[stores % 2]
+                        tlx.async_descriptor_store_wait(1)  # the store that last read c_buf is done
+                        tlx.local_store(c_buf, out)
+                        tlx.fence_async_shared()
+                        tlx.async_descriptor_store(c_desc, c_buf, [pid_m * BM, pid_n * BN + j * EPI_N])
+                        stores += 1
+                    if t + 1 < my_tiles:  # every slice read: replica 1 waits on this once per tile after the first
+                        tlx.named_barrier_arrive(RED_FREE, RED_THREADS)
+            tlx.async_descriptor_store_wait(0)
+
+
+def descriptor_blocks(cfg: Config) -> tuple[list[int], list[int], list[int]]:
+    """Block shapes of the A, B and C descriptors: whole BM-row tiles, C in column slices."""
+    return [cfg.BM, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM, cfg.BN // cfg.EPILOGUE_SUBTILES]
+
+
+def matmul(a, b, config: Config = DEFAULT, num_sms: int | None = None):
+    """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
+    cfg = config
+    return launch_tma_gemm(matmul_kernel_ws_dualk, a, b, cfg.BM, cfg.BN, descriptor_blocks(cfg), num_sms,
+                           BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
+                           EPILOGUE_SUBTILES=cfg.EPILOGUE_SUBTILES, NUM_REGS=cfg.NUM_REGS)
