@@ -176,7 +176,8 @@ def phase1_jobs(shapes, dtypes, sms: int) -> list[dict]:
     from tritium.ops import plans
     variants = [plans.Plan("small", plans.SMALL_TILE), plans.Plan("pingpong", plans.pingpong.LARGE),
                 plans.Plan("pingpong", plans.pingpong.SMALL), plans.Plan("cooperative", plans.coop.LARGE),
-                plans.Plan("cooperative", plans.coop.SMALL), plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3))]
+                plans.Plan("cooperative", plans.coop.SMALL), plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3)),
+                plans.LARGE_PLAN, plans.Plan("dualk", plans.dualk.DEFAULT)]
     jobs = []
     for dtype in dtypes:
         for plan in [None, *variants]:  # None: the op as shipped (heuristic plan)

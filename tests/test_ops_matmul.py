@@ -20,13 +20,14 @@ H200_SMS = 132
 
 
 @pytest.mark.parametrize("shape,kernel,config", [
-    ((256, 256, 256), "small", plans.SMALL_TILE),
+    ((256, 256, 256), "small", plans.TINY_TILE),  # 16 tiles of 64x64: 32 of 64x32
     ((512, 512, 512), "small", plans.SMALL_TILE),
     ((1024, 1024, 1024), "pingpong", plans.pingpong.SMALL),  # 64 tiles of 128x128: 128 of 64x128
-    ((2048, 2048, 2048), "cooperative", plans.coop.SMALL),  # 256 tiles: about one per program
-    ((4096, 4096, 4096), "pingpong", plans.pingpong.LARGE),
-    ((8192, 53248, 8192), "pingpong", plans.pingpong.LARGE),
-    ((128, 13312, 16384), "splitk", plans.splitk.DEFAULT._replace(SPLIT_K=5)),  # 104 tiles: 520 units
+    ((2048, 2048, 2048), "pingpong", plans.pingpong.LARGE),  # 256 tiles: about two per program
+    ((4096, 4096, 4096), "cooperative", plans.LARGE_PLAN.config),
+    ((8192, 53248, 8192), "cooperative", plans.LARGE_PLAN.config),
+    ((128, 13312, 16384), "cooperative", plans.coop.SMALL),  # 104 tiles: no split-K at 79% of the SMs
+    ((128, 4096, 16384), "splitk", plans.splitk.DEFAULT._replace(SPLIT_K=4)),  # 32 tiles: 128 units
 ])
 def test_heuristic_on_the_h200(shape, kernel, config):
     assert plans.choose(*shape, H200_SMS) == plans.Plan(kernel, config)
@@ -57,7 +58,8 @@ def test_effective_split_never_leaves_a_slice_empty():
 def test_candidates_start_with_the_heuristic_and_are_distinct():
     c = plans.candidates(1024, 1024, 1024, H200_SMS)
     assert c[0] == plans.choose(1024, 1024, 1024, H200_SMS) and len(c) == len(set(c))
-    assert {p.kernel for p in c} == {"small", "pingpong", "cooperative", "splitk"}
+    assert {p.kernel for p in c} == {"small", "pingpong", "cooperative", "splitk", "dualk"}
+    assert "dualk" not in {p.kernel for p in plans.candidates(4096, 4096, 4096, H200_SMS)}
 
 
 def test_autotune_cache_round_trip(tmp_path, monkeypatch):
@@ -311,7 +313,7 @@ def test_direct_launch_passes_what_the_jit_passes(kernel, monkeypatch):
 def test_shipped_configs_fit_shared_memory_and_fp32_outputs_get_a_shallower_ring():
     shipped = [plans.Plan("pingpong", plans.pingpong.LARGE), plans.Plan("pingpong", plans.pingpong.SMALL),
                plans.Plan("cooperative", plans.coop.LARGE), plans.Plan("cooperative", plans.coop.SMALL),
-               plans.Plan("splitk", plans.splitk.DEFAULT)]
+               plans.Plan("splitk", plans.splitk.DEFAULT), plans.LARGE_PLAN, plans.Plan("dualk", plans.dualk.DEFAULT)]
     # The kernels' own accounting: ping-pong 128x128 "6 x 32 KiB + 4 x 8 KiB", cooperative 128x256 "4 x 48 KiB
     # + 4 x 8 KiB", both 224 KiB.
     assert plans.shared_bytes(shipped[0], 2, 2) == plans.shared_bytes(shipped[2], 2, 2) == 224 * 1024
@@ -322,6 +324,8 @@ def test_shipped_configs_fit_shared_memory_and_fp32_outputs_get_a_shallower_ring
     assert plans.fit(shipped[0], 2, 4).config == plans.pingpong.LARGE._replace(NUM_STAGES=5)
     assert plans.fit(shipped[2], 2, 4).config == plans.coop.LARGE._replace(NUM_STAGES=3)
     assert plans.fit(shipped[3], 2, 4) == shipped[3]  # 5 x 32 KiB + 4 x 16 KiB fits
+    # dual-K 64x128: "6 x 24 KiB of operands + 32 KiB of fp32 partial + 2 x 8 KiB of staging = 192 KiB"
+    assert plans.shared_bytes(shipped[6], 2, 2) == 192 * 1024 and plans.fit(shipped[6], 2, 4) == shipped[6]
     assert plans.fit(plans.Plan("small", plans.SMALL_TILE), 2, 4) == plans.Plan("small", plans.SMALL_TILE)
 
 
@@ -356,7 +360,9 @@ def test_layout_gives_size_one_dimensions_a_dense_stride():
 
 def test_sweep_space_respects_the_kernels_limits():
     """Every config the GPU sweep times can exist: it fits shared memory, a cooperative or split-K
-    consumer owns at least 64 rows, a ping-pong consumer's accumulator is at most 128x128 fp32."""
+    consumer owns at least 64 rows, a ping-pong consumer's accumulator is at most 128x128 fp32, a dual-K
+    one 64x256 (compiled without spills in tests/tlx/test_codegen_ws_persistent.py), on a ring of at
+    least 3 stages."""
     seen = {p for v in plans.SWEEP_SPACE.values() for p in v}
     for plan in seen:
         cfg = plan.config
@@ -366,6 +372,8 @@ def test_sweep_space_respects_the_kernels_limits():
         assert plans.shared_bytes(plan, 2, 2) <= plans.SHARED_LIMIT, plan
         if plan.kernel == "pingpong":
             assert cfg.BM >= 64 and cfg.BM * cfg.BN <= 128 * 128, plan
+        elif plan.kernel == "dualk":
+            assert cfg.BM == 64 and cfg.BN <= 256 and cfg.NUM_STAGES >= 3, plan
         else:
             assert cfg.BM >= 128, plan
     for shape in [(128, 13312, 16384), (8192, 8192, 8192), (2048, 2048, 2048), (1024, 1024, 1024), (256, 256, 256)]:
@@ -388,7 +396,7 @@ def test_gpu_sweep_jobs():
     shapes = [(128, 13312, 16384), (4096, 4096, 4096), (8192, 8192, 8192)]
     jobs = sweep.phase1_jobs(shapes, ["fp16", "bf16"], H200_SMS)
     checks = [j for j in jobs if j["kind"] == "check"]
-    assert len(checks) == 2 * 7 and {j["plan"] is None for j in checks} == {True, False}
+    assert len(checks) == 2 * 9 and {j["plan"] is None for j in checks} == {True, False}
     op = next(j for j in checks if j["plan"] is None)
     assert (300, 200, 1, True, None) in op["problems"] and (1, 1, 2, False, None) in op["problems"]
     small = next(j for j in checks if j["plan"] and j["plan"][0] == "small")

@@ -39,9 +39,9 @@ def _tol(dtype):
     (37, 29, 45, torch.float16, True, "pingpong"),
     (9, 13, 1, torch.float16, False, "pingpong"),  # K = 1
     # K = 1 with B a transposed view: [1, N] with strides (1, 1), read in place (no 16-byte row stride
-    # to honour in a single row); N = 200 needs no padding, so nothing would have replaced that stride
-    (300, 200, 1, torch.float16, True, "cooperative"),
-    (300, 200, 1, torch.bfloat16, True, "cooperative"),
+    # to honour in a single row); N = 128 needs no padding, so nothing would have replaced that stride
+    (300, 128, 1, torch.float16, True, "cooperative"),
+    (300, 128, 1, torch.bfloat16, True, "cooperative"),
     (1, 1, 1, torch.bfloat16, False, "pingpong"),
 ])
 def test_op_matches_float64(M, N, K, dtype, b_transposed, kernel):
@@ -54,7 +54,8 @@ def test_op_matches_float64(M, N, K, dtype, b_transposed, kernel):
 
 @pytest.mark.parametrize("plan", [plans.Plan("cooperative", plans.coop.SMALL),
                                   plans.Plan("pingpong", plans.pingpong.LARGE),
-                                  plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3))],
+                                  plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3)),
+                                  plans.Plan("dualk", plans.dualk.DEFAULT)],
                          ids=lambda p: p.kernel)
 def test_every_variant_on_a_ragged_shape(plan):
     a, b = _operands(100, 70, 200, torch.float16, True)
@@ -208,14 +209,14 @@ def test_gpu_sweep_times_a_shape_and_picks_the_fastest(monkeypatch):
 
 
 def test_gpu_sweep_workers_survive_a_job_that_hangs(monkeypatch):
-    """Phase 1 in spawned workers: a job over its time limit (here a 512^3 problem on the interpreter with
-    a 20 s limit, as a hung kernel would be) has its worker killed and its plan kept out of the timing
-    phase; the other jobs still report."""
+    """Phase 1 in spawned workers: a job over its time limit (here a 1024^3 problem on the interpreter with
+    a 20 s limit, as a hung kernel would be; 512^3 could finish in time on a fast host) has its worker
+    killed and its plan kept out of the timing phase; the other jobs still report."""
     monkeypatch.setenv("TRITIUM_SWEEP_DEVICE", "cpu")
     sweep = _sweep_module(monkeypatch)
     quick = plans.Plan("small", plans.SMALL_TILE).to_json()
     slow = plans.Plan("pingpong", plans.pingpong.SMALL).to_json()
-    jobs = [{"kind": "compile", "plan": slow, "dtype": "fp16", "problems": [(512, 512, 512, False, None)]},
+    jobs = [{"kind": "compile", "plan": slow, "dtype": "fp16", "problems": [(1024, 1024, 1024, False, None)]},
             {"kind": "check", "plan": quick, "dtype": "fp16", "problems": [(16, 16, 16, False, None)]}]
     import time
     results, broken = sweep.run_phase1(jobs, workers=2, deadline=time.perf_counter() + 240, job_timeout=0,

@@ -1,23 +1,42 @@
 """Which GEMM kernel and config run a given problem: the per-shape heuristic and the autotune cache.
 
 The heuristic (:func:`choose`), with ``sms`` the GPU's streaming multiprocessors and
-``tiles128 = cdiv(M, 128) * cdiv(N, 128)``:
+``tiles128 = cdiv(M, 128) * cdiv(N, 128)``. Each rule cites the H200 sweep that picked it (GPU run 1:
+``scripts/gpu_gemm_sweep.py --budget-s 210``, 132 SMs, triton 3.6; ratios are cuBLAS time / ours in
+the same run, eager and CUDA-graph replay, fp16 and bf16; the timing noise is about 3%):
 
 1. **small**: ``M * N * K <= 512**3`` and K, N and the row strides even: the non-persistent
-   cp.async + wgmma pipelined kernel (gemm_pipelined_hopper) with 64x64x64 tiles. At these sizes the
-   time is launch latency plus one short K loop; small tiles give the most CTAs, and a pointer
-   kernel needs no TMA descriptors on the host.
-2. **split-K**: ``M * N * K >= 2**31`` and ``tiles128 < sms``: too few output tiles to fill the GPU,
+   cp.async + wgmma pipelined kernel (gemm_pipelined_hopper). At these sizes the time is launch
+   latency plus one short K loop, and a pointer kernel needs no TMA descriptors on the host. Tiles:
+   64x64x64, 3 stages (512^3: 0.86/0.87 eager, 0.99 graph; 64x32 0.80), or 64x32x64 when 64x64 tiles
+   would fill at most an eighth of the SMs (256^3, 16 tiles: 64x32 1.00-1.005 eager and 0.99/1.12
+   graph against 64x64's 1.005/0.91 and 0.95/1.06).
+2. **split-K**: ``M * N * K >= 2**31`` and ``2 * tiles128 <= sms``: at least half the GPU would idle,
    and enough work per tile to pay for the zero-fill and the fp32 round trip of the reduction. The
    number of K slices S (1..8, each slice at least 8 BK steps) is the one whose (tile, slice) units
-   fill the most of their last wave; split-K runs only when that beats S = 1 by 10%
-   (128x13312x16384 on 132 SMs: 104 tiles, S = 5, 520 units in 3.94 waves).
-3. **ping-pong** 128x128 (gemm_ws_pingpong_hopper.LARGE) when ``tiles128 >= 2 * sms``: every
-   program has at least two tiles, so one consumer's epilogue hides under the other's MMAs.
-4. **cooperative** 128x128 (gemm_ws_cooperative_hopper.SMALL) when ``sms <= tiles128 < 2 * sms``:
-   about one tile per program, so both consumer warpgroups work on it (2048^3: 256 tiles).
-5. **ping-pong** 64x128 (gemm_ws_pingpong_hopper.SMALL) otherwise: twice the tiles of 128x128
-   (1024^3: 128 tiles).
+   fill the most of their last wave; split-K runs only when that beats S = 1 by 10%. At 79% fill it
+   loses: 128x13312x16384 (104 tiles) ran 0.85 with S = 5 and 1.02 with rule 3's cooperative kernel.
+3. **partial**: ``sms / 2 < tiles128 < sms``: one partial wave of 128x128 tiles, each with both
+   consumer warpgroups on it: cooperative 128x128x64, 5 stages, 2 store slices
+   (gemm_ws_cooperative_hopper.SMALL; 128x13312x16384: 1.02 eager, 1.00/0.975 graph; ping-pong
+   64x256 0.93, 64x128 0.84).
+4. **mid**: ``sms <= tiles128 < 2 * sms``: ping-pong 128x128x64, 6 stages (gemm_ws_pingpong_hopper.LARGE;
+   2048^3, 256 tiles: 0.985/0.99 eager against 0.97/0.975 for cooperative 128x128; graph 0.92-0.95
+   for both).
+5. **large**: ``tiles128 >= 2 * sms``: cooperative 128x256x64, 3 stages, 2 store slices
+   (:data:`LARGE_PLAN`; 8192^3 and the four other seed shapes: 0.94-1.03 fp16, 0.98-1.02 bf16, where
+   ping-pong 128x128 ran 0.88-1.01 and 0.95-0.97; at 4096^3 the two tie within the noise: 0.93/0.95
+   eager and 0.98 graph cooperative, 0.93-0.97 eager and 0.92-0.97 graph ping-pong). The same tiles
+   with GROUP_SIZE_M 16 and 4 stages did better on bf16 (0.995-1.045) and worse on fp16 (0.92-1.02),
+   overall a tie; the next sweep times both.
+6. **few**: ``tiles128 <= sms / 2`` without split-K: ping-pong 64x128 (gemm_ws_pingpong_hopper.SMALL),
+   twice the tiles of 128x128 (1024^3, 128 tiles: 0.91/0.92 eager and graph; cooperative 128x64
+   0.90/0.91, split-K <= 0.51).
+
+Rules 3 and 6 leave a consumer warpgroup idle or halve the programs. The dual-K kernel
+(gemm_ws_dualk_hopper: both consumers on one tile, alternate K steps, reduced through shared memory
+with no workspace) targets them; it is in :data:`SWEEP_SPACE` and the autotune candidates, and no rule
+picks it until a sweep has measured it.
 
 :func:`shape_class` names these rules; :data:`SWEEP_SPACE` lists, per rule, the configs
 ``scripts/gpu_gemm_sweep.py`` times on the GPU, whose per-class winners are what the rules should
@@ -46,6 +65,7 @@ import triton
 from ..kernels import gemm_pipelined_hopper as pipelined
 from ..kernels import gemm_splitk_hopper as splitk
 from ..kernels import gemm_ws_cooperative_hopper as coop
+from ..kernels import gemm_ws_dualk_hopper as dualk
 from ..kernels import gemm_ws_pingpong_hopper as pingpong
 from ..kernels.tiles import Config as PointerConfig
 
@@ -56,8 +76,10 @@ SPLIT_K_MIN_WORK = 2**31
 SPLIT_K_MIN_STEPS = 8
 SPLIT_K_MAX = 8
 
-#: The small-problem path's tiles: 64x64x64, 3 stages, 4 warps (one warpgroup per CTA).
+#: The small-problem path's tiles: 64x64x64, 3 stages, 4 warps (one warpgroup per CTA); 64x32 for the
+#: smallest problems (rule 1).
 SMALL_TILE = PointerConfig(64, 64, 64, 8, 3, 4)
+TINY_TILE = PointerConfig(64, 32, 64, 8, 3, 4)
 
 
 @dataclass(frozen=True)
@@ -83,6 +105,8 @@ VARIANTS: dict[str, Variant] = {
                            _ws_constexprs, lambda cfg: 1),
     "splitk": Variant(splitk.matmul_kernel_splitk, splitk.Config, True, splitk.descriptor_blocks,
                       lambda cfg: {**_ws_constexprs(cfg), "SPLIT_K": cfg.SPLIT_K}, lambda cfg: cfg.SPLIT_K),
+    "dualk": Variant(dualk.matmul_kernel_ws_dualk, dualk.Config, True, dualk.descriptor_blocks, _ws_constexprs,
+                     lambda cfg: 1),
     "small": Variant(pipelined.matmul_kernel_pipelined_hopper, PointerConfig, False, None,
                      lambda cfg: dict(BLOCK_SIZE_M=cfg.BLOCK_SIZE_M, BLOCK_SIZE_N=cfg.BLOCK_SIZE_N,
                                       BLOCK_SIZE_K=cfg.BLOCK_SIZE_K, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
@@ -111,13 +135,17 @@ SHARED_LIMIT = 224 * 1024
 
 
 def shared_bytes(plan: Plan, in_size: int, out_size: int) -> int:
-    """Operand ring plus the 4 epilogue staging buffers of a TMA plan (C tiles of ``out_size`` bytes;
-    split-K stages fp32). Each consumer stages BM/2 rows (cooperative, split-K) or BM rows (ping-pong)."""
+    """Operand ring plus the epilogue staging buffers of a TMA plan (C tiles of ``out_size`` bytes;
+    split-K stages fp32): 4 per plan where each consumer stages BM/2 rows (cooperative, split-K) or
+    BM rows (ping-pong); dual-K's 2 of BM rows, plus its fp32 BMxBN partial tile."""
     cfg = plan.config
+    ring = cfg.NUM_STAGES * (cfg.BM * cfg.BK + cfg.BK * cfg.BN) * in_size
+    slice_cols = cfg.BN // cfg.EPILOGUE_SUBTILES
+    if plan.kernel == "dualk":
+        return ring + cfg.BM * cfg.BN * 4 + 2 * cfg.BM * slice_cols * out_size
     rows = cfg.BM if plan.kernel == "pingpong" else cfg.BM // 2
     out_size = 4 if plan.kernel == "splitk" else out_size
-    return cfg.NUM_STAGES * (cfg.BM * cfg.BK + cfg.BK * cfg.BN) * in_size + \
-        4 * rows * (cfg.BN // cfg.EPILOGUE_SUBTILES) * out_size
+    return ring + 4 * rows * slice_cols * out_size
 
 
 @functools.lru_cache(maxsize=1024)
@@ -159,7 +187,7 @@ def _fill(units: int, sms: int) -> float:
 def split_k_slices(M: int, N: int, K: int, sms: int, BM: int = 128, BN: int = 128, BK: int = 64) -> int:
     """Rule 2's number of K slices (1: do not split)."""
     tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
-    if M * N * K < SPLIT_K_MIN_WORK or tiles >= sms:
+    if M * N * K < SPLIT_K_MIN_WORK or 2 * tiles > sms:
         return 1
     steps = triton.cdiv(K, BK)
     options = [s for s in range(1, SPLIT_K_MAX + 1) if steps // s >= SPLIT_K_MIN_STEPS] or [1]
@@ -173,24 +201,31 @@ def even_layout(a_row_stride: int, b_row_stride: int, K: int, N: int) -> bool:
 
 
 def shape_class(M: int, N: int, K: int, sms: int, even: bool = True) -> str:
-    """Which rule of the heuristic a problem falls under: "small", "splitk", "large" (rule 3),
-    "mid" (rule 4) or "few" (rule 5)."""
+    """Which rule of the heuristic a problem falls under: "small", "splitk", "partial", "mid", "large"
+    or "few" (rules 1-6)."""
     if M * N * K <= SMALL_WORK and even:
         return "small"
     if split_k_slices(M, N, K, sms) > 1:
         return "splitk"
     tiles128 = triton.cdiv(M, 128) * triton.cdiv(N, 128)
-    return "large" if tiles128 >= 2 * sms else "mid" if tiles128 >= sms else "few"
+    if tiles128 >= sms:
+        return "large" if tiles128 >= 2 * sms else "mid"
+    return "partial" if 2 * tiles128 > sms else "few"
+
+
+#: Rule 5's plan: cooperative 128x256x64, GROUP_SIZE_M 8, 3 stages, 2 store slices (3 x 48 KiB of
+#: operands + 4 x 16 KiB of staging = 208 KiB of shared memory).
+LARGE_PLAN = Plan("cooperative", coop.Config(128, 256, 64, 8, 3, 2, 232))
 
 
 def choose(M: int, N: int, K: int, sms: int, even: bool = True) -> Plan:
     """The heuristic of the module docstring; ``even``: :func:`even_layout` of the operands."""
     kind = shape_class(M, N, K, sms, even)
     if kind == "small":
-        return Plan("small", SMALL_TILE)
+        return Plan("small", TINY_TILE if 8 * triton.cdiv(M, 64) * triton.cdiv(N, 64) <= sms else SMALL_TILE)
     if kind == "splitk":
         return Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=split_k_slices(M, N, K, sms)))
-    return {"large": Plan("pingpong", pingpong.LARGE), "mid": Plan("cooperative", coop.SMALL),
+    return {"large": LARGE_PLAN, "mid": Plan("pingpong", pingpong.LARGE), "partial": Plan("cooperative", coop.SMALL),
             "few": Plan("pingpong", pingpong.SMALL)}[kind]
 
 
@@ -204,35 +239,39 @@ def _split(BM: int, BN: int, slices: int, stages: int = 4, subtiles: int = 4) ->
 
 #: What the GPU sweep (scripts/gpu_gemm_sweep.py) times per shape class, besides the heuristic's
 #: choice: tiles (a cooperative/split-K consumer owns BM/2 rows, so BM >= 128 there; a ping-pong
-#: consumer holds a whole BMxBN fp32 accumulator, so BM * BN <= 128 * 128 there), K step, ring
-#: depth, epilogue slices, the grouping of tiles in L2 (GROUP_SIZE_M) and the number of K slices.
-#: Every config fits shared memory as it is; :func:`fit` still applies for fp32 outputs.
+#: consumer holds a whole BMxBN fp32 accumulator, so BM * BN <= 128 * 128 there; a dual-K consumer
+#: holds a whole BMxBN one too, BM = 64), K step, ring depth, epilogue slices, the grouping of tiles
+#: in L2 (GROUP_SIZE_M) and the number of K slices. Every config fits shared memory as it is;
+#: :func:`fit` still applies for fp32 outputs. Configs that lost by more than 10% in GPU run 1
+#: (K steps of 128, split-K below 79% fill, 2-stage and 8-warp small tiles) are left out; dual-K
+#: (gemm_ws_dualk_hopper) is new and timed where a program owns about one tile.
 SWEEP_SPACE: dict[str, list[Plan]] = {
-    "large": [_ws("pingpong", 128, 128, stages=6), _ws("pingpong", 128, 128, stages=6, group=16),
-              _ws("pingpong", 128, 128, stages=6, group=4), _ws("pingpong", 128, 128, stages=5, subtiles=2),
-              _ws("pingpong", 128, 128, BK=128, stages=3), _ws("pingpong", 64, 256, stages=4),
-              _ws("cooperative", 128, 256), _ws("cooperative", 128, 256, group=16),
-              _ws("cooperative", 128, 256, stages=3, subtiles=2), _ws("cooperative", 256, 128),
-              _ws("cooperative", 256, 128, group=16), _ws("cooperative", 128, 256, BK=128, stages=2)],
-    "mid": [_ws("cooperative", 128, 128, stages=5, subtiles=2), _ws("cooperative", 128, 128, stages=6),
-            _ws("pingpong", 128, 128, stages=6), _ws("pingpong", 128, 128, stages=6, group=16),
-            _ws("pingpong", 64, 128, stages=6, subtiles=2), _ws("pingpong", 64, 256, stages=4),
-            _ws("cooperative", 128, 256), _ws("cooperative", 256, 128), _ws("cooperative", 128, 128, BK=128, stages=3),
-            _split(128, 128, 2), _split(128, 256, 2, stages=3)],
-    "few": [_ws("pingpong", 64, 128, stages=6, subtiles=2), _ws("pingpong", 64, 128, stages=4, subtiles=2),
-            _ws("pingpong", 64, 64, stages=6, subtiles=1), _ws("cooperative", 128, 128, stages=5, subtiles=2),
-            _ws("cooperative", 128, 64, stages=6, subtiles=2), _split(128, 128, 2), _split(128, 128, 4),
-            _split(128, 64, 2, stages=6, subtiles=2), _split(128, 256, 4, stages=3),
-            Plan("small", PointerConfig(64, 64, 64, 8, 3, 4)), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4)),
-            Plan("small", PointerConfig(128, 128, 64, 8, 3, 8))],
+    "large": [LARGE_PLAN, _ws("cooperative", 128, 256, group=16), _ws("cooperative", 128, 256, stages=3, subtiles=2,
+                                                                      group=16),
+              _ws("cooperative", 128, 256, stages=3, subtiles=2, group=4), _ws("cooperative", 128, 256, stages=3),
+              _ws("cooperative", 128, 256), _ws("cooperative", 256, 128), _ws("pingpong", 128, 128, stages=6),
+              _ws("pingpong", 128, 128, stages=6, group=16), _ws("pingpong", 128, 128, stages=5, subtiles=2)],
+    "mid": [_ws("pingpong", 128, 128, stages=6), _ws("pingpong", 128, 128, stages=6, group=16),
+            _ws("pingpong", 128, 128, stages=6, group=4), _ws("cooperative", 128, 128, stages=5, subtiles=2),
+            _ws("cooperative", 128, 128, stages=6), LARGE_PLAN, _ws("cooperative", 128, 256),
+            _ws("cooperative", 256, 128), _ws("dualk", 64, 256, stages=3), _ws("dualk", 64, 128, stages=6, subtiles=2)],
+    "partial": [_ws("cooperative", 128, 128, stages=5, subtiles=2),
+                _ws("cooperative", 128, 128, stages=5, subtiles=2, group=1),
+                _ws("cooperative", 128, 128, stages=6), _ws("pingpong", 64, 256, stages=4),
+                _ws("dualk", 64, 256, stages=3), _ws("dualk", 64, 128, stages=6, subtiles=2),
+                _split(128, 256, 2, stages=3), _split(128, 128, 5)],
+    "few": [_ws("pingpong", 64, 128, stages=6, subtiles=2), _ws("cooperative", 128, 64, stages=6, subtiles=2),
+            _ws("dualk", 64, 128, stages=6, subtiles=2), _ws("dualk", 64, 128, stages=4, subtiles=2),
+            _ws("dualk", 64, 64, stages=6, subtiles=1), _ws("dualk", 64, 128, stages=6, subtiles=2, group=1),
+            _split(128, 128, 2), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4))],
     "splitk": [*(_split(128, 128, s) for s in (2, 3, 4, 5, 6, 8)), _split(128, 128, 5, stages=6),
                *(_split(128, 256, s, stages=3) for s in (2, 3, 4)), _ws("pingpong", 64, 128, stages=6, subtiles=2),
-               _ws("pingpong", 64, 256, stages=4), _ws("cooperative", 128, 128, stages=5, subtiles=2)],
-    "small": [Plan("small", SMALL_TILE), Plan("small", PointerConfig(64, 64, 64, 8, 2, 4)),
-              Plan("small", PointerConfig(64, 32, 64, 8, 3, 4)), Plan("small", PointerConfig(64, 128, 64, 8, 3, 4)),
-              Plan("small", PointerConfig(64, 64, 128, 8, 2, 4)), _ws("pingpong", 64, 128, stages=4, subtiles=2),
-              _ws("pingpong", 64, 64, stages=4, subtiles=1), _ws("cooperative", 128, 128, stages=4, subtiles=2),
-              _split(128, 64, 2, stages=4, subtiles=2)],
+               _ws("pingpong", 64, 256, stages=4), _ws("cooperative", 128, 128, stages=5, subtiles=2),
+               _ws("dualk", 64, 256, stages=3)],
+    "small": [Plan("small", SMALL_TILE), Plan("small", TINY_TILE), Plan("small", PointerConfig(64, 128, 64, 8, 3, 4)),
+              Plan("small", PointerConfig(64, 64, 128, 8, 2, 4)), Plan("small", PointerConfig(64, 32, 64, 8, 4, 4)),
+              _ws("pingpong", 64, 64, stages=4, subtiles=1), _ws("dualk", 64, 64, stages=4, subtiles=1),
+              _ws("dualk", 64, 32, stages=4, subtiles=1), _ws("dualk", 64, 128, stages=4, subtiles=2)],
 }
 
 
@@ -248,7 +287,9 @@ def sweep_candidates(M: int, N: int, K: int, sms: int) -> list[Plan]:
 def candidates(M: int, N: int, K: int, sms: int, even: bool = True) -> list[Plan]:
     """What autotuning times: the heuristic's choice first, then every other variant's usual configs."""
     plans = [choose(M, N, K, sms, even), Plan("pingpong", pingpong.LARGE), Plan("pingpong", pingpong.SMALL),
-             Plan("cooperative", coop.LARGE), Plan("cooperative", coop.SMALL)]
+             LARGE_PLAN, Plan("cooperative", coop.LARGE), Plan("cooperative", coop.SMALL)]
+    if triton.cdiv(M, 128) * triton.cdiv(N, 128) < sms:  # about one tile per program: dual-K
+        plans.append(Plan("dualk", dualk.DEFAULT))
     if even and M * N * K <= 8 * SMALL_WORK:  # up to 1024^3
         plans += [Plan("small", SMALL_TILE), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4))]
     steps = triton.cdiv(K, 64)
