@@ -48,8 +48,11 @@ def test_matches_float64(M, N, K, dtype, b_transposed):
                                   plans.Plan("pingpong", plans.pingpong.SMALL),
                                   plans.Plan("cooperative", plans.coop.LARGE),
                                   plans.Plan("cooperative", plans.coop.SMALL),
-                                  plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3))],
-                         ids=lambda p: f"{p.kernel}-{p.config[0]}x{p.config[1]}")
+                                  plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3)), plans.LARGE_PLAN,
+                                  plans.Plan("dualk", plans.dualk.DEFAULT),
+                                  plans.Plan("dualk", plans.dualk.Config(64, 64, 64, 8, 4, 1, 232)),
+                                  plans.Plan("small", plans.TINY_TILE)],
+                         ids=lambda p: f"{p.kernel}-{p.config[0]}x{p.config[1]}-s{p.config[4]}")
 @pytest.mark.parametrize("M,N,K", [(1000, 1000, 1000), (4097, 4095, 514), (1, 1, 2), (128, 1536, 4096)])
 def test_every_plan(plan, M, N, K):
     a, b = _operands(M, N, K, torch.bfloat16, False)
@@ -70,10 +73,15 @@ def test_direct_launches_are_cached_and_follow_new_pointers():
     b2 = b2.contiguous()
     second = matmul(a2, b2)  # same key, new addresses: new descriptors, same compiled kernel
     assert len(launch._calls) == 1 and len(call.compiled) == 1
+    # The first call went through the JIT (host TensorDescriptors), so only direct launches fill the cache.
     descriptors = next(iter(call.compiled.values())).descriptors
-    assert {a.data_ptr(), a2.data_ptr()} <= set(descriptors[0]) and {b.data_ptr(), b2.data_ptr()} <= set(descriptors[1])
+    assert set(descriptors[0]) == {a2.data_ptr()} and set(descriptors[1]) == {b2.data_ptr()}
+    third = matmul(a, b)  # the first operands again, now launched directly: both addresses are cached
+    assert len(launch._calls) == 1 and len(call.compiled) == 1
+    assert set(descriptors[0]) == {a.data_ptr(), a2.data_ptr()} and set(descriptors[1]) == {b.data_ptr(), b2.data_ptr()}
     _check(first, a, b, torch.float16)
     _check(second, a2, b2, torch.float16)
+    _check(third, a, b, torch.float16)
 
 
 def test_torch_compile_fullgraph_inductor():
