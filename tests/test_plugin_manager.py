@@ -126,6 +126,8 @@ def test_disabling_every_manager_gives_back_triton_and_a_foreign_hook(monkeypatc
     calls = []
 
     def foreign(*args):
+        if not args:  # Triton 3.7+ first asks the hook for its cache key
+            return "foreign", "0"
         calls.append(args[0].target)
 
     mine = PluginManager("mine")
