@@ -43,18 +43,19 @@ def compiled(kernel: str, dt: str):
     consts, warps = {"proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=64, SBK=2 * K.BK), 8),
                      "pair": (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
                                    NUM_STAGES=cfg.NUM_STAGES), cfg.num_warps),
-                     "out": (dict(H=128, BM=K.BM, BN=128, NUM_STAGES=2), 8)}[kernel]
+                     "out": (dict(H=128, BM=K.BM, BN=K.OUT_BN, NUM_STAGES=2), 8)}[kernel]
     ptrs = _pointers(kernel, dt)
     sig = {**ptrs, **dict.fromkeys(INTS[kernel], "i32")}
     if kernel != "pair":
         sig["eps"] = "fp32"
     sig.update(dict.fromkeys(consts, "constexpr"))
     src = make_source(fn, sig, consts, aligned=[*ptrs, *INTS[kernel]])
-    return triton.compile(src, target=SM90, options={"num_warps": warps})
+    options = {"num_warps": warps, **({"maxnreg": K.OUT_MAXNREG} if kernel == "out" else {})}
+    return triton.compile(src, target=SM90, options=options)
 
 
 @pytest.mark.parametrize("dt", ["fp16", "bf16"])
-@pytest.mark.parametrize("kernel, wgmma", [("proj", "m64n64k16"), ("pair", "m64n128k16"), ("out", "m64n128k16")])
+@pytest.mark.parametrize("kernel, wgmma", [("proj", "m64n64k16"), ("pair", "m64n128k16"), ("out", "m64n64k16")])
 def test_kernels_compile_to_wgmma_and_cp_async(kernel, wgmma, dt, tmp_path):
     k = compiled(kernel, dt)
     ptx = k.asm["ptx"]
@@ -82,6 +83,9 @@ def test_kernels_compile_to_wgmma_and_cp_async(kernel, wgmma, dt, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "0 bytes spill stores, 0 bytes spill loads" in out.stderr, out.stderr
     assert "C7515" not in out.stderr, out.stderr  # ptxas would serialize the wgmmas
+    if kernel == "out":  # two programs per SM: 2 * 256 threads * 128 registers fill the 64K, shared memory fits
+        assert int(re.search(r"Used (\d+) registers", out.stderr).group(1)) <= 128, out.stderr
+        assert 2 * (k.metadata.shared + 1024) <= 233472  # Hopper's 228 KB per SM, 1 KB reserved per block
 
 
 def _reference(dim=128, hidden=128, seed=0):
@@ -121,7 +125,12 @@ def test_packed_weights_are_cached_until_a_weight_changes():
     second = fused.packed_weights()
     assert second is not first and torch.equal(second[0][3], fused.right_gate.weight.t().half())
     fused.load_state_dict(_reference(128).state_dict())  # copies in place too
-    assert torch.equal(fused.packed_weights()[1], fused.to_out.weight.t().half())
+    third = fused.packed_weights()
+    assert third is not second and torch.equal(third[1], fused.to_out.weight.t().half())
+    fused.double()  # a dtype move: new storage, same version counters
+    assert fused.packed_weights() is not third and torch.equal(fused.packed_weights()[1], third[1])
+    fused.left_proj = torch.nn.Linear(128, 128, bias=False)  # a replaced submodule is seen
+    assert torch.equal(fused.packed_weights()[0][0], fused.left_proj.weight.t().half())
     with torch.no_grad():
         fused.norm.weight.fill_(1e4)  # LayerNorm(x) could now reach 1e4 * sqrt(128): past fp16's range
     proj_t, out_t = fused.packed_weights()
