@@ -34,7 +34,11 @@ class TriMul(nn.Module):
         self.to_out_norm = nn.LayerNorm(hidden_dim)
         self.to_out = nn.Linear(hidden_dim, dim, bias=False)
         self._packed: tuple | None = None
-        self._packed_key: tuple | None = None
+        self._packed_key: list | None = None
+        self._packed_params: list = []
+        # (child, parameter) names of every parameter, looked up afresh per call (so a replaced submodule
+        # or parameter is seen) without walking named_parameters(), which costs tens of microseconds.
+        self._param_names = [tuple(name.split(".")) for name, _ in self.named_parameters()]
         self._choose_dtypes()
         self.register_load_state_dict_post_hook(lambda module, keys: module._choose_dtypes())
 
@@ -46,15 +50,20 @@ class TriMul(nn.Module):
     def packed_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(proj_weight_t, out_weight_t) for :func:`tritium.ops.trimul`, cached per parameter version."""
         from ..ops.trimul import pack_weights
-        params = dict(self.named_parameters())
         if torch.compiler.is_compiling():  # traced: the packing is in the graph, in the dtypes chosen eagerly
-            return pack_weights(params, self._dtypes)
-        key = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params.values())
+            return pack_weights(dict(self.named_parameters()), self._dtypes)
+        modules = self._modules
+        params = [modules[child]._parameters[name] for child, name in self._param_names]
+        # A dtype or device move gives a parameter new storage (a new address, as the old one is still
+        # alive when the new one is allocated), so the address stands in for them: reading .dtype and
+        # .device costs more than the rest of the key.
+        # (The key's parameters are kept alive with it, so their ids are not reused.)
+        key = [(id(p), p._version, p.data_ptr()) for p in params]
         if key != self._packed_key:
             self._choose_dtypes()
             with torch.no_grad():
-                self._packed = pack_weights(params, self._dtypes)
-            self._packed_key = key
+                self._packed = pack_weights(dict(self.named_parameters()), self._dtypes)
+            self._packed_key, self._packed_params = key, params
         return self._packed
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
