@@ -1,17 +1,18 @@
-"""The cooperative and ping-pong persistent WS GEMMs on a real GPU: fresh random fp16 and bf16 data,
-square, skinny and ragged shapes, against torch fp32."""
+"""The cooperative, ping-pong and dual-K persistent WS GEMMs on a real GPU: fresh random fp16 and bf16
+data, square, skinny and ragged shapes, against torch fp32."""
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from tritium.kernels import gemm_ws_cooperative_hopper as coop  # noqa: E402
+from tritium.kernels import gemm_ws_dualk_hopper as dualk  # noqa: E402
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong  # noqa: E402
 
 from gemm_check import check_gemm, hopper_only  # noqa: E402,F401  (the fixture applies here)
 
 pytestmark = pytest.mark.gpu
 
-DESIGNS = {"cooperative": coop, "pingpong": pingpong}
+DESIGNS = {"cooperative": coop, "pingpong": pingpong, "dualk": dualk}
 # Square (each config's own pick: LARGE, or SMALL when the large tiles cannot fill the SMs), ragged in
 # every dimension, a K smaller than one BK step, and the skinny 128-row shape.
 SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (1000, 1000, 1000), (4097, 4095, 513), (1, 1, 1),
@@ -34,6 +35,8 @@ VARIANTS = {
     "pingpong-64x128": (pingpong, pingpong.SMALL),
     "pingpong-128x128-noregs": (pingpong, pingpong.LARGE._replace(NUM_REGS=None)),
     "pingpong-128x128-2st-1store-g1": (pingpong, pingpong.Config(128, 128, 64, 1, 2, 1, 232)),
+    "dualk-64x64-3st-1store": (dualk, dualk.Config(64, 64, 64, 8, 3, 1, 232)),  # stages alternate replicas
+    "dualk-64x256-noregs": (dualk, dualk.Config(64, 256, 64, 8, 3, 4, None)),
 }
 
 
