@@ -54,7 +54,7 @@ def test_interpreter_rejects_what_the_compile_path_rejects():
     x = torch.zeros(256, dtype=torch.uint8)
     for kernel, message in [(bulk_no_barrier, "barrier (an mbarrier the copy completes on) is required"),
                             (barrier_without_bulk, "barrier requires bulk=True"),
-                            (bad_tokens, "tokens must be a list of async tokens")]:
+                            (bad_tokens, "tokens must be async tokens (from tlx.async_load / commit / wait), got 1")]:
         with pytest.raises(InterpreterError, match=re.escape(message)):
             kernel[(1, )](x)
 

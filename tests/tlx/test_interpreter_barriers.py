@@ -42,7 +42,7 @@ def test_barrier_expect_bytes_arrives_and_waits_for_bytes():
 
 
 def test_barrier_ops_need_one_barrier():
-    with pytest.raises(TypeError, match="barrier_wait: expected one mbarrier"):
+    with pytest.raises(TypeError, match="tlx.barrier_wait: pick one barrier of the array"):
         interpreter.barrier_wait(interpreter.alloc_barriers(2), 0)
 
 

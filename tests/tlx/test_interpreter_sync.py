@@ -41,7 +41,7 @@ def test_named_barrier_alone_passes_when_it_counts_only_the_caller():
     assert out.item() == 1
     with pytest.raises(Exception, match="TLX interpreter deadlock"):
         named_runtime[(1, )](out, 5, 256)
-    with pytest.raises(Exception, match="bar must be in \\[0, 15\\], got 16"):
+    with pytest.raises(Exception, match="bar must be an int in \\[0, 15\\], got 16"):
         named_runtime[(1, )](out, 16, 128)
 
 
@@ -99,7 +99,7 @@ def test_vote_ballot_of_a_scalar_is_the_mask_or_zero():
     for x, mask, want in [(5, 0xFFFFFFFF, -1), (5, 0x0000FFFF, 0xFFFF), (0, 0xFFFFFFFF, 0)]:
         ballot[(1, )](out, torch.tensor([x], dtype=torch.int32), MASK=mask)
         assert out.item() == want
-    with pytest.raises(Exception, match="vote_ballot_sync: a tensor pred needs the lanes of the compiled"):
+    with pytest.raises(Exception, match="tlx.vote_ballot_sync: pred must be a scalar, got a tensor"):
         ballot_tensor[(1, )](torch.zeros(32, dtype=torch.int32), torch.ones(32, dtype=torch.int32))
 
 

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import triton.language as tl
 from triton.language.core import base_type, builtin
 
-from . import layouts
+from . import args, layouts
 from .emit import emit
 from .types import buffered_tensor, buffered_tensor_type, reuse_group, reuse_group_type, tlx_value
 from .triton_compat import ir, kernel_state, unwrap_if_constexpr
@@ -159,10 +159,7 @@ class storage_alias_spec_value(tlx_value):
     @builtin
     def set_buffer_overlap(self, overlap_def: reuse_group, _semantic: Any = None) -> None:
         """Place this spec's allocations as the ``reuse_group`` tree says (call it after allocating them)."""
-        overlap_def = unwrap_if_constexpr(overlap_def)
-        if not isinstance(overlap_def, reuse_group):
-            raise TypeError(f"storage_alias_spec.set_buffer_overlap: overlap_def must be a tlx.reuse_group, got "
-                            f"{overlap_def!r}")
+        overlap_def = check_overlap_def(overlap_def)
         spec = _state(_semantic, self)
         spec.explicit = True
         _emit_plan(_semantic, self, overlap_def, "storage_alias_spec.set_buffer_overlap")
@@ -183,7 +180,35 @@ def check_not_member(_semantic: Any, buf: buffered_tensor, op: str) -> None:
                                   "(local_view) instead of the whole allocation")
 
 
-def new_spec(_semantic: Any, storage: Any, buffer_size_bytes: Any) -> storage_alias_spec_value:
+def check_overlap_def(overlap_def: Any) -> reuse_group:
+    """``set_buffer_overlap``'s tree (shared with tlx/interpreter.py, as are the checks below)."""
+    overlap_def = unwrap_if_constexpr(overlap_def)
+    if not isinstance(overlap_def, reuse_group):
+        raise TypeError(f"storage_alias_spec.set_buffer_overlap: overlap_def must be a tlx.reuse_group, got "
+                        f"{args.describe(overlap_def)}")
+    return overlap_def
+
+
+def check_member_alloc(explicit: bool) -> None:
+    """``local_alloc(reuse=spec)``: members are allocated before ``spec.set_buffer_overlap`` (``explicit``)."""
+    if explicit:
+        raise ValueError("tlx.local_alloc: reuse=<storage_alias_spec> after its set_buffer_overlap; allocate every "
+                         "member first")
+
+
+def plan(tree: reuse_group, members: dict[Any, Member], key_of: Any, size: Optional[int], what: str) -> Placement:
+    """:func:`place`, checked: the plan fits ``buffer_size_bytes`` (``size``) and places every member."""
+    placement = place(tree, members, key_of, what)
+    total = placement.stride * placement.slots
+    if size is not None and total > size:
+        raise ValueError(f"{what}: the allocations need {total} bytes, more than buffer_size_bytes={size}")
+    if any(key not in placement.where for key in members):
+        raise ValueError(f"{what}: every allocation made with reuse=<this spec> must be in the reuse_group tree")
+    return placement
+
+
+def check_storage_alias_spec(storage: Any, buffer_size_bytes: Any) -> tuple[layouts.storage_kind, Optional[int]]:
+    """``(storage, buffer_size_bytes)`` of ``storage_alias_spec`` (shared with tlx/interpreter.py)."""
     storage = unwrap_if_constexpr(storage)
     if not isinstance(storage, layouts.storage_kind):
         raise ValueError(f"tlx.storage_alias_spec: storage must be a tlx.storage_kind, got {storage!r}")
@@ -193,6 +218,11 @@ def new_spec(_semantic: Any, storage: Any, buffer_size_bytes: Any) -> storage_al
     size = unwrap_if_constexpr(buffer_size_bytes)
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
         raise ValueError(f"tlx.storage_alias_spec: buffer_size_bytes must be a positive compile-time int, got {size!r}")
+    return storage, size
+
+
+def new_spec(_semantic: Any, storage: Any, buffer_size_bytes: Any) -> storage_alias_spec_value:
+    storage, size = check_storage_alias_spec(storage, buffer_size_bytes)
     pid, handle = emit(_semantic, "alias_spec")
     kernel_state(_semantic).setdefault(_SPECS, {})[pid] = _Spec(size)
     return storage_alias_spec_value(handle, storage, size, pid)
@@ -201,9 +231,7 @@ def new_spec(_semantic: Any, storage: Any, buffer_size_bytes: Any) -> storage_al
 def member_alloc(_semantic: Any, spec: storage_alias_spec_value, buf: buffered_tensor) -> buffered_tensor:
     """Register the allocation ``buf`` (already emitted as ``alias_alloc``) with ``spec``."""
     state = _state(_semantic, spec)
-    if state.explicit:
-        raise ValueError("tlx.local_alloc: reuse=<storage_alias_spec> after its set_buffer_overlap; allocate every "
-                         "member first")
+    check_member_alloc(state.explicit)
     nbytes = math.prod(buf.shape) * buf.dtype.primitive_bitwidth // 8
     state.members[buf.type.id] = (Member(buf.type.id, buf.type.num, nbytes, _alignment(buf.layout)), buf)
     counts = {m.num for m, _ in state.members.values()}
@@ -215,22 +243,17 @@ def member_alloc(_semantic: Any, spec: storage_alias_spec_value, buf: buffered_t
 def _emit_plan(_semantic: Any, spec: storage_alias_spec_value, tree: reuse_group, what: str) -> None:
     from .mem import _memdesc_type
     state = _state(_semantic, spec)
-    plan = place(tree, {k: m for k, (m, _) in state.members.items()},
-                 lambda leaf: leaf.type.id if isinstance(leaf, buffered_tensor) else None, what)
-    total = plan.stride * plan.slots
-    if state.size is not None and total > state.size:
-        raise ValueError(f"{what}: the allocations need {total} bytes, more than buffer_size_bytes={state.size}")
+    placement = plan(tree, {k: m for k, (m, _) in state.members.items()},
+                     lambda leaf: leaf.type.id if isinstance(leaf, buffered_tensor) else None, state.size, what)
     # Each member sees the whole backing as its buffers (Triton 3.8 verifies that ttg.memdesc_reinterpret
     # keeps the byte size), so the backing holds a whole number of every member's buffers: a tail of
     # buffer_size_bytes shorter than the common multiple of their sizes, which no member could reach, goes.
-    total = state.size or total
+    total = state.size or placement.stride * placement.slots
     total -= total % math.lcm(*(m.nbytes for m, _ in state.members.values()))
     members = {}
     for m, buf in state.members.values():
-        if m.key not in plan.where:
-            raise ValueError(f"{what}: every allocation made with reuse=<this spec> must be in the reuse_group tree")
-        off, group = plan.where[m.key]
-        scale = plan.stride // m.nbytes
+        off, group = placement.where[m.key]
+        scale = placement.stride // m.nbytes
         count = total // m.nbytes
         members[m.key] = {"type": _memdesc_type(_semantic, buf.dtype, (count, *buf.shape), buf.layout,
                                                      (count, *buf.shape)),

@@ -5,7 +5,7 @@ from typing import Any
 
 import triton.language as tl
 
-from . import layouts
+from . import args, layouts
 from .emit import emit, tlx_builtin
 from .mem import _memdesc_type, _view
 from .types import buffered_tensor
@@ -23,13 +23,6 @@ NUM_NAMED_BARRIERS = 16
 MAX_CTA_THREADS = 1024
 
 
-def _compile_time_int(value: Any, what: str, low: int = 1) -> int:
-    value = unwrap_if_constexpr(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{what} must be a compile-time int >= {low}, got {value!r}")
-    return value
-
-
 def check_target(_semantic: Any, op: str, min_cap: int = 80) -> None:
     cap = layouts.cuda_capability(compile_options(_semantic).arch)
     if cap is None or cap < min_cap:
@@ -37,33 +30,78 @@ def check_target(_semantic: Any, op: str, min_cap: int = 80) -> None:
                                   f"{compile_options(_semantic).arch}")
 
 
-def barrier(bar: Any, op: str) -> buffered_tensor:
-    """``bar`` if it is one mbarrier (an indexed ``alloc_barriers`` element)."""
-    if not isinstance(bar, buffered_tensor) or not bar.type.barrier:
-        raise TypeError(f"tlx.{op} expects an mbarrier (from tlx.alloc_barriers), got {bar}")
-    if bar.type.barrier == REMOTE_BARRIER:
-        raise TypeError(f"tlx.{op} does not take a remote_view of an mbarrier: pass the local mbarrier"
-                        f"{' and remote_cta_rank=' if op == 'barrier_arrive' else ''}")
-    if bar.type.num:
-        raise TypeError(f"tlx.{op}: pick one barrier of the array with tlx.local_view (or bars[i]) first")
-    return bar
+#: ``barrier(bar, op)``: ``bar`` if it is one local mbarrier (tma.py and cluster.py check with it too).
+barrier = args.barrier
 
 
 def predicate(_semantic: Any, pred: Any) -> tl.tensor:
-    """``pred`` as an i1 scalar (``None`` is true)."""
+    """``pred`` (checked by the op: :func:`args.scalar_pred`) as an i1 scalar (``None`` is true)."""
     pred = unwrap_if_constexpr(pred)
     value = _semantic.to_tensor(True if pred is None else pred)
-    if value.type.is_block():
-        raise TypeError(f"tlx: pred must be a scalar, got a tensor of shape {value.shape}")
     return value if value.dtype == tl.int1 else _semantic.not_equal(value, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# Argument checks, shared with tlx/interpreter.py (see tlx/args.py)
+# --------------------------------------------------------------------------------------------
+def check_alloc_barriers(num_barriers: Any, arrive_count: Any) -> tuple[int, int]:
+    return (args.compile_time_int(num_barriers, "alloc_barriers", "num_barriers"),
+            args.compile_time_int(arrive_count, "alloc_barriers", "arrive_count"))
+
+
+def check_alloc_warp_barrier(num_barriers: Any, num_warps: Any, num_arrivals: Any) -> tuple[int, int, int]:
+    op = "alloc_warp_barrier"
+    return (args.compile_time_int(num_barriers, op, "num_barriers"), args.compile_time_int(num_warps, op, "num_warps"),
+            args.compile_time_int(num_arrivals, op, "num_arrivals"))
+
+
+def check_barrier_expect_bytes(bar: Any, size: Any, pred: Any) -> int:
+    args.barrier(bar, "barrier_expect_bytes")
+    args.scalar_pred(pred, "barrier_expect_bytes")
+    return args.compile_time_int(size, "barrier_expect_bytes", "size", 0)
+
+
+def check_barrier_wait(bar: Any, phase: Any, pred: Any) -> None:
+    args.barrier(bar, "barrier_wait")
+    args.integer_scalar(phase, "barrier_wait", "phase")
+    args.scalar_pred(pred, "barrier_wait")
+
+
+def check_barrier_arrive(bar: Any, arrive_count: Any, remote_cta_rank: Any, pred: Any) -> int:
+    """The arrive count; a ``remote_cta_rank`` must name this CTA (:func:`cluster.check_remote_rank`)."""
+    from .cluster import check_remote_rank  # cluster imports this module
+    args.barrier(bar, "barrier_arrive")
+    count = args.compile_time_int(arrive_count, "barrier_arrive", "arrive_count")
+    if args.unwrap(remote_cta_rank) is not None:
+        check_remote_rank(remote_cta_rank, "barrier_arrive", "remote_cta_rank")
+    args.scalar_pred(pred, "barrier_arrive")
+    return count
+
+
+def check_named_barrier(op: str, bar: Any, arrive_count: Any, threads: int) -> None:
+    """Hardware barrier ``bar`` (0-15) for ``arrive_count`` threads (an int: a multiple of the warp size, at
+    least the ``threads`` executing the op) or run-time integer scalars."""
+    for name, value, low, high in (("bar", bar, 0, NUM_NAMED_BARRIERS - 1),
+                                   ("arrive_count", arrive_count, THREADS_PER_WARP, MAX_CTA_THREADS)):
+        value = args.integer_scalar(value, op, name)
+        if isinstance(value, tl.tensor):
+            continue
+        if not low <= value <= high:
+            raise ValueError(f"tlx.{op}: {name} must be an int in [{low}, {high}], got {value!r}")
+        if name == "arrive_count" and value % THREADS_PER_WARP:
+            raise ValueError(f"tlx.{op}: arrive_count counts threads and must be a multiple of the warp size "
+                             f"{THREADS_PER_WARP}, got {value}")
+        if name == "arrive_count" and value < threads:
+            raise ValueError(f"tlx.{op}: arrive_count={value} is fewer than the {threads} threads "
+                             f"({threads // THREADS_PER_WARP} warps) executing it; it counts every participating "
+                             "thread")
 
 
 @tlx_builtin
 def alloc_barriers(num_barriers, arrive_count=1, _semantic=None) -> buffered_tensor:
     """``num_barriers`` mbarriers, each completing a phase after ``arrive_count`` arrivals."""
     check_target(_semantic, "alloc_barriers")
-    num = _compile_time_int(num_barriers, "tlx.alloc_barriers: num_barriers")
-    count = _compile_time_int(arrive_count, "tlx.alloc_barriers: arrive_count")
+    num, count = check_alloc_barriers(num_barriers, arrive_count)
     one = _memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
     return _view(_semantic, "alloc_barriers", tl.int64, (1, ), BARRIER_LAYOUT, (num, 1), num, barrier=True,
                  arrive_count=count, one=one)
@@ -73,8 +111,7 @@ def alloc_barriers(num_barriers, arrive_count=1, _semantic=None) -> buffered_ten
 def barrier_expect_bytes(bar, size, pred=None, _semantic=None) -> None:
     """Arrive once on ``bar`` and make its phase also wait for ``size`` bytes of TMA traffic."""
     check_target(_semantic, "barrier_expect_bytes", 90)
-    bar = barrier(bar, "barrier_expect_bytes")
-    size = _compile_time_int(size, "tlx.barrier_expect_bytes: size", 0)
+    size = check_barrier_expect_bytes(bar, size, pred)
     emit(_semantic, "barrier_expect", operands=[predicate(_semantic, pred)], bar=bar.type.id, size=size)
 
 
@@ -82,10 +119,8 @@ def barrier_expect_bytes(bar, size, pred=None, _semantic=None) -> None:
 def barrier_wait(bar, phase, pred=None, _semantic=None) -> None:
     """Wait until the phase of parity ``phase`` of ``bar`` completed."""
     check_target(_semantic, "barrier_wait")
-    bar = barrier(bar, "barrier_wait")
+    check_barrier_wait(bar, phase, pred)
     phase = _semantic.to_tensor(phase)
-    if phase.type.is_block() or not phase.dtype.is_int():
-        raise TypeError(f"tlx.barrier_wait: phase must be an integer scalar, got {phase.type}")
     phase = _semantic.cast(phase, tl.int32) if phase.dtype != tl.int32 else phase
     emit(_semantic, "barrier_wait", operands=[phase, predicate(_semantic, pred)], bar=bar.type.id)
 
@@ -100,9 +135,7 @@ def alloc_warp_barrier(num_barriers, num_warps=1, num_arrivals=1, _semantic=None
     cost of the warp-group sync the fork's per-thread arrive avoids.
     """
     check_target(_semantic, "alloc_warp_barrier")
-    num = _compile_time_int(num_barriers, "tlx.alloc_warp_barrier: num_barriers")
-    warps = _compile_time_int(num_warps, "tlx.alloc_warp_barrier: num_warps")
-    arrivals = _compile_time_int(num_arrivals, "tlx.alloc_warp_barrier: num_arrivals")
+    num, warps, arrivals = check_alloc_warp_barrier(num_barriers, num_warps, num_arrivals)
     one = _memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
     return _view(_semantic, "alloc_barriers", tl.int64, (1, ), BARRIER_LAYOUT, (num, 1), num, barrier=WARP_BARRIER,
                  arrive_count=warps * THREADS_PER_WARP * arrivals, one=one)
@@ -116,11 +149,7 @@ def barrier_arrive(bar, arrive_count=1, remote_cta_rank=None, pred=None, _semant
     executing warps counts, as in the fork. ``remote_cta_rank`` names the CTA of the cluster whose copy of
     ``bar`` to arrive on; a TLX kernel on stock Triton is a cluster of one CTA, so it is 0 (tlx/cluster.py)."""
     check_target(_semantic, "barrier_arrive")
-    bar = barrier(bar, "barrier_arrive")
-    count = _compile_time_int(arrive_count, "tlx.barrier_arrive: arrive_count")
-    if unwrap_if_constexpr(remote_cta_rank) is not None:
-        from .cluster import remote_rank
-        remote_rank(_semantic, remote_cta_rank, "barrier_arrive", "remote_cta_rank")
+    count = check_barrier_arrive(bar, arrive_count, remote_cta_rank, pred)
     if bar.type.barrier == WARP_BARRIER:
         count *= executing_warps(_semantic) * THREADS_PER_WARP
     emit(_semantic, "barrier_arrive", operands=[predicate(_semantic, pred)], bar=bar.type.id, count=count)
@@ -146,25 +175,9 @@ def _named_barrier(_semantic: Any, op: str, bar: Any, arrive_count: Any) -> None
     if layouts.cuda_capability(compile_options(_semantic).arch) is None:
         raise NotImplementedError(f"tlx.{op} needs NVIDIA named barriers (PTX bar.sync/bar.arrive); AMD CDNA has "
                                   f"only the whole-workgroup s_barrier. The target is {compile_options(_semantic).arch}")
-    values = []
-    for name, value, low, high in (("bar", bar, 0, NUM_NAMED_BARRIERS - 1), ("arrive_count", arrive_count,
-                                                                             THREADS_PER_WARP, MAX_CTA_THREADS)):
-        value = unwrap_if_constexpr(value)
-        if isinstance(value, tl.tensor):
-            if value.type.is_block() or not value.dtype.is_int():
-                raise TypeError(f"tlx.{op}: {name} must be an integer scalar, got {value.type}")
-            values.append(_semantic.cast(value, tl.int32) if value.dtype != tl.int32 else value)
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ValueError(f"tlx.{op}: {name} must be an int in [{low}, {high}], got {value!r}")
-        if name == "arrive_count" and value % THREADS_PER_WARP:
-            raise ValueError(f"tlx.{op}: arrive_count counts threads and must be a multiple of the warp size "
-                             f"{THREADS_PER_WARP}, got {value}")
-        values.append(value)
-    count, warps = values[1], executing_warps(_semantic)
-    if isinstance(count, int) and count < warps * THREADS_PER_WARP:
-        raise ValueError(f"tlx.{op}: arrive_count={count} is fewer than the {warps * THREADS_PER_WARP} threads "
-                         f"({warps} warps) executing it; it counts every participating thread")
+    check_named_barrier(op, bar, arrive_count, executing_warps(_semantic) * THREADS_PER_WARP)
+    values = [unwrap_if_constexpr(v) for v in (bar, arrive_count)]
+    values = [_semantic.cast(v, tl.int32) if isinstance(v, tl.tensor) and v.dtype != tl.int32 else v for v in values]
     consts = {k: v for k, v in zip(("bar", "count"), values) if isinstance(v, int)}
     operands = [_semantic.to_tensor(v) for v in values]
     emit(_semantic, "named_barrier", operands=operands, kind="sync" if op == "named_barrier_wait" else "arrive",

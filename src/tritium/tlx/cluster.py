@@ -15,12 +15,12 @@ from typing import Any
 
 import triton.language as tl
 
-from . import layouts
+from . import args, layouts
 from .barriers import REMOTE_BARRIER, barrier, check_target, current_task
 from .emit import emit, tlx_builtin
 from .misc import read_register
 from .types import buffered_tensor, buffered_tensor_type
-from .triton_compat import compile_options, statement_location, unwrap_if_constexpr
+from .triton_compat import compile_options, statement_location
 
 _ONE_CTA = ("stock Triton runs a TLX kernel as a cluster of one CTA (the fork's ctas_per_cga launch option, which "
             "forms clusters of independent programs, does not exist on stock Triton)")
@@ -35,15 +35,11 @@ def _is_nvidia(_semantic: Any, op: str) -> bool:
     return layouts.cuda_capability(options.arch) is not None
 
 
-def remote_rank(_semantic: Any, rank: Any, op: str, arg: str) -> None:
-    """Check a remote CTA rank: a compile-time one must be 0 (the only CTA); a run-time one is 0 when run."""
-    rank = unwrap_if_constexpr(rank)
-    if isinstance(rank, tl.tensor):
-        if rank.type.is_block() or not rank.dtype.is_int():
-            raise TypeError(f"tlx.{op}: {arg} must be an integer scalar, got {rank.type}")
-    elif isinstance(rank, bool) or not isinstance(rank, int):
-        raise TypeError(f"tlx.{op}: {arg} must be an integer, got {rank!r}")
-    elif rank != 0:
+def check_remote_rank(rank: Any, op: str, arg: str) -> None:
+    """A remote CTA rank: an int must be 0 (the only CTA); a run-time scalar is 0 when run (the interpreter,
+    which knows its value, checks that too). Shared with tlx/interpreter.py."""
+    rank = args.integer_scalar(rank, op, arg)
+    if not isinstance(rank, tl.tensor) and rank != 0:
         raise ValueError(f"tlx.{op}: {arg}={rank} names another CTA of the cluster, but {_ONE_CTA}")
 
 
@@ -91,9 +87,9 @@ def remote_view(local_allocated_buffer, remote_cta_rank, _semantic=None) -> buff
     have remote views, and ``barrier_wait``/``barrier_arrive`` refuse them (``barrier_arrive`` takes
     ``remote_cta_rank`` itself)."""
     bar = barrier(local_allocated_buffer, "remote_view")
+    check_remote_rank(remote_cta_rank, "remote_view", "remote_cta_rank")
     _is_nvidia(_semantic, "remote_view")
     check_target(_semantic, "remote_view", 90)
-    remote_rank(_semantic, remote_cta_rank, "remote_view", "remote_cta_rank")
     t = bar.type
     return buffered_tensor(bar.handle, buffered_tensor_type(t.element_ty, t.shape, t.layout, t.alloc_shape, t.num,
                                                             t.id, t.memdesc, REMOTE_BARRIER))

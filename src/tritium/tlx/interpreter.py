@@ -24,7 +24,7 @@ import triton.language as tl
 
 from tritium import compat
 
-from . import alias
+from . import alias, args, async_copy, barriers, cluster, layouts, mem, misc, mma, tma, warp
 from .interp_tasks import AsyncTask, AsyncTasks, TLXDeadlockError, current_context, wait_until
 from .triton_compat import TensorHandle, interpreter_builder, interpreter_semantic, np_dtype, unwrap_if_constexpr
 
@@ -45,11 +45,8 @@ __all__ += ["DescriptorPtr", "allocate_tensor_descriptor", "reinterpret_tensor_d
             "async_descriptor_prefetch_tensor", "async_store"]
 __all__ += ["prefetch", "buffer_load", "buffer_store", "buffer_atomic_add", "buffer_load_to_local"]
 
-_STORAGE_KINDS = ("smem", "tmem", "smemCluster")
-_FENCE_SCOPES = ("gpu", "sys", "async_shared")
 _POISON = 0xFF
-_WARP_SIZE = 32
-_NUM_NAMED_BARRIERS = 16
+_WARP_SIZE = barriers.THREADS_PER_WARP
 
 
 def _semantic() -> Any:
@@ -78,13 +75,6 @@ def _as_bool(x: Any, default: bool) -> bool:
     return bool(x)
 
 
-def _as_shape(shape: Any) -> tuple[int, ...]:
-    shape = _value(shape)
-    if isinstance(shape, tl.tensor) or not hasattr(shape, "__iter__"):
-        return (_as_int(shape), )
-    return tuple(_as_int(s) for s in shape)
-
-
 def _np_dtype(dtype: tl.dtype) -> np.dtype:
     return np_dtype(dtype)
 
@@ -104,22 +94,35 @@ def _to_register(data: np.ndarray, dtype: tl.dtype) -> tl.tensor:
 
 
 class SharedBuffer:
-    """A view into one allocation: ``data`` is a numpy view of the allocation's byte ``storage``."""
+    """A view into one allocation: ``data`` is a numpy view of the allocation's byte ``storage``.
 
-    def __init__(self, data: np.ndarray, dtype: tl.dtype, storage: np.ndarray) -> None:
+    As on the compile path, a ``local_alloc`` result is the whole allocation of ``num`` buffers (``data``
+    is ``num x shape``), which ops taking one buffer refuse; any view of it has ``num`` 0. ``sliced``
+    marks ``local_slice`` views (the compile path cannot reinterpret them).
+    """
+
+    def __init__(self, data: np.ndarray, dtype: tl.dtype, storage: np.ndarray, num: int = 0,
+                 sliced: bool = False) -> None:
         self.data = data
         self.dtype = dtype
         self.storage = storage
+        self.num = num
+        self.sliced = sliced
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.data.shape
 
+    @property
+    def tlx_kind(self) -> str:
+        """What this value is, as the shared argument checks name it (tlx/args.py)."""
+        return args.BUFFERS if self.num else args.BUFFER
+
     def __getitem__(self, idx: Any) -> "SharedBuffer":
         return local_view(self, idx)
 
-    def view(self, data: np.ndarray, dtype: Optional[tl.dtype] = None) -> "SharedBuffer":
-        return SharedBuffer(data, dtype or self.dtype, self.storage)
+    def view(self, data: np.ndarray, dtype: Optional[tl.dtype] = None, sliced: bool = False) -> "SharedBuffer":
+        return SharedBuffer(data, dtype or self.dtype, self.storage, sliced=sliced)
 
     def byte_offset(self) -> int:
         return self.data.__array_interface__["data"][0] - self.storage.__array_interface__["data"][0]
@@ -128,172 +131,141 @@ class SharedBuffer:
         return f"SharedBuffer({self.dtype}, shape={self.shape})"
 
 
-def _buffer(x: Any, op: str) -> SharedBuffer:
-    x = _value(x)
-    if not isinstance(x, SharedBuffer):
-        raise TypeError(f"{op}: expected a local buffer (from local_alloc), got {type(x).__name__}")
-    return x
-
-
 def local_alloc(shape: Any, dtype: Any, num: Any, storage: Any = "smem", reuse: Any = None,
                 layout: Any = None) -> SharedBuffer:
-    """Allocate ``num`` buffers of ``shape``; the layout only matters to the compile path."""
-    shape, dtype, num = _as_shape(shape), _value(dtype), _as_int(num)
-    kind = getattr(_value(storage), "value", _value(storage))
-    if kind not in _STORAGE_KINDS:
-        raise ValueError(f"local_alloc: storage must be one of {_STORAGE_KINDS}, got {storage!r}")
-    if num < 1:
-        raise ValueError(f"local_alloc: num must be >= 1, got {num}")
-    np_dtype = _np_dtype(dtype)
+    """Allocate ``num`` buffers of ``shape``; the layout is only checked (it matters to the compile path)."""
+    shape, dtype, num = mem.check_local_alloc(shape, dtype, num, storage)
+    mem.check_shared_layout("local_alloc", layout, shape, dtype)
+    np_dtype, reuse = _np_dtype(dtype), _value(reuse)
     nbytes = num * math.prod(shape) * np_dtype.itemsize
-    if isinstance(_value(reuse), AliasSpec):
-        return _value(reuse).add(AliasMember(num, shape, dtype))
+    if isinstance(reuse, AliasSpec):
+        return reuse.add(AliasMember(num, shape, dtype))
     if reuse is None:
         raw = np.full(nbytes, _POISON, dtype=np.uint8)
     else:
-        raw = _buffer(reuse, "local_alloc(reuse=...)").storage
-        if raw.nbytes < nbytes:
-            raise ValueError(f"local_alloc: reused allocation has {raw.nbytes} bytes, {nbytes} needed")
-    return SharedBuffer(raw[:nbytes].view(np_dtype).reshape((num, ) + shape), dtype, raw)
+        root = args.buffer(reuse, "local_alloc(reuse=...)")
+        mem.check_reuse(root, bool(root.num), root.data.nbytes, num, shape, dtype)
+        raw = root.storage
+    return SharedBuffer(raw[:nbytes].view(np_dtype).reshape((num, ) + shape), dtype, raw, num)
 
 
 def local_view(local_allocated_buffers: Any, buffer_idx: Any) -> Any:
     """Select buffer ``idx`` of a multi-buffer allocation or barrier array."""
     buf, idx = local_allocated_buffers, buffer_idx  # the fork's parameter names
-    buf, idx = _value(buf), _as_int(idx)
+    buf, idx = _value(buf), _as_int(mem.check_local_view(buf, idx))
     if isinstance(buf, BarrierArray):
         return buf[idx]
     if isinstance(buf, AliasMember):
         return buf.at(idx)
-    buf = _buffer(buf, "local_view")
-    if not 0 <= idx < buf.shape[0]:
-        raise IndexError(f"local_view: index {idx} out of range for {buf.shape[0]} buffers")
+    mem.check_view_index(idx, buf.shape[0], bool(buf.num))
     # A 1-D view indexes to its one element ``idx``, shape [1], as in the fork.
     return buf.view(buf.data[idx:idx + 1] if buf.data.ndim == 1 else buf.data[idx])
 
 
 def local_slice(buffer: Any, offset: Any, shape: Any) -> SharedBuffer:
-    buf = buffer  # the fork's parameter names
-    buf, offset, shape = _buffer(buf, "local_slice"), _as_shape(offset), _as_shape(shape)
-    if not len(offset) == len(shape) == buf.data.ndim:
-        raise ValueError(f"local_slice: offset {offset} and shape {shape} must have rank {buf.data.ndim}")
-    if any(o < 0 or o + s > d for o, s, d in zip(offset, shape, buf.shape)):
-        raise IndexError(f"local_slice: offset {offset} + shape {shape} exceeds buffer shape {buf.shape}")
-    return buf.view(buf.data[tuple(slice(o, o + s) for o, s in zip(offset, shape))])
+    offset, shape = mem.check_local_slice(buffer, offset, shape)  # ``buffer``: the fork's parameter name
+    buf = _value(buffer)
+    return buf.view(buf.data[tuple(slice(o, o + s) for o, s in zip(offset, shape))], sliced=True)
 
 
 def local_trans(input: Any, dims: Any = (1, 0)) -> SharedBuffer:
-    buf = input  # the fork's parameter names
-    buf = _buffer(buf, "local_trans")
-    return buf.view(buf.data.transpose(_as_shape(dims)))
+    dims = mem.check_local_trans(input, dims)  # ``input``: the fork's parameter name
+    return _value(input).view(_value(input).data.transpose(dims))
 
 
 def local_reshape(src: Any, shape: Any) -> SharedBuffer:
-    buf = src  # the fork's parameter names
-    buf, shape = _buffer(buf, "local_reshape"), _as_shape(shape)
+    shape = mem.check_local_reshape(src, shape)  # ``src``: the fork's parameter name
+    buf = _value(src)
     data = buf.data.view()
     try:
         data.shape = shape  # raises instead of copying, so the result keeps aliasing the buffer
     except (AttributeError, ValueError) as exc:
-        raise ValueError(f"local_reshape: cannot view buffer of shape {buf.shape} as {shape}") from exc
+        raise ValueError(f"tlx.local_reshape: cannot view buffer of shape {buf.shape} as {shape} without a copy "
+                         "(the interpreter's views are row-major arrays)") from exc
     return buf.view(data)
 
 
 def local_reinterpret(src: Any, dtype: Any, shape: Any = None, layout: Any = None) -> SharedBuffer:
     """Reinterpret the bytes at the start of a contiguous view as ``dtype``/``shape``."""
-    buf = src  # the fork's parameter names
-    buf, dtype = _buffer(buf, "local_reinterpret"), _value(dtype)
-    shape = buf.shape if _value(shape) is None else _as_shape(shape)
+    buf = args.buffer(src, "local_reinterpret")  # ``src``: the fork's parameter name
+    dtype, shape = mem.check_local_reinterpret(buf, buf.shape, buf.sliced, dtype, shape)
+    mem.check_shared_layout("local_reinterpret", layout, shape, dtype)
     if not buf.data.flags.c_contiguous:
-        raise ValueError("local_reinterpret: the view must be contiguous (not a transposed or sliced view)")
+        raise ValueError("tlx.local_reinterpret: the interpreter reinterprets row-major bytes, so the view must be "
+                         "contiguous (not a transposed view)")
     np_dtype = _np_dtype(dtype)
     start, nbytes = buf.byte_offset(), math.prod(shape) * np_dtype.itemsize
-    if nbytes != buf.data.nbytes:  # as the compile path: a reinterpret keeps the size
-        raise ValueError(f"local_reinterpret: {dtype}{list(shape)} is {nbytes} bytes, the buffer {buf.data.nbytes}")
     return buf.view(buf.storage[start:start + nbytes].view(np_dtype).reshape(shape), dtype)
 
 
 def local_load(src: Any, token: Any = None, layout: Any = None, relaxed: Any = False,
                rematerialize_coordinates: Any = False, rematerialize_coordinates_group: Any = None) -> tl.tensor:
-    """The register layout and the fork's AMD scheduling hints only matter to the compile path."""
-    src = _buffer(src, "local_load")
+    """The register layout and the fork's AMD scheduling hints are only checked (they matter to the compile path)."""
+    mem.check_local_load(src, layout, relaxed, rematerialize_coordinates, rematerialize_coordinates_group)
+    src = _value(src)
     return _to_register(src.data, src.dtype)
 
 
 def local_store(dst: Any, src: Any) -> None:
-    dst = _buffer(dst, "local_store")
-    if not isinstance(src, tl.tensor) or _as_shape(src.shape) != dst.shape:
-        raise ValueError(f"local_store: value must be a tensor of shape {dst.shape}, got "
-                         f"{getattr(src, 'shape', type(src).__name__)}")
-    if src.dtype != dst.dtype:
-        raise TypeError(f"local_store: value dtype {src.dtype} does not match buffer dtype {dst.dtype}")
-    dst.data[...] = src.handle.data
+    mem.check_local_store(dst, src)
+    _value(dst).data[...] = _value(src).handle.data
 
 
-def _gather_axis(op: str, buf: SharedBuffer, indices: Any, axis: Any) -> tuple[np.ndarray, int]:
-    indices, axis = _value(indices), _as_int(axis)
-    if not isinstance(indices, tl.tensor) or not indices.dtype.is_int():
-        raise TypeError(f"{op}: indices must be an integer tensor, got {indices!r}")
-    idx, rank = indices.handle.data.astype(np.int64), buf.data.ndim
-    if not -rank <= axis < rank:
-        raise ValueError(f"{op}: axis {axis} out of range for rank {rank}")
-    axis %= rank
-    if idx.ndim != rank or any(idx.shape[d] != buf.shape[d] for d in range(rank) if d != axis):
-        raise ValueError(f"{op}: indices {list(idx.shape)} must match the buffer {list(buf.shape)} except on axis {axis}")
+def _gather_indices(op: str, buf: SharedBuffer, indices: Any, axis: int) -> np.ndarray:
+    """The (checked) indices of ``local_gather``/``local_scatter``, which must lie in the buffer: the
+    interpreter knows their values, so it checks what the compiled kernel cannot."""
+    idx = _value(indices).handle.data.astype(np.int64)
     if idx.size and (idx.min() < 0 or idx.max() >= buf.shape[axis]):
-        raise IndexError(f"{op}: an index is outside [0, {buf.shape[axis]}) on axis {axis}")
-    return idx, axis
+        raise IndexError(f"tlx.{op}: an index is outside [0, {buf.shape[axis]}) on axis {axis}")
+    return idx
 
 
 def local_gather(src: Any, indices: Any, axis: Any, token: Any = None) -> tl.tensor:
     """``out[.., i, ..] = src[.., indices[.., i, ..], ..]`` along ``axis`` (``torch.gather``)."""
-    buf = _buffer(src, "local_gather")
-    idx, axis = _gather_axis("local_gather", buf, indices, axis)
+    axis = mem.check_gather("local_gather", src, indices, axis)
+    buf = _value(src)
+    idx = _gather_indices("local_gather", buf, indices, axis)
     return _to_register(np.take_along_axis(buf.data, idx, axis), buf.dtype)
 
 
 def local_scatter(dst: Any, src: Any, indices: Any, axis: Any, token: Any = None) -> None:
     """``dst[.., indices[.., i, ..], ..] = src[.., i, ..]`` along ``axis``; the last duplicate wins."""
-    buf = _buffer(dst, "local_scatter")
-    idx, axis = _gather_axis("local_scatter", buf, indices, axis)
-    if not isinstance(src, tl.tensor) or src.handle.data.shape != idx.shape or src.dtype != buf.dtype:
-        raise ValueError(f"local_scatter: src must be a {list(idx.shape)} {buf.dtype} tensor like indices")
-    np.put_along_axis(buf.data, idx, src.handle.data, axis)  # numpy keeps the last of duplicate indices
-
-
-def _register_tensor(x: Any, op: str) -> tl.tensor:
-    x = _value(x)
-    if not isinstance(x, tl.tensor) or not x.type.is_block():
-        raise TypeError(f"{op}: x must be a register tensor, got {x!r}")
-    return x
+    axis = mem.check_local_scatter(dst, src, indices, axis)
+    buf = _value(dst)
+    idx = _gather_indices("local_scatter", buf, indices, axis)
+    np.put_along_axis(buf.data, idx, _value(src).handle.data, axis)  # numpy keeps the last of duplicate indices
 
 
 def zeros(shape: Any, dtype: Any, layout: Any = None) -> tl.tensor:
-    """Register layouts only matter to the compile path."""
-    dtype = _value(dtype)
-    return _to_register(np.zeros(_as_shape(shape), _np_dtype(dtype)), dtype)
+    """Register layouts are only checked: they matter to the compile path."""
+    shape, dtype = mem.check_zeros(shape, dtype, layout)
+    return _to_register(np.zeros(shape, _np_dtype(dtype)), dtype)
 
 
 def require_layout(x: Any, layout: Any, pin: Any = True, late_address_compute: Any = False) -> tl.tensor:
-    return _register_tensor(x, "require_layout")
+    return mem.check_require_layout(x, layout, pin, late_address_compute)
 
 
 def release_layout(x: Any) -> tl.tensor:
-    return _register_tensor(x, "release_layout")
+    return mem.check_register_tensor("release_layout", x)
 
 
 def subslice(local_allocated_buffer: Any, offset: Any, size: Any) -> None:
-    raise NotImplementedError("subslice slices Blackwell tensor memory; slice shared memory with local_slice")
+    mem.check_subslice()
 
 
 def assert_same_layout(lhs: Any, rhs: Any) -> None:
     """Layouts do not exist in the interpreter; only the operands are checked."""
-    _buffer(lhs, "assert_same_layout")
+    mem.check_layout_operand("assert_same_layout", lhs)
+    if args.kind_of(rhs) in (args.BUFFER, args.BUFFERS, args.MBARRIER, args.MBARRIERS, "tensor"):
+        mem.check_layout_operand("assert_same_layout", rhs)
+    else:
+        mem.check_shared_layout("assert_same_layout", rhs, _value(lhs).shape, _value(lhs).dtype)
 
 
 def dump_layout(x: Any) -> None:
-    x = _value(x)
-    what = x if isinstance(x, tl.tensor) else _buffer(x, "dump_layout")
+    mem.check_layout_operand("dump_layout", x, tensor_ok=True)
+    what = _value(x)
     print(f"dump_layout: {what!r} (the interpreter has no layouts: values are row-major arrays)", file=sys.stderr)
 
 
@@ -301,10 +273,10 @@ class AliasMember(SharedBuffer):
     """An allocation made with ``reuse=<storage_alias_spec>``: its buffers live where the spec's plan puts them."""
 
     def __init__(self, num: int, shape: tuple[int, ...], dtype: tl.dtype) -> None:
-        self.num, self.item_shape, self.group = num, shape, 1
+        self.item_shape, self.group = shape, 1
         self.nbytes = math.prod(shape) * _np_dtype(dtype).itemsize
         raw = np.full(num * self.nbytes, _POISON, dtype=np.uint8)
-        super().__init__(raw.view(_np_dtype(dtype)).reshape((num, ) + shape), dtype, raw)
+        super().__init__(raw.view(_np_dtype(dtype)).reshape((num, ) + shape), dtype, raw, num)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -320,8 +292,7 @@ class AliasMember(SharedBuffer):
         self.storage, self.group = raw, group
 
     def at(self, idx: int) -> SharedBuffer:
-        if not 0 <= idx < self.num:
-            raise IndexError(f"local_view: index {idx} out of range for {self.num} buffers")
+        mem.check_view_index(idx, self.num, True)
         data = self.data[idx // self.group, idx % self.group] if self.data.ndim > len(self.item_shape) + 1 \
             else self.data[idx]
         return SharedBuffer(data, self.dtype, self.storage)
@@ -335,40 +306,27 @@ class AliasSpec:
         self.buffer_size_bytes = size
 
     def add(self, member: AliasMember) -> AliasMember:
-        if self.explicit:
-            raise ValueError("local_alloc: reuse=<storage_alias_spec> after its set_buffer_overlap")
+        alias.check_member_alloc(self.explicit)
         self.members.append(member)
         if len({m.num for m in self.members}) == 1:  # until set_buffer_overlap: all at one offset
-            self._apply(alias.reuse_group(*self.members))
+            self._apply(alias.reuse_group(*self.members), "tlx.local_alloc")
         return member
 
     def set_buffer_overlap(self, overlap_def: Any) -> None:
-        overlap_def = _value(overlap_def)
-        if not isinstance(overlap_def, alias.reuse_group):
-            raise TypeError(f"set_buffer_overlap: overlap_def must be a reuse_group, got {overlap_def!r}")
+        overlap_def = alias.check_overlap_def(overlap_def)
         self.explicit = True
-        self._apply(overlap_def)
+        self._apply(overlap_def, "storage_alias_spec.set_buffer_overlap")
 
-    def _apply(self, tree: Any) -> None:
+    def _apply(self, tree: Any, what: str) -> None:
         members = {id(m): alias.Member(id(m), m.num, m.nbytes) for m in self.members}
-        plan = alias.place(tree, members, id, "set_buffer_overlap")
-        total = plan.stride * plan.slots
-        if self.size is not None and total > self.size:
-            raise ValueError(f"set_buffer_overlap: the allocations need {total} bytes, more than "
-                             f"buffer_size_bytes={self.size}")
-        raw = np.full(self.size or total, _POISON, dtype=np.uint8)
+        plan = alias.plan(tree, members, id, self.size, what)
+        raw = np.full(self.size or plan.stride * plan.slots, _POISON, dtype=np.uint8)
         for m in self.members:
-            if id(m) not in plan.where:
-                raise ValueError("set_buffer_overlap: every allocation made with reuse=<this spec> must be in the tree")
             m.place(raw, plan.stride, *plan.where[id(m)])
 
 
-def storage_alias_spec(storage: Any = "smem", buffer_size_bytes: Any = None) -> AliasSpec:
-    kind = getattr(_value(storage), "value", _value(storage))
-    if kind != "smem":
-        raise NotImplementedError(f"storage_alias_spec: storage={kind} is not shared memory")
-    size = _value(buffer_size_bytes)
-    return AliasSpec(None if size is None else _as_int(size))
+def storage_alias_spec(storage: Any = layouts.storage_kind.smem, buffer_size_bytes: Any = None) -> AliasSpec:
+    return AliasSpec(alias.check_storage_alias_spec(storage, buffer_size_bytes)[1])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -378,6 +336,7 @@ def storage_alias_spec(storage: Any = "smem", buffer_size_bytes: Any = None) -> 
 
 class AsyncToken:
     """Result of an async op; it only orders ops in the compile path."""
+    tlx_kind = "async token"
 
 
 def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache_modifier: str = "",
@@ -387,21 +346,18 @@ def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache
     elements get ``other`` (zero when omitted). ``bulk=True`` copies ``bulk_size`` bytes (default: the
     whole 1-D buffer) from the scalar pointer ``src``; they land when ``barrier`` completes its phase
     and count toward its expected bytes, as ``cp.async.bulk ... mbarrier::complete_tx`` does."""
-    from .async_copy import check_bulk_args
-    dst = _buffer(result, "async_load")
+    bulk = async_copy.check_async_load(src, result, mask, other, is_volatile, bulk, bulk_size, barrier)
+    dst = _value(result)
     sem = _semantic()
     mask, other, bulk_size, barrier = _value(mask), _value(other), _value(bulk_size), _value(barrier)
-    if _as_bool(bulk, False):
+    if bulk:
         nbytes = dst.data.nbytes if bulk_size is None else _as_int(bulk_size)
-        check_bulk_args(dst.shape, dst.data.itemsize * 8, nbytes, barrier, mask, other,
-                        isinstance(barrier, MBarrier))
-        ptr = _value(src)
-        if not isinstance(ptr, tl.tensor) or ptr.type.is_block() or not ptr.dtype.is_ptr():
-            raise TypeError(f"async_load(bulk=True): src must be a scalar pointer, got {getattr(ptr, 'type', ptr)}")
-        address = int(ptr.handle.data.item())
-        if address % 16 or nbytes % 16:
-            raise ValueError(f"async_load(bulk=True): cp.async.bulk needs a 16-byte aligned source and a multiple of "
-                             f"16 bytes; got address {address:#x} and bulk_size={nbytes}")
+        if isinstance(bulk_size, tl.tensor):  # a run-time size: its value is known here, so check it too
+            async_copy.check_async_load(src, result, mask, other, is_volatile, True, nbytes, barrier)
+        address = int(_value(src).handle.data.item())
+        if address % 16:
+            raise ValueError(f"tlx.async_load(bulk=True): cp.async.bulk needs a 16-byte aligned source; got address "
+                             f"{address:#x}")
         byte_ptrs = TensorHandle(np.uint64(address) + np.arange(nbytes, dtype=np.uint64),
                                          tl.pointer_type(tl.uint8))
         every = TensorHandle(np.ones(nbytes, dtype=bool), tl.int1)
@@ -409,29 +365,17 @@ def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache
         raw = dst.storage[dst.byte_offset():dst.byte_offset() + nbytes]
         barrier.inflight.append((raw, values.data.view(np.uint8)))
         return AsyncToken()
-    if bulk_size is not None or barrier is not None:
-        raise ValueError(f"async_load: {'bulk_size' if bulk_size is not None else 'barrier'} requires bulk=True")
     mask = None if mask is None else sem.to_tensor(mask)
     other = None if other is None else sem.to_tensor(other)
     values = compat.semantic_load(sem, _value(src), mask, other, _value(cache_modifier), _value(eviction_policy),
-                                  _as_bool(is_volatile, False))
-    if _as_shape(values.shape) != dst.shape or values.dtype != dst.dtype:
-        raise ValueError(f"async_load: pointers to {values.dtype}{list(values.shape)} do not match buffer "
-                         f"{dst.dtype}{list(dst.shape)}")
+                                  _value(is_volatile))
     current_context().open_copies.append((dst.data, values.handle.data))
     return AsyncToken()
 
 
-def _check_tokens(tokens: Any, op: str) -> None:
-    tokens = _value(tokens)
-    items = getattr(tokens, "values", tokens)
-    if not isinstance(items, (list, tuple)) or not all(isinstance(_value(t), AsyncToken) for t in items):
-        raise TypeError(f"{op}: tokens must be a list of async tokens, got {tokens!r}")
-
-
 def async_load_commit_group(tokens: Sequence[Any] = []) -> AsyncToken:
     """Close the group of every copy issued since the last commit (``tokens`` only document them)."""
-    _check_tokens(tokens, "async_load_commit_group")
+    args.tokens(tokens, "async_load_commit_group")
     ctx = current_context()
     ctx.groups.append(ctx.open_copies)
     ctx.open_copies = []
@@ -440,10 +384,7 @@ def async_load_commit_group(tokens: Sequence[Any] = []) -> AsyncToken:
 
 def async_load_wait_group(pendings: Any, tokens: Sequence[Any] = []) -> AsyncToken:
     """Land every committed group except the newest ``pendings`` ones."""
-    pendings = _as_int(pendings)
-    if pendings < 0:
-        raise ValueError(f"async_load_wait_group: pendings must be >= 0, got {pendings}")
-    _check_tokens(tokens, "async_load_wait_group")
+    pendings = async_copy.check_wait_group(pendings, tokens)
     ctx = current_context()
     while len(ctx.groups) > pendings:
         for dst, values in ctx.groups.pop(0):
@@ -453,22 +394,12 @@ def async_load_wait_group(pendings: Any, tokens: Sequence[Any] = []) -> AsyncTok
 
 def prefetch(pointer: Any, level: Any = "L2", mask: Any = None, tensormap: Any = False) -> None:
     """A cache hint: nothing to do on the CPU once the arguments are checked."""
-    from .async_copy import check_prefetch_args
-    pointer, level, mask, tensormap = _value(pointer), _value(level), _value(mask), _value(tensormap)
-    check_prefetch_args(level, tensormap)
-    if tensormap:
+    if async_copy.check_prefetch(pointer, level, mask, tensormap):
+        tma.check_descriptor(pointer, "prefetch", "pointer (with tensormap=True)")
         return
-    if not isinstance(pointer, tl.tensor) or not pointer.dtype.is_ptr():
-        raise TypeError(f"prefetch: pointer must be a pointer or a tensor of pointers, got "
-                        f"{getattr(pointer, 'type', pointer)}")
-    if mask is not None:
-        mask = _semantic().to_tensor(mask)
-        if mask.dtype != tl.int1:
-            raise TypeError(f"prefetch: mask must be boolean, got {mask.dtype}")
-        if mask.type.is_block():
-            if not pointer.type.is_block():
-                raise ValueError(f"prefetch: mask of shape {list(mask.shape)} for a scalar pointer")
-            _semantic().broadcast_impl_shape(mask, list(pointer.shape))  # raises unless it broadcasts
+    pointer, mask = _value(pointer), _value(mask)
+    if isinstance(mask, tl.tensor) and mask.type.is_block():
+        _semantic().broadcast_impl_shape(mask, list(pointer.shape))  # raises unless it broadcasts
 
 
 def _buffer_op(name: str) -> Any:
@@ -493,35 +424,18 @@ buffer_load_to_local = _buffer_op("buffer_load_to_local")
 # ----------------------------------------------------------------------------------------------
 
 
-def check_async_dot_shape(M: int, N: int, K: int, dtype: Optional[tl.dtype] = None) -> None:
-    """Reject shapes Hopper wgmma cannot execute; shared by the compile path and the interpreter.
-
-    K must be a multiple of the instruction K (32 bytes of operand: 16 for fp16, 8 for tf32), or of
-    the smallest one (8) when the operand ``dtype`` is not given.
-    """
-    if M <= 0 or M % 64:
-        raise ValueError(f"async_dot: M={M} must be a positive multiple of 64 (Hopper wgmma)")
-    if N % 8 or not 8 <= N <= 256:
-        raise ValueError(f"async_dot: N={N} must be a multiple of 8 in [8, 256] (Hopper wgmma)")
-    instr_k = 8 if dtype is None else 256 // dtype.primitive_bitwidth
-    if K <= 0 or K % instr_k:
-        raise ValueError(f"async_dot: K={K} must be a positive multiple of {instr_k} (Hopper wgmma"
-                         f"{'' if dtype is None else f' with {dtype} operands'})")
+#: wgmma's shape rules (tlx/mma.py), which the interpreter applies too.
+check_async_dot_shape = mma.check_async_dot_shape
 
 
 def async_dot(A: Any, B: Any, acc: Any = None, use_acc: Any = None, pred: Any = None, mBarriers: Sequence[Any] = [],
               two_ctas: bool = False, force_async: bool = False, input_precision: Any = None,
               out_dtype: Any = tl.float32) -> tl.tensor:
     """``acc + A @ B`` computed eagerly like ``tl.dot``; completion is immediate, so ``mBarriers`` arrive now."""
+    M, N, _ = mma.check_async_dot(A, B, acc, out_dtype)
     a = _value(A)
     a = local_load(a) if isinstance(a, SharedBuffer) else a
-    b = local_load(_buffer(B, "async_dot (operand B)"))
-    if not isinstance(a, tl.tensor) or len(a.shape) != 2 or len(b.shape) != 2:
-        raise TypeError("async_dot: A must be a 2D buffer or tensor and B a 2D buffer")
-    (M, K), (KB, N) = _as_shape(a.shape), _as_shape(b.shape)
-    if K != KB:
-        raise ValueError(f"async_dot: A is {M}x{K} but B is {KB}x{N}")
-    check_async_dot_shape(M, N, K, a.dtype)
+    b = local_load(B)
     acc, out_dtype = _value(acc), _value(out_dtype)
     if not _as_bool(pred, True):  # not issued: the accumulator is left as it was
         return acc if acc is not None else _to_register(np.zeros((M, N), _np_dtype(out_dtype)), out_dtype)
@@ -531,13 +445,12 @@ def async_dot(A: Any, B: Any, acc: Any = None, use_acc: Any = None, pred: Any = 
         input_precision = "ieee"
     result = _semantic().dot(a, b, acc if use_acc else None, _value(input_precision), None, out_dtype)
     for bar in mBarriers:
-        _barrier(bar, "async_dot(mBarriers=...)").arrive(1)
+        args.barrier(bar, "async_dot(mBarriers=...)").arrive(1)
     return result
 
 
 def async_dot_wait(pendings: Any, inp: Any) -> Any:
-    if _as_int(pendings) < 0:
-        raise ValueError(f"async_dot_wait: pendings must be >= 0, got {_as_int(pendings)}")
+    mma.check_async_dot_wait(pendings, inp)
     return inp
 
 
@@ -548,6 +461,7 @@ def async_dot_wait(pendings: Any, inp: Any) -> Any:
 
 class MBarrier:
     """An mbarrier: a phase completes when all arrivals happened and all expected bytes landed."""
+    tlx_kind = args.MBARRIER
 
     def __init__(self, arrive_count: int, per_thread: bool = False) -> None:
         self.arrive_count = arrive_count
@@ -591,44 +505,34 @@ class MBarrier:
 
 class BarrierArray:
     """``alloc_barriers`` result; index it (``local_view`` or ``[]``) to get one barrier."""
+    tlx_kind = args.MBARRIERS
 
     def __init__(self, barriers: list[MBarrier]) -> None:
         self.barriers = barriers
 
     def __getitem__(self, idx: Any) -> MBarrier:
-        idx = _as_int(idx)
-        if not 0 <= idx < len(self.barriers):
-            raise IndexError(f"local_view: barrier index {idx} out of range for {len(self.barriers)} barriers")
+        idx = _as_int(mem.check_local_view(self, idx))
+        mem.check_view_index(idx, len(self.barriers), True)
         return self.barriers[idx]
 
 
-def _barrier(bar: Any, op: str) -> MBarrier:
-    bar = _value(bar)
-    if isinstance(bar, RemoteBarrier):
-        raise TypeError(f"{op} does not take a remote_view of an mbarrier: pass the local mbarrier")
-    if not isinstance(bar, MBarrier):
-        raise TypeError(f"{op}: expected one mbarrier (index the alloc_barriers result), got {type(bar).__name__}")
-    return bar
-
-
 def alloc_barriers(num_barriers: Any, arrive_count: Any = 1) -> BarrierArray:
-    num, count = _as_int(num_barriers), _as_int(arrive_count)
-    if num < 1 or count < 1:
-        raise ValueError(f"alloc_barriers: num_barriers ({num}) and arrive_count ({count}) must be >= 1")
+    num, count = barriers.check_alloc_barriers(num_barriers, arrive_count)
     return BarrierArray([MBarrier(count) for _ in range(num)])
 
 
 def barrier_expect_bytes(bar: Any, size: Any, pred: Any = None) -> None:
     """``mbarrier.arrive.expect_tx``: expect ``size`` bytes and arrive once."""
-    bar = _barrier(bar, "barrier_expect_bytes")
+    size, bar = barriers.check_barrier_expect_bytes(bar, size, pred), _value(bar)
     if _as_bool(pred, True):
-        bar.expect(_as_int(size))
+        bar.expect(size)
         bar.arrive(1)
 
 
 def barrier_wait(bar: Any, phase: Any, pred: Any = None) -> None:
     """Wait until the phase with parity ``phase`` completed (returns at once for the other parity)."""
-    bar = _barrier(bar, "barrier_wait")
+    barriers.check_barrier_wait(bar, phase, pred)
+    bar = _value(bar)
     if _as_bool(pred, True):
         phase = _as_int(phase) & 1
         wait_until(lambda: bar.phase_completed(phase),
@@ -637,20 +541,16 @@ def barrier_wait(bar: Any, phase: Any, pred: Any = None) -> None:
 
 def alloc_warp_barrier(num_barriers: Any, num_warps: Any = 1, num_arrivals: Any = 1) -> BarrierArray:
     """Barriers every thread arrives on: ``num_warps * 32 * num_arrivals`` arrivals per phase."""
-    num, warps, arrivals = _as_int(num_barriers), _as_int(num_warps), _as_int(num_arrivals)
-    if min(num, warps, arrivals) < 1:
-        raise ValueError(f"alloc_warp_barrier: num_barriers ({num}), num_warps ({warps}) and num_arrivals "
-                         f"({arrivals}) must be >= 1")
+    num, warps, arrivals = barriers.check_alloc_warp_barrier(num_barriers, num_warps, num_arrivals)
     return BarrierArray([MBarrier(warps * _WARP_SIZE * arrivals, per_thread=True) for _ in range(num)])
 
 
 def barrier_arrive(bar: Any, arrive_count: Any = 1, remote_cta_rank: Any = None, pred: Any = None) -> None:
     """One arrival per call, or one per thread of the calling task on an ``alloc_warp_barrier`` barrier."""
-    bar = _barrier(bar, "barrier_arrive")
+    count, bar = barriers.check_barrier_arrive(bar, arrive_count, remote_cta_rank, pred), _value(bar)
     if _value(remote_cta_rank) is not None:
         _own_cta(remote_cta_rank, "barrier_arrive", "remote_cta_rank")
     if _as_bool(pred, True):
-        count = _as_int(arrive_count)
         bar.arrive(count * _task_threads() if bar.per_thread else count)
 
 
@@ -698,7 +598,7 @@ class _ProgramBarriers:
         program = current_context().program
         if program is not self.program:
             self.program = program
-            self.named = [ThreadBarrier(f"named barrier {i}") for i in range(_NUM_NAMED_BARRIERS)]
+            self.named = [ThreadBarrier(f"named barrier {i}") for i in range(barriers.NUM_NAMED_BARRIERS)]
             self.cluster = ThreadBarrier("the cluster barrier")
         return self
 
@@ -713,11 +613,9 @@ def _thread_barrier(bar: ThreadBarrier, expected: int, wait: bool, op: str) -> N
 
 
 def _named_barrier(bar: Any, arrive_count: Any, wait: bool, op: str) -> None:
+    barriers.check_named_barrier(op, bar, arrive_count, _task_threads())
     bar, count = _as_int(bar), _as_int(arrive_count)
-    if not 0 <= bar < _NUM_NAMED_BARRIERS:
-        raise ValueError(f"{op}: bar must be in [0, {_NUM_NAMED_BARRIERS - 1}], got {bar}")
-    if count <= 0 or count % _WARP_SIZE:
-        raise ValueError(f"{op}: arrive_count must be a positive multiple of {_WARP_SIZE} threads, got {count}")
+    barriers.check_named_barrier(op, bar, count, _task_threads())  # run-time values are known here too
     _thread_barrier(_PROGRAM_BARRIERS.get().named[bar], count, wait, op)
 
 
@@ -738,14 +636,16 @@ def named_barrier_arrive(bar: Any, arrive_count: Any) -> None:
 
 class RemoteBarrier:
     """``remote_view`` of an mbarrier: no barrier op takes one (as in the fork)."""
+    tlx_kind = args.REMOTE_MBARRIER
 
     def __init__(self, bar: MBarrier) -> None:
         self.bar = bar
 
 
 def _own_cta(rank: Any, op: str, arg: str) -> None:
-    if _as_int(rank) != 0:
-        raise ValueError(f"{op}: {arg}={_as_int(rank)} names another CTA, but the cluster has one CTA")
+    """The compile path's rank check, also of a run-time rank, whose value is known here."""
+    cluster.check_remote_rank(rank, op, arg)
+    cluster.check_remote_rank(_as_int(rank), op, arg)
 
 
 def cluster_cta_rank() -> tl.tensor:
@@ -769,7 +669,7 @@ def fence_mbarrier_init_cluster() -> None:
 
 
 def remote_view(local_allocated_buffer: Any, remote_cta_rank: Any) -> RemoteBarrier:
-    bar = _barrier(local_allocated_buffer, "remote_view")
+    bar = args.barrier(local_allocated_buffer, "remote_view")
     _own_cta(remote_cta_rank, "remote_view", "remote_cta_rank")
     return RemoteBarrier(bar)
 
@@ -790,33 +690,28 @@ def _lane_uniform(x: Any, op: str, arg: str) -> tl.tensor:
 
 def vote_ballot_sync(mask: Any, pred: Any) -> tl.tensor:
     """Every lane votes the same scalar ``pred``: the ballot is ``mask`` or 0."""
-    from .warp import ballot_mask
-    mask = ballot_mask(mask)
+    mask = warp.ballot_mask(mask)
+    warp.check_ballot_pred(pred)
     vote = _as_bool(_lane_uniform(pred, "vote_ballot_sync", "pred"), False)
     return _scalar(np.array(mask if vote else 0, dtype=np.uint32).view(np.int32).item(), tl.int32)
 
 
 def warp_redux(x: Any, op: Any) -> tl.tensor:
     """Over 32 identical lanes the reduction of a scalar is the scalar (its magnitude for abs_*)."""
-    from .warp import redux_op
-    _, absolute = redux_op(op)
+    _, absolute = warp.redux_op(op)
+    warp.check_redux_x(x)
     x = _lane_uniform(x, "warp_redux", "x")
-    if x.dtype != tl.float32:
-        raise TypeError(f"warp_redux: x must be float32, got {x.dtype}")
     value = float(x.handle.data.item())
     return _scalar(abs(value) if absolute else value, tl.float32)
 
 
 def get_fp8_format_name(dtype: Any) -> tl.constexpr:
-    from .misc import fp8_format_name
-    return tl.constexpr(fp8_format_name(dtype))
+    return tl.constexpr(misc.fp8_format_name(dtype))
 
 
 def fence(scope: Any) -> None:
     """Memory fences order nothing in a sequential interpreter; only the scope is checked."""
-    scope = _value(scope)
-    if scope not in _FENCE_SCOPES:
-        raise ValueError(f"fence: scope must be one of {_FENCE_SCOPES}, got {scope!r}")
+    misc.check_fence(scope)
 
 
 def fence_async_shared() -> None:
@@ -828,28 +723,15 @@ def fence_async_shared() -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def _check_tile(desc: Any, buf: SharedBuffer, op: str) -> None:
-    shape = tuple(_value(s) for s in desc.block_shape)
-    if shape != buf.shape or desc.dtype != buf.dtype:
-        raise ValueError(f"{op}: descriptor block {desc.dtype}{list(shape)} does not match buffer "
-                         f"{buf.dtype}{list(buf.shape)}")
-
-
 def async_descriptor_load(desc: Any, result: Any, offsets: Sequence[Any], barrier: Any, pred: Any = None,
                           cache_modifier: str = "", eviction_policy: str = "",
                           multicast_targets: Sequence[Any] = [], two_ctas: bool = False) -> None:
     """Read the tile now; it lands (and its bytes count on ``barrier``) when the barrier is waited on."""
-    dst, bar = _buffer(result, "async_descriptor_load"), _barrier(barrier, "async_descriptor_load")
-    if len(_value(multicast_targets) or []) or _as_bool(two_ctas, False):
-        raise NotImplementedError("async_descriptor_load: the interpreter runs one CTA per cluster; "
-                                  "multicast_targets and two_ctas are not supported")
-    if _value(cache_modifier):  # as on the compile path (tlx/tma.py)
-        raise NotImplementedError(f"async_descriptor_load: cache_modifier={_value(cache_modifier)!r} has no PTX form "
-                                  "on a TMA load (only an L2 policy: use eviction_policy)")
-    _check_tile(desc, dst, "async_descriptor_load")
+    evict = tma.check_descriptor_load(desc, result, offsets, barrier, pred, cache_modifier, eviction_policy,
+                                      multicast_targets, two_ctas)
+    dst, bar = _value(result), _value(barrier)
     if _as_bool(pred, True):
-        tile = compat.semantic_descriptor_load(_semantic(), desc, list(offsets), _value(cache_modifier),
-                                               _value(eviction_policy))
+        tile = compat.semantic_descriptor_load(_semantic(), desc, list(offsets), "", evict)
         bar.inflight.append((dst.data, tile.handle.data))
 
 
@@ -859,14 +741,9 @@ _STORE_REDUCE = {"add": "add", "min": "minimum", "max": "maximum", "and": "and_"
 def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], eviction_policy: str = "",
                            store_reduce: str = "") -> None:
     """Write the tile at issue; global writes are not observable by the kernel before the wait anyway."""
-    src = _buffer(source, "async_descriptor_store")
-    _check_tile(desc, src, "async_descriptor_store")
-    sem, reduce = _semantic(), _value(store_reduce)
-    value = local_load(src)
+    _, reduce = tma.check_descriptor_store(desc, source, offsets, eviction_policy, store_reduce)
+    sem, value = _semantic(), local_load(source)
     if reduce:
-        if reduce not in _STORE_REDUCE:
-            raise ValueError(f"async_descriptor_store: store_reduce must be one of {list(_STORE_REDUCE)}, "
-                             f"got {reduce!r}")
         old = compat.semantic_descriptor_load(sem, desc, list(offsets), "", "")
         combine = getattr(sem, _STORE_REDUCE[reduce])
         if reduce == "add":
@@ -881,85 +758,66 @@ def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], evict
 def async_descriptor_prefetch_tensor(desc: Any, offsets: Sequence[Any], pred: Any = None,
                                      eviction_policy: str = "") -> None:
     """An L2 prefetch changes no value: only the arguments are checked."""
-    desc = _value(desc)
-    if not isinstance(desc, tl.core.tensor_descriptor_base):
-        raise TypeError(f"async_descriptor_prefetch_tensor: desc must be a tensor descriptor, got {type(desc).__name__}")
-    if len(offsets) != len(desc.block_shape):
-        raise ValueError(f"async_descriptor_prefetch_tensor: {len(offsets)} offsets for a rank-"
-                         f"{len(desc.block_shape)} block")
+    tma.check_prefetch_tensor(desc, offsets, pred, eviction_policy)
 
 
 def async_store(dst_global_ptr: Any, src_smem: Any, size: Any) -> None:
     """Copy ``size`` bytes of the buffer to ``dst_global_ptr`` at issue, like ``async_descriptor_store``."""
-    src, size = _buffer(src_smem, "async_store"), _as_int(size)
-    if size <= 0 or size % 16 or size > src.data.nbytes:
-        raise ValueError(f"async_store: size={size} must be a positive multiple of 16 of at most the buffer's "
-                         f"{src.data.nbytes} bytes")
-    dst = _value(dst_global_ptr)
-    if not isinstance(dst, tl.tensor) or dst.type.is_block() or not dst.dtype.is_ptr():
-        raise TypeError(f"async_store: dst_global_ptr must be a scalar pointer, got {getattr(dst, 'type', dst)}")
+    tma.check_async_store(dst_global_ptr, src_smem, size)
+    tma.check_async_store(dst_global_ptr, src_smem, _as_int(size))  # a run-time size is known here too
+    src, size, dst = _value(src_smem), _as_int(size), _value(dst_global_ptr)
     data = np.ascontiguousarray(src.data).view(np.uint8).reshape(-1)[:size]
     ctypes.memmove(int(dst.handle.data.item()), data.ctypes.data, size)
 
 
 def async_descriptor_store_wait(pendings: Any) -> None:
-    if _as_int(pendings) < 0:
-        raise ValueError(f"async_descriptor_store_wait: pendings must be >= 0, got {_as_int(pendings)}")
+    args.compile_time_int(pendings, "async_descriptor_store_wait", "pendings", 0)
 
 
 class DescriptorPtr:
     """``allocate_tensor_descriptor``: slot ``index`` of ``slots``; a slot holds what ``make_tensor_descriptor``
     wrote there (base, shape, strides, padding), from which ``reinterpret_tensor_descriptor`` rebuilds it."""
+    tlx_kind = tma.DESCRIPTOR_SLOTS
 
     def __init__(self, slots: list, index: int = 0) -> None:
         self.slots = slots
         self.index = index
 
     def __getitem__(self, i: Any) -> "DescriptorPtr":
-        i = self.index + _as_int(i)
-        if not 0 <= i < len(self.slots):
-            raise IndexError(f"tensor_descriptor_ptr: slot {i} out of range for {len(self.slots)} descriptors")
+        i = self.index + _as_int(args.integer_scalar(i, "tensor_descriptor_ptr", "the slot index"))
+        tma.check_slot_index(i, len(self.slots))
         return DescriptorPtr(self.slots, i)
 
 
-def _desc_ptr(x: Any, op: str) -> DescriptorPtr:
-    x = _value(x)
-    if not isinstance(x, DescriptorPtr):
-        raise TypeError(f"{op}: desc_ptr must come from allocate_tensor_descriptor, got {type(x).__name__}")
-    return x
-
-
 def allocate_tensor_descriptor(num: Any) -> DescriptorPtr:
-    num = _as_int(num)
-    if num < 1:
-        raise ValueError(f"allocate_tensor_descriptor: num must be >= 1, got {num}")
-    return DescriptorPtr([None] * num)
+    return DescriptorPtr([None] * args.compile_time_int(num, "allocate_tensor_descriptor", "num"))
 
 
 def make_tensor_descriptor(desc_ptr: Any, base: Any, shape: Sequence[Any], strides: Sequence[Any],
                            block_shape: Sequence[Any], padding_option: str = "zero") -> Any:
     """A device-side descriptor is Triton's own in the interpreter; with ``desc_ptr`` it is also kept in the slot."""
-    args = (base, list(shape), list(strides), _value(padding_option))
-    desc = _semantic().make_tensor_descriptor(args[0], args[1], args[2], list(block_shape), args[3])
+    block, padding = tma.check_make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_option)
+    written = (_value(base), list(_value(shape)), list(_value(strides)), padding)
+    desc = _semantic().make_tensor_descriptor(written[0], written[1], written[2], block, padding)
     if _value(desc_ptr) is not None:
-        ptr = _desc_ptr(desc_ptr, "make_tensor_descriptor")
-        ptr.slots[ptr.index] = args
+        ptr = _value(desc_ptr)
+        ptr.slots[ptr.index] = written
     return desc
 
 
 def reinterpret_tensor_descriptor(desc_ptr: Any, block_shape: Sequence[Any], dtype: Any) -> Any:
     """The descriptor written to the slot, seen with ``block_shape`` blocks of ``dtype``."""
-    ptr = _desc_ptr(desc_ptr, "reinterpret_tensor_descriptor")
-    args = ptr.slots[ptr.index]
-    if args is None:
-        raise ValueError(f"reinterpret_tensor_descriptor: descriptor slot {ptr.index} was never written by "
+    block, dtype = tma.check_reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype)
+    ptr = _value(desc_ptr)
+    written = ptr.slots[ptr.index]
+    if written is None:
+        raise ValueError(f"tlx.reinterpret_tensor_descriptor: descriptor slot {ptr.index} was never written by "
                          "make_tensor_descriptor(desc_ptr=...)")
-    base, shape, strides, padding = args
-    if base.dtype.element_ty != _value(dtype):
-        raise ValueError(f"reinterpret_tensor_descriptor: slot {ptr.index} describes {base.dtype.element_ty} "
-                         f"elements, not {_value(dtype)}")
-    return _semantic().make_tensor_descriptor(base, shape, strides, [_as_int(b) for b in _as_shape(block_shape)],
-                                              padding)
+    base, shape, strides, padding = written
+    if base.dtype.element_ty != dtype:
+        raise ValueError(f"tlx.reinterpret_tensor_descriptor: slot {ptr.index} describes {base.dtype.element_ty} "
+                         f"elements, not {dtype}")
+    return _semantic().make_tensor_descriptor(base, shape, strides, block, padding)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -986,9 +844,7 @@ def async_task_replica_id() -> tl.constexpr:
 
 def thread_id(axis: Any) -> tl.tensor:
     """The interpreter runs each program as one thread of control, so every thread id is 0."""
-    axis = _as_int(axis)
-    if axis not in (0, 1, 2):
-        raise ValueError(f"thread_id axis must be 0, 1, or 2 but got {axis}")
+    misc.check_thread_id(axis)
     return _scalar(0, tl.int32)
 
 
@@ -998,13 +854,8 @@ def clock64() -> tl.tensor:
 
 def dtype_of(v: Any) -> tl.dtype:
     """Pointee type of a pointer (tensor); element type of a tensor, tensor descriptor or local buffer."""
-    v = _value(v)
-    if isinstance(v, (SharedBuffer, tl.core.tensor_descriptor_base)):
-        return v.dtype
-    if isinstance(v, tl.tensor):
-        return v.dtype.element_ty if v.dtype.is_ptr() else v.dtype
-    raise ValueError(f"dtype_of only works on tensors and tensor descriptors, but got {v}")
+    return misc.element_dtype(v)
 
 
 def size_of(dtype: Any) -> tl.constexpr:
-    return tl.constexpr(_value(dtype).primitive_bitwidth // 8)
+    return tl.constexpr(misc.check_size_of(dtype))

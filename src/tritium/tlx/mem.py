@@ -7,26 +7,225 @@ from typing import Any, Sequence
 
 import triton.language as tl
 
-from . import alias, layouts
+from . import alias, args, layouts
+from .args import BUFFER, BUFFERS, MBARRIER, MBARRIERS
 from .emit import emit, tensor_type, tlx_builtin
 from .triton_compat import compile_options, kernel_state, type_builder, unwrap_if_constexpr
 from .types import buffered_tensor, buffered_tensor_type
 
 
-def _int_tuple(value: Any, what: str) -> tuple[int, ...]:
-    value = unwrap_if_constexpr(value)
-    if isinstance(value, int):
-        value = (value, )
-    items = tuple(unwrap_if_constexpr(v) for v in value) if isinstance(value, (tuple, list, tl.tuple)) else None
-    if not items or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items):
-        raise ValueError(f"{what} must be a tuple of positive compile-time ints, got {value!r}")
-    return items
-
-
-def _buffer(x: Any, op: str, _semantic: Any = None) -> buffered_tensor:
-    if not isinstance(x, buffered_tensor) or x.type.barrier:
-        raise TypeError(f"tlx.{op} expects a TLX buffer (from tlx.local_alloc), got {x}")
+def _buffer(x: Any, op: str, _semantic: Any = None, one: bool = False) -> buffered_tensor:
+    x = args.buffer(x, op, one)
     return x if _semantic is None else _anchored(_semantic, x, op)
+
+
+# --------------------------------------------------------------------------------------------
+# Argument checks: each op's builtin below and its function in tlx/interpreter.py call the same one
+# (see tlx/args.py). A buffer argument is the path's own value; its ``shape`` is one buffer's.
+# --------------------------------------------------------------------------------------------
+def check_local_alloc(shape: Any, dtype: Any, num: Any, storage: Any) -> tuple[tuple[int, ...], tl.dtype, int]:
+    """``(shape, dtype, num)`` of a ``local_alloc`` of ``storage`` (shared memory is the only kind here)."""
+    shape = args.int_tuple(shape, "local_alloc", "shape")
+    dtype = args.scalar_dtype(dtype, "local_alloc")
+    num = args.compile_time_int(num, "local_alloc", "num")
+    storage = args.unwrap(storage)
+    storage = str(getattr(storage, "value", storage))
+    if storage == "tmem":
+        raise NotImplementedError("tlx.local_alloc: storage=tmem is Blackwell tensor memory; sm_90 and AMD CDNA "
+                                  "have none, so stock Triton 3.6 cannot allocate it there")
+    if storage != "smem":
+        raise ValueError(f"tlx.local_alloc: storage must be tlx.storage_kind.smem here, got {storage!r}")
+    return shape, dtype, num
+
+
+def check_reuse(reuse: Any, whole: bool, have: int, num: int, shape: Sequence[int], dtype: tl.dtype) -> None:
+    """``local_alloc(reuse=buffer)``: ``reuse`` is a whole allocation (``whole``) of ``have`` bytes, enough."""
+    args.buffer(reuse, "local_alloc(reuse=...)")
+    if not whole:
+        raise TypeError("tlx.local_alloc: reuse= must be a local_alloc result (the whole allocation), not a view")
+    need = _nbytes((num, *shape), dtype)
+    if need > have:
+        raise ValueError(f"tlx.local_alloc: reuse= allocation has {have} bytes, {need} needed for {num} x "
+                         f"{list(shape)} {dtype}")
+
+
+def check_shared_layout(op: str, layout: Any, shape: Sequence[int], dtype: tl.dtype) -> Any:
+    """An explicit shared ``layout=`` resolved for the buffer, or None (the planner's default)."""
+    layout = args.unwrap(layout)
+    if layout is None or isinstance(layout, (layouts.NVMMASharedLayout, layouts.SwizzledSharedLayout)):
+        return layout
+    if not isinstance(layout, layouts.shared_layout_encoding):
+        raise TypeError(f"tlx.{op}: layout must be a TLX shared layout (e.g. tlx.swizzled_shared_layout_encoding, "
+                        f"tlx.nv_mma_shared_layout_encoding, tlx.swizzled_layout), got {layout!r}")
+    try:
+        return layout.resolve(tuple(shape), dtype)
+    except (ValueError, TypeError, NotImplementedError) as e:
+        raise type(e)(f"tlx.{op}: layout= {e}") from None
+
+
+def check_local_view(buf: Any, idx: Any) -> Any:
+    """The index of ``local_view(buf, idx)``: an int (check its range with :func:`check_view_index`) or an
+    integer scalar tensor."""
+    kind = args.kind_of(buf)
+    if kind not in (BUFFER, BUFFERS, MBARRIERS, MBARRIER):
+        raise TypeError(f"tlx.local_view expects a TLX buffer or barrier array, got {kind}")
+    if kind == MBARRIER:
+        raise TypeError("tlx.local_view: the barrier is a single barrier already; index the alloc_barriers result")
+    idx = args.unwrap(idx)
+    if isinstance(idx, bool) or not isinstance(idx, (int, tl.tensor)):
+        raise TypeError(f"tlx.local_view: index must be an integer, got {type(idx).__name__}")
+    return args.integer_scalar(idx, "local_view", "index")
+
+
+def check_view_index(idx: int, count: int, buffers: bool) -> None:
+    """Index ``idx`` of ``count`` buffers (or rows of a single view)."""
+    if not 0 <= idx < count:
+        raise IndexError(f"tlx.local_view: index {idx} out of range for {count} "
+                         f"{'buffers' if buffers else 'rows of the view'}")
+
+
+def check_local_slice(buf: Any, offset: Any, shape: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    buf = args.buffer(buf, "local_slice", one=True)
+    offset = tuple(args.constant(o) for o in args.unwrap(offset))
+    shape = args.int_tuple(shape, "local_slice", "shape")
+    have = tuple(buf.shape)
+    if len(offset) != len(have) or len(shape) != len(have):
+        raise ValueError(f"tlx.local_slice: offset {offset} and shape {shape} must have rank {len(have)}")
+    if any(not args.is_int(o) or o < 0 or o + s > d for o, s, d in zip(offset, shape, have)):
+        raise ValueError(f"tlx.local_slice: slice {offset}+{shape} is outside the buffer {have}")
+    return offset, shape
+
+
+def check_local_trans(buf: Any, dims: Any) -> tuple[int, ...]:
+    buf = args.buffer(buf, "local_trans", one=True)
+    dims = tuple(args.constant(d) for d in args.unwrap(dims))
+    if sorted(dims) != list(range(len(buf.shape))):
+        raise ValueError(f"tlx.local_trans: dims {dims} is not a permutation of the buffer's {len(buf.shape)} dims")
+    return dims
+
+
+def check_local_reshape(buf: Any, shape: Any) -> tuple[int, ...]:
+    buf = args.buffer(buf, "local_reshape", one=True)
+    shape = args.int_tuple(shape, "local_reshape", "shape")
+    if math.prod(shape) != math.prod(buf.shape):
+        raise ValueError(f"tlx.local_reshape: cannot reshape {tuple(buf.shape)} into {shape}")
+    return shape
+
+
+def check_local_reinterpret(buf: Any, whole: Sequence[int], sliced: bool, dtype: Any,
+                            shape: Any) -> tuple[tl.dtype, tuple[int, ...]]:
+    """``(dtype, shape)`` of ``local_reinterpret(buf, ...)``; ``whole`` is the shape of all of ``buf`` (every
+    buffer of an allocation), ``sliced`` whether ``buf`` is a ``local_slice``."""
+    buf = args.buffer(buf, "local_reinterpret")
+    dtype = args.scalar_dtype(dtype, "local_reinterpret")
+    whole = tuple(whole)
+    shape = whole if args.unwrap(shape) is None else args.int_tuple(shape, "local_reinterpret", "shape")
+    if sliced:
+        raise NotImplementedError("tlx.local_reinterpret: stock Triton 3.6 reinterprets whole buffers only, not "
+                                  "slices; reinterpret the buffer, then slice")
+    if _nbytes(shape, dtype) != _nbytes(whole, buf.dtype):
+        raise ValueError(f"tlx.local_reinterpret: {list(whole)} {buf.dtype} ({_nbytes(whole, buf.dtype)} bytes) and "
+                         f"{list(shape)} {dtype} ({_nbytes(shape, dtype)} bytes) differ in size")
+    return dtype, shape
+
+
+def check_local_load(src: Any, layout: Any, relaxed: Any, rematerialize_coordinates: Any,
+                     rematerialize_coordinates_group: Any) -> None:
+    args.buffer(src, "local_load", one=True)
+    check_register_layout("local_load", layout)
+    args.compile_time_bool(relaxed, "local_load", "relaxed")
+    args.compile_time_bool(rematerialize_coordinates, "local_load", "rematerialize_coordinates")
+    group = args.unwrap(rematerialize_coordinates_group)
+    if group is not None and (not args.is_int(group) or group < 0):
+        raise TypeError(f"tlx.local_load: rematerialize_coordinates_group must be None or an int >= 0, got {group!r}")
+
+
+def check_local_store(dst: Any, value: Any) -> None:
+    dst = args.buffer(dst, "local_store", one=True)
+    value = args.unwrap(value)
+    shape = args.dims(value.shape) if isinstance(value, tl.tensor) and value.type.is_block() else []
+    if shape != list(dst.shape):
+        raise ValueError(f"tlx.local_store: value of shape {shape} does not match buffer shape {list(dst.shape)}")
+    if value.dtype != dst.dtype:
+        raise TypeError(f"tlx.local_store: value dtype {value.dtype} does not match buffer dtype {dst.dtype}")
+
+
+def check_gather(op: str, buf: Any, indices: Any, axis: Any) -> int:
+    """The axis (in ``[0, rank)``) of ``local_gather``/``local_scatter`` on ``buf`` with ``indices``."""
+    buf = args.buffer(buf, op, one=True)
+    indices = args.unwrap(indices)
+    if not isinstance(indices, tl.tensor) or not indices.type.is_block() or not indices.dtype.is_int() \
+            or indices.dtype.is_bool():
+        raise TypeError(f"tlx.{op}: indices must be an integer tensor, got {args.describe(indices)}")
+    axis = args.constant(axis)
+    rank, have, shape = len(buf.shape), list(buf.shape), args.dims(indices.shape)
+    if not args.is_int(axis) or not -rank <= axis < rank:
+        raise ValueError(f"tlx.{op}: axis must be a compile-time int in [{-rank}, {rank}), got {axis!r}")
+    axis %= rank
+    if len(shape) != rank or any(shape[d] != have[d] for d in range(rank) if d != axis):
+        raise ValueError(f"tlx.{op}: indices {shape} must have the buffer's rank and its dims {have} except "
+                         f"along axis {axis}")
+    return axis
+
+
+def check_local_scatter(dst: Any, src: Any, indices: Any, axis: Any) -> int:
+    axis = check_gather("local_scatter", dst, indices, axis)
+    src, want = args.unwrap(src), args.dims(args.unwrap(indices).shape)
+    shape = args.dims(src.shape) if isinstance(src, tl.tensor) and src.type.is_block() else []
+    if shape != want or src.dtype != dst.dtype:
+        raise ValueError(f"tlx.local_scatter: src must be a {want} {dst.dtype} tensor like indices, got "
+                         f"{args.describe(src)}")
+    return axis
+
+
+def check_zeros(shape: Any, dtype: Any, layout: Any) -> tuple[tuple[int, ...], tl.dtype]:
+    shape = args.int_tuple(shape, "zeros", "shape")
+    dtype = args.scalar_dtype(dtype, "zeros")
+    check_register_layout("zeros", layout)
+    return shape, dtype
+
+
+def check_register_layout(op: str, layout: Any) -> None:
+    """An explicit register ``layout=`` (None: the default) is a TLX register layout."""
+    layout = args.unwrap(layout)
+    if layout is not None and (isinstance(layout, layouts.shared_layout_encoding) or not hasattr(layout, "to_ir")):
+        raise TypeError(f"tlx.{op}: layout must be a TLX register layout (tlx.layout, tlx.amd_mfma_layout, "
+                        f"tlx.dot_operand_layout), got {layout!r}")
+
+
+def check_register_tensor(op: str, x: Any) -> tl.tensor:
+    x = args.unwrap(x)
+    if args.kind_of(x) != "tensor":
+        raise TypeError(f"tlx.{op}: x must be a register tensor, got {args.describe(x)}")
+    return x
+
+
+def check_require_layout(x: Any, layout: Any, pin: Any, late_address_compute: Any) -> tl.tensor:
+    x = check_register_tensor("require_layout", x)
+    args.compile_time_bool(pin, "require_layout", "pin")
+    args.compile_time_bool(late_address_compute, "require_layout", "late_address_compute")
+    if args.unwrap(layout) is None:
+        raise TypeError("tlx.require_layout: layout must be a TLX register layout (tlx.layout, tlx.amd_mfma_layout, "
+                        "tlx.dot_operand_layout), got None")
+    check_register_layout("require_layout", layout)
+    return x
+
+
+def check_layout_operand(op: str, x: Any, tensor_ok: bool = False) -> None:
+    """An operand whose layout ``op`` reads: a TLX buffer (or barrier), or a register tensor if ``tensor_ok``."""
+    kind = args.kind_of(x)
+    if kind == "tensor" and tensor_ok:
+        return
+    if kind == "tensor":
+        raise NotImplementedError(f"tlx.{op}: register layouts are chosen by stock passes after TLX's lowering, so "
+                                  "they are not known when the kernel is built; pin one with tlx.require_layout")
+    if kind not in (BUFFER, BUFFERS, MBARRIER, MBARRIERS):
+        raise TypeError(f"tlx.{op}: expected a TLX buffer, got {args.describe(x)}")
+
+
+def check_subslice() -> None:
+    raise NotImplementedError("tlx.subslice slices Blackwell tensor memory, which sm_90 and AMD CDNA do not have; "
+                              "slice shared memory with tlx.local_slice")
 
 
 _MAKERS = "view_makers"  # in kernel_state: placeholder id -> the builder (function) that made the view
@@ -75,21 +274,7 @@ def _view(_semantic: Any, op: str, dtype: tl.dtype, shape: Sequence[int], layout
 @tlx_builtin
 def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _semantic=None) -> buffered_tensor:
     """Allocate ``num`` shared-memory buffers of ``shape``/``dtype``; index them with ``local_view``."""
-    shape = _int_tuple(shape, "tlx.local_alloc: shape")
-    dtype = unwrap_if_constexpr(dtype)
-    num = unwrap_if_constexpr(num)
-    storage = unwrap_if_constexpr(storage)
-    layout = unwrap_if_constexpr(layout)
-    if not isinstance(dtype, tl.dtype) or isinstance(dtype, tl.pointer_type):
-        raise TypeError(f"tlx.local_alloc: dtype must be a scalar Triton dtype, got {dtype!r}")
-    if not isinstance(num, int) or num < 1:
-        raise ValueError(f"tlx.local_alloc: num must be a positive compile-time int, got {num!r}")
-    storage = str(getattr(storage, "value", storage))
-    if storage == "tmem":
-        raise NotImplementedError("tlx.local_alloc: storage=tmem is Blackwell tensor memory; sm_90 and AMD CDNA "
-                                  "have none, so stock Triton 3.6 cannot allocate it there")
-    if storage != "smem":
-        raise ValueError(f"tlx.local_alloc: storage must be tlx.storage_kind.smem here, got {storage!r}")
+    shape, dtype, num = check_local_alloc(shape, dtype, num, storage)
     layout = _shared_layout(_semantic, "local_alloc", layout, shape, dtype)
     reuse = unwrap_if_constexpr(reuse)
     if reuse is None:
@@ -99,12 +284,8 @@ def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _sem
         return alias.member_alloc(_semantic, reuse, buf)
     root = _buffer(reuse, "local_alloc(reuse=...)", _semantic)
     alias.check_not_member(_semantic, root, "local_alloc(reuse=...)")
-    if not root.type.num or root.type.alloc_shape != (root.type.num, *root.shape):
-        raise TypeError("tlx.local_alloc: reuse= must be a local_alloc result (the whole allocation), not a view")
-    need, have = _nbytes((num, *shape), dtype), _nbytes(root.type.alloc_shape, root.dtype)
-    if need > have:
-        raise ValueError(f"tlx.local_alloc: reuse= allocation has {have} bytes, {need} needed for {num} x "
-                         f"{list(shape)} {dtype}")
+    check_reuse(root, root.type.num and root.type.alloc_shape == (root.type.num, *root.shape),
+                _nbytes(root.type.alloc_shape, root.dtype), num, shape, dtype)
     # The same bytes seen through another type: a reinterpret of the reused allocation.
     return _view(_semantic, "memdesc_reinterpret", dtype, shape, layout, (num, *shape), num, src=root.type.id)
 
@@ -115,18 +296,8 @@ def _nbytes(shape: Sequence[int], dtype: tl.dtype) -> int:
 
 def _shared_layout(_semantic: Any, op: str, layout: Any, shape: Sequence[int], dtype: tl.dtype) -> Any:
     """The shared layout of a new buffer: the planner's default, or the explicit ``layout=`` resolved."""
-    layout = unwrap_if_constexpr(layout)
-    if layout is None:
-        return layouts.shared_layout(shape, dtype, compile_options(_semantic).arch)
-    if isinstance(layout, (layouts.NVMMASharedLayout, layouts.SwizzledSharedLayout)):
-        return layout
-    if not isinstance(layout, layouts.shared_layout_encoding):
-        raise TypeError(f"tlx.{op}: layout must be a TLX shared layout (e.g. tlx.swizzled_shared_layout_encoding, "
-                        f"tlx.nv_mma_shared_layout_encoding, tlx.swizzled_layout), got {layout!r}")
-    try:
-        return layout.resolve(tuple(shape), dtype)
-    except (ValueError, TypeError, NotImplementedError) as e:
-        raise type(e)(f"tlx.{op}: layout= {e}") from None
+    layout = check_shared_layout(op, layout, shape, dtype)
+    return layouts.shared_layout(shape, dtype, compile_options(_semantic).arch) if layout is None else layout
 
 
 @tlx_builtin
@@ -140,19 +311,11 @@ def storage_alias_spec(storage=layouts.storage_kind.smem, buffer_size_bytes=None
 def local_view(local_allocated_buffers, buffer_idx, _semantic=None) -> buffered_tensor:
     """Buffer ``idx`` of a multi-buffer allocation (or barrier ``idx`` of ``alloc_barriers``)."""
     buf, idx = local_allocated_buffers, buffer_idx  # the fork's parameter names
-    if not isinstance(buf, buffered_tensor):
-        raise TypeError(f"tlx.local_view expects a TLX buffer or barrier array, got {type(buf).__name__}")
+    idx = check_local_view(buf, idx)
     buf = _anchored(_semantic, buf, "local_view")
-    idx = unwrap_if_constexpr(idx)
-    if isinstance(idx, bool) or not isinstance(idx, (int, tl.tensor)):
-        raise TypeError(f"tlx.local_view: index must be an integer, got {type(idx).__name__}")
-    count = buf.type.num or buf.shape[0]
-    if isinstance(idx, int) and not 0 <= idx < count:
-        raise IndexError(f"tlx.local_view: index {idx} out of range for {count} "
-                         f"{'buffers' if buf.type.num else 'rows of the view'}")
+    if isinstance(idx, int):
+        check_view_index(idx, buf.type.num or buf.shape[0], bool(buf.type.num))
     index = _semantic.to_tensor(idx)
-    if index.type.is_block() or not index.dtype.is_int() or index.dtype.is_bool():
-        raise TypeError(f"tlx.local_view: index must be an integer scalar, got {index.type}")
     if index.dtype != tl.int32:
         index = _semantic.cast(index, tl.int32)
     if not buf.type.num:
@@ -164,8 +327,6 @@ def local_view(local_allocated_buffers, buffer_idx, _semantic=None) -> buffered_
 def _row_view(_semantic: Any, buf: buffered_tensor, index: tl.tensor) -> buffered_tensor:
     """``local_view`` of a single view, as in the fork: row ``index`` of its first dim (shape[1:]), or
     for a 1-D view the one element ``index`` (shape [1])."""
-    if buf.type.barrier:
-        raise TypeError("tlx.local_view: the barrier is a single barrier already; index the alloc_barriers result")
     if buf.type.alloc_shape != buf.shape:
         raise NotImplementedError("tlx.local_view: indexing a sliced view needs a memdesc_index of a subslice, "
                                   "which stock Triton 3.6 rejects; index the buffer before slicing it")
@@ -198,13 +359,8 @@ def _row_view(_semantic: Any, buf: buffered_tensor, index: tl.tensor) -> buffere
 @tlx_builtin
 def local_slice(buffer, offset, shape, _semantic=None) -> buffered_tensor:
     """A same-rank sub-view starting at compile-time ``offset``."""
-    buf = _buffer(buffer, "local_slice", _semantic)  # ``buffer``: the fork's parameter name
-    offset = tuple(unwrap_if_constexpr(o) for o in unwrap_if_constexpr(offset))
-    shape = _int_tuple(shape, "tlx.local_slice: shape")
-    if len(offset) != len(buf.shape) or len(shape) != len(buf.shape):
-        raise ValueError(f"tlx.local_slice: offset {offset} and shape {shape} must have rank {len(buf.shape)}")
-    if any(o < 0 or o + s > d for o, s, d in zip(offset, shape, buf.shape)):
-        raise ValueError(f"tlx.local_slice: slice {offset}+{shape} is outside the buffer {buf.shape}")
+    offset, shape = check_local_slice(buffer, offset, shape)  # ``buffer``: the fork's parameter name
+    buf = _buffer(buffer, "local_slice", _semantic)
     return _view(_semantic, "memdesc_subslice", buf.dtype, shape, buf.layout, buf.type.alloc_shape,
                  src=buf.type.id, offsets=list(offset))
 
@@ -212,11 +368,8 @@ def local_slice(buffer, offset, shape, _semantic=None) -> buffered_tensor:
 @tlx_builtin
 def local_trans(input, dims=(1, 0), _semantic=None) -> buffered_tensor:
     """The buffer seen with its dimensions permuted (no data movement)."""
-    buf = input  # the fork's parameter names
-    buf = _buffer(buf, "local_trans", _semantic)
-    dims = tuple(unwrap_if_constexpr(d) for d in unwrap_if_constexpr(dims))
-    if sorted(dims) != list(range(len(buf.shape))):
-        raise ValueError(f"tlx.local_trans: dims {dims} is not a permutation of the buffer's {len(buf.shape)} dims")
+    dims = check_local_trans(input, dims)  # ``input``: the fork's parameter name
+    buf = _buffer(input, "local_trans", _semantic)
     shape = tuple(buf.shape[d] for d in dims)
     return _view(_semantic, "memdesc_trans", buf.dtype, shape, layouts.transposed(buf.layout, dims), shape,
                  src=buf.type.id, order=list(dims))
@@ -225,10 +378,8 @@ def local_trans(input, dims=(1, 0), _semantic=None) -> buffered_tensor:
 @tlx_builtin
 def local_reshape(src, shape, _semantic=None) -> buffered_tensor:
     """The buffer seen with another shape of the same size (no data movement)."""
-    buf = _buffer(src, "local_reshape", _semantic)  # ``src``: the fork's parameter name
-    shape = _int_tuple(shape, "tlx.local_reshape: shape")
-    if math.prod(shape) != math.prod(buf.shape):
-        raise ValueError(f"tlx.local_reshape: cannot reshape {buf.shape} into {shape}")
+    shape = check_local_reshape(src, shape)  # ``src``: the fork's parameter name
+    buf = _buffer(src, "local_reshape", _semantic)
     layout = layouts.reshaped(buf.layout, buf.shape, shape)
     return _view(_semantic, "memdesc_reshape", buf.dtype, shape, layout, shape, src=buf.type.id)
 
@@ -242,20 +393,10 @@ def local_reinterpret(src, dtype, shape=None, layout=None, _semantic=None) -> bu
     gets the planner's default. The bytes map to elements in row-major order as the interpreter
     models them only when both layouts are unswizzled; pass ``layout=`` to choose.
     """
-    buf = src  # the fork's parameter names
-    buf = _buffer(buf, "local_reinterpret", _semantic)
+    buf = _buffer(src, "local_reinterpret", _semantic)  # ``src``: the fork's parameter name
     alias.check_not_member(_semantic, buf, "local_reinterpret")
-    dtype = unwrap_if_constexpr(dtype)
-    if not isinstance(dtype, tl.dtype) or isinstance(dtype, tl.pointer_type):
-        raise TypeError(f"tlx.local_reinterpret: dtype must be a scalar Triton dtype, got {dtype!r}")
     whole = buf.type.alloc_shape if buf.type.num else buf.shape
-    shape = whole if unwrap_if_constexpr(shape) is None else _int_tuple(shape, "tlx.local_reinterpret: shape")
-    if buf.type.alloc_shape != whole:
-        raise NotImplementedError("tlx.local_reinterpret: stock Triton 3.6 reinterprets whole buffers only, not "
-                                  "slices; reinterpret the buffer, then slice")
-    if _nbytes(shape, dtype) != _nbytes(whole, buf.dtype):
-        raise ValueError(f"tlx.local_reinterpret: {list(whole)} {buf.dtype} ({_nbytes(whole, buf.dtype)} bytes) and "
-                         f"{list(shape)} {dtype} ({_nbytes(shape, dtype)} bytes) differ in size")
+    dtype, shape = check_local_reinterpret(buf, whole, buf.type.alloc_shape != whole, dtype, shape)
     same = tuple(shape) == tuple(buf.shape) and dtype.primitive_bitwidth == buf.dtype.primitive_bitwidth
     if unwrap_if_constexpr(layout) is None and same and not buf.type.num:
         layout = buf.layout
@@ -271,9 +412,7 @@ def _register_layout(_semantic: Any, shape: Sequence[int], dtype: tl.dtype) -> l
 def _tensor_type_in(_semantic: Any, op: str, layout: Any, shape: Sequence[int], dtype: tl.dtype) -> str:
     """Printed type of a ``shape`` tensor in an explicit register ``layout`` (a TLX or planner layout)."""
     layout = unwrap_if_constexpr(layout)
-    if isinstance(layout, layouts.shared_layout_encoding) or not hasattr(layout, "to_ir"):
-        raise TypeError(f"tlx.{op}: layout must be a TLX register layout (tlx.layout, tlx.amd_mfma_layout, "
-                        f"tlx.dot_operand_layout), got {layout!r}")
+    check_register_layout(op, layout)
     g = type_builder(_semantic)
     opts = compile_options(_semantic)
     extra = {"warp_size": opts.warp_size} if isinstance(layout, layouts.layout) else {}
@@ -295,15 +434,8 @@ def local_load(src, token=None, layout=None, relaxed=False, rematerialize_coordi
     ``relaxed`` and ``rematerialize_coordinates(_group)`` are the fork's AMD scheduling hints; stock
     Triton has no counterpart, so they are checked and have no effect.
     """
+    check_local_load(src, layout, relaxed, rematerialize_coordinates, rematerialize_coordinates_group)
     src = _buffer(src, "local_load", _semantic)
-    if src.type.num:
-        raise TypeError("tlx.local_load: pick one buffer with tlx.local_view first")
-    for name, value in (("relaxed", relaxed), ("rematerialize_coordinates", rematerialize_coordinates)):
-        if not isinstance(unwrap_if_constexpr(value), bool):
-            raise TypeError(f"tlx.local_load: {name} must be a compile-time bool, got {value!r}")
-    group = unwrap_if_constexpr(rematerialize_coordinates_group)
-    if group is not None and (isinstance(group, bool) or not isinstance(group, int) or group < 0):
-        raise TypeError(f"tlx.local_load: rematerialize_coordinates_group must be None or an int >= 0, got {group!r}")
     if unwrap_if_constexpr(layout) is None:
         want = tensor_type(_semantic, src.dtype, src.shape, _register_layout(_semantic, src.shape, src.dtype))
     else:
@@ -315,33 +447,10 @@ def local_load(src, token=None, layout=None, relaxed=False, rematerialize_coordi
 @tlx_builtin
 def local_store(dst, src, _semantic=None) -> None:
     """Registers -> shared memory."""
+    check_local_store(dst, src)
     dst = _buffer(dst, "local_store", _semantic)
-    if dst.type.num:
-        raise TypeError("tlx.local_store: pick one buffer with tlx.local_view first")
-    src = _semantic.to_tensor(src)
-    if not src.type.is_block() or tuple(src.shape) != tuple(dst.shape):
-        raise ValueError(f"tlx.local_store: value of shape {list(getattr(src, 'shape', []))} does not match "
-                         f"buffer shape {list(dst.shape)}")
-    if src.dtype != dst.dtype:
-        raise TypeError(f"tlx.local_store: value dtype {src.dtype} does not match buffer dtype {dst.dtype}")
     want = tensor_type(_semantic, dst.dtype, dst.shape, _register_layout(_semantic, dst.shape, dst.dtype))
     emit(_semantic, "local_store", operands=[src], dst=dst.type.id, want=want)
-
-
-def _gather_args(op: str, buf: buffered_tensor, indices: Any, axis: Any, _semantic: Any) -> tuple[tl.tensor, int]:
-    indices = unwrap_if_constexpr(indices)
-    if not isinstance(indices, tl.tensor) or not indices.type.is_block() or not indices.dtype.is_int() \
-            or indices.dtype.is_bool():
-        raise TypeError(f"tlx.{op}: indices must be an integer tensor, got {indices!r}")
-    axis = unwrap_if_constexpr(axis)
-    rank = len(buf.shape)
-    if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
-        raise ValueError(f"tlx.{op}: axis must be a compile-time int in [{-rank}, {rank}), got {axis!r}")
-    axis %= rank
-    if len(indices.shape) != rank or any(indices.shape[d] != buf.shape[d] for d in range(rank) if d != axis):
-        raise ValueError(f"tlx.{op}: indices {list(indices.shape)} must have the buffer's rank and its dims "
-                         f"{list(buf.shape)} except along axis {axis}")
-    return indices, axis
 
 
 @tlx_builtin
@@ -351,10 +460,8 @@ def local_gather(src, indices, axis, token=None, _semantic=None) -> tl.tensor:
     Stock Triton 3.6 has no shared-memory gather op: this is a ``local_load`` of ``src`` and a
     stock ``tt.gather``, whose lowering goes through shared memory again.
     """
-    src = _buffer(src, "local_gather", _semantic)
-    if src.type.num:
-        raise TypeError("tlx.local_gather: pick one buffer with tlx.local_view first")
-    indices, axis = _gather_args("local_gather", src, indices, axis, _semantic)
+    axis = check_gather("local_gather", src, indices, axis)
+    src, indices = _buffer(src, "local_gather", _semantic), unwrap_if_constexpr(indices)
     return _semantic.gather(local_load(src, token, _semantic=_semantic), indices, axis)
 
 
@@ -370,14 +477,8 @@ def local_scatter(dst, src, indices, axis, token=None, _semantic=None) -> None:
     ``i`` that writes it (a compare of every index against every row, at most
     :data:`SCATTER_LIMIT` elements), gathers those values with ``tt.gather`` and stores ``dst`` back.
     """
-    dst = _buffer(dst, "local_scatter", _semantic)
-    if dst.type.num:
-        raise TypeError("tlx.local_scatter: pick one buffer with tlx.local_view first")
-    indices, axis = _gather_args("local_scatter", dst, indices, axis, _semantic)
-    src = _semantic.to_tensor(src)
-    if list(src.shape) != list(indices.shape) or src.dtype != dst.dtype:
-        raise ValueError(f"tlx.local_scatter: src must be a {list(indices.shape)} {dst.dtype} tensor like indices, "
-                         f"got {list(src.shape)} {src.dtype}")
+    axis = check_local_scatter(dst, src, indices, axis)
+    dst, src, indices = _buffer(dst, "local_scatter", _semantic), unwrap_if_constexpr(src), unwrap_if_constexpr(indices)
     rows, count = dst.shape[axis], unwrap_if_constexpr(indices.shape[axis])
     if math.prod(indices.shape) * rows > SCATTER_LIMIT:
         raise NotImplementedError(f"tlx.local_scatter: stock Triton has no scatter op, so it is a compare of every "
@@ -421,10 +522,8 @@ def _max_along(sem: Any, x: tl.tensor, axis: int) -> tl.tensor:
 @tlx_builtin
 def zeros(shape, dtype, layout=None, _semantic=None) -> tl.tensor:
     """A zero tensor, made directly in the register ``layout`` when given (as Gluon MFMA accumulators are)."""
-    shape = list(_int_tuple(shape, "tlx.zeros: shape"))
-    dtype = unwrap_if_constexpr(dtype)
-    if not isinstance(dtype, tl.dtype) or isinstance(dtype, tl.pointer_type):
-        raise TypeError(f"tlx.zeros: dtype must be a scalar Triton dtype, got {dtype!r}")
+    shape, dtype = check_zeros(shape, dtype, layout)
+    shape = list(shape)
     if unwrap_if_constexpr(layout) is None:
         return _semantic.full(shape, 0, dtype)
     want = _tensor_type_in(_semantic, "zeros", layout, shape, dtype)
@@ -440,12 +539,7 @@ def require_layout(x, layout, pin=True, late_address_compute=False, _semantic=No
     move the conversion, as for any ``ttg.convert_layout``. ``pin`` and ``late_address_compute`` are
     checked and otherwise have no effect.
     """
-    x = unwrap_if_constexpr(x)
-    if not isinstance(x, tl.tensor) or not x.type.is_block():
-        raise TypeError(f"tlx.require_layout: x must be a register tensor, got {x!r}")
-    for name, value in (("pin", pin), ("late_address_compute", late_address_compute)):
-        if not isinstance(unwrap_if_constexpr(value), bool):
-            raise TypeError(f"tlx.require_layout: {name} must be a compile-time bool, got {value!r}")
+    x = check_require_layout(x, layout, pin, late_address_compute)
     want = _tensor_type_in(_semantic, "require_layout", layout, x.shape, x.dtype)
     _, value = emit(_semantic, "require_layout", operands=[x], result=x.dtype, shape=list(x.shape), want=want)
     return tl.tensor(value, x.type)
@@ -454,27 +548,18 @@ def require_layout(x, layout, pin=True, late_address_compute=False, _semantic=No
 @tlx_builtin
 def release_layout(x, _semantic=None) -> tl.tensor:
     """``x`` free to take any layout again: every tensor is, once TLX's lowering is done, so this is ``x``."""
-    x = unwrap_if_constexpr(x)
-    if not isinstance(x, tl.tensor) or not x.type.is_block():
-        raise TypeError(f"tlx.release_layout: x must be a register tensor, got {x!r}")
-    return x
+    return check_register_tensor("release_layout", x)
 
 
 @tlx_builtin
 def subslice(local_allocated_buffer, offset, size, _semantic=None) -> buffered_tensor:
     """The fork's tensor-memory column slice: tensor memory is Blackwell-only."""
-    raise NotImplementedError("tlx.subslice slices Blackwell tensor memory, which sm_90 and AMD CDNA do not have; "
-                              "slice shared memory with tlx.local_slice")
+    check_subslice()
 
 
 def _layout_of(_semantic: Any, x: Any, op: str) -> Any:
-    x = unwrap_if_constexpr(x)
-    if isinstance(x, buffered_tensor):
-        return x.layout
-    if isinstance(x, tl.tensor):
-        raise NotImplementedError(f"tlx.{op}: register layouts are chosen by stock passes after TLX's lowering, so "
-                                  "they are not known when the kernel is built; pin one with tlx.require_layout")
-    raise TypeError(f"tlx.{op}: expected a TLX buffer, got {x!r}")
+    check_layout_operand(op, x)
+    return unwrap_if_constexpr(x).layout
 
 
 @tlx_builtin
@@ -496,8 +581,8 @@ def dump_layout(x, _semantic=None) -> None:
     tensor's TritonGPU type when TLX lowers (the layout ``convert_to_ttgpuir`` chose; stock passes
     may still change it, and stock Triton has no hook after them)."""
     x = unwrap_if_constexpr(x)
-    if isinstance(x, tl.tensor) and x.type.is_block():
+    check_layout_operand("dump_layout", x, tensor_ok=True)
+    if isinstance(x, tl.tensor):
         emit(_semantic, "dump_layout", operands=[x])
         return
-    _layout_of(_semantic, x, "dump_layout")
     print(f"tlx.dump_layout: {x.type.memdesc}", file=sys.stderr)

@@ -5,31 +5,62 @@ from typing import Any
 
 import triton.language as tl
 
-from . import layouts
+from . import args, layouts
 from .emit import emit, tlx_builtin
-from .types import buffered_tensor, tensor_descriptor
 from .triton_compat import compile_options, unwrap_if_constexpr
+
+#: ``fence`` scopes.
+FENCE_SCOPES = ("gpu", "sys", "async_shared")
+
+
+# --------------------------------------------------------------------------------------------
+# Argument checks, shared with tlx/interpreter.py (see tlx/args.py)
+# --------------------------------------------------------------------------------------------
+def element_dtype(v: Any) -> tl.dtype:
+    """``dtype_of(v)``: the element dtype of a pointer, a tensor (of pointers), a descriptor or a TLX buffer."""
+    x, kind = args.unwrap(v), args.kind_of(v)
+    if kind in (args.BUFFER, args.BUFFERS, args.DESCRIPTOR):
+        return x.dtype
+    if kind in (args.MBARRIER, args.MBARRIERS, args.REMOTE_MBARRIER):
+        return tl.int64
+    if not isinstance(x, tl.tensor):
+        raise TypeError(f"tlx.dtype_of expects a pointer, a tensor, a descriptor or a TLX buffer, got {kind}")
+    scalar = x.type.scalar
+    return scalar.element_ty if scalar.is_ptr() else scalar
+
+
+def check_size_of(dtype: Any) -> int:
+    """``size_of(dtype)`` in bytes."""
+    dtype = args.unwrap(dtype)
+    if not isinstance(dtype, tl.dtype):
+        raise TypeError(f"tlx.size_of expects a dtype, got {dtype!r}")
+    return dtype.primitive_bitwidth // 8
+
+
+def check_thread_id(axis: Any) -> int:
+    axis = args.constant(axis)
+    if not args.is_int(axis) or axis not in (0, 1, 2):
+        raise ValueError(f"tlx.thread_id: axis must be 0, 1 or 2, got {axis!r}")
+    return axis
+
+
+def check_fence(scope: Any) -> str:
+    scope = args.unwrap(scope)
+    if scope not in FENCE_SCOPES:
+        raise ValueError(f"tlx.fence: scope must be 'gpu', 'sys' or 'async_shared', got {scope!r}")
+    return scope
 
 
 @tlx_builtin
 def dtype_of(v, _semantic=None) -> tl.dtype:
     """Element dtype of a pointer, a tensor (of pointers), a tensor descriptor or a TLX buffer."""
-    x = unwrap_if_constexpr(v)
-    if isinstance(x, (buffered_tensor, tensor_descriptor, tl.core.tensor_descriptor_base)):
-        return x.dtype
-    if not isinstance(x, tl.tensor):
-        raise TypeError(f"tlx.dtype_of expects a pointer, a tensor, a descriptor or a TLX buffer, got {type(x).__name__}")
-    scalar = x.type.scalar
-    return scalar.element_ty if scalar.is_ptr() else scalar
+    return element_dtype(v)
 
 
 @tlx_builtin
 def size_of(dtype, _semantic=None) -> tl.constexpr:
     """Size of ``dtype`` in bytes."""
-    dtype = unwrap_if_constexpr(dtype)
-    if not isinstance(dtype, tl.dtype):
-        raise TypeError(f"tlx.size_of expects a dtype, got {dtype!r}")
-    return tl.constexpr(dtype.primitive_bitwidth // 8)
+    return tl.constexpr(check_size_of(dtype))
 
 
 #: FP8 dtypes -> the format names scaled-MMA ops take.
@@ -66,9 +97,7 @@ def read_register(_semantic, asm: str, constraint: str, dtype: tl.dtype) -> tl.t
 @tlx_builtin
 def thread_id(axis, _semantic=None) -> tl.tensor:
     """This thread's index along ``axis`` (0, 1 or 2) inside the CTA."""
-    axis = unwrap_if_constexpr(axis)
-    if axis not in (0, 1, 2):
-        raise ValueError(f"tlx.thread_id: axis must be 0, 1 or 2, got {axis!r}")
+    axis = check_thread_id(axis)
     _nvidia_only(_semantic, "thread_id")
     return read_register(_semantic, f"mov.u32 $0, %tid.{'xyz'[axis]};", "=r", tl.int32)
 
@@ -92,10 +121,8 @@ def fence_async_shared(_semantic=None) -> None:
 @tlx_builtin
 def fence(scope, _semantic=None) -> None:
     """Memory fence: ``"async_shared"`` (proxy fence), ``"gpu"`` or ``"sys"`` (acq_rel at that scope)."""
-    scope = unwrap_if_constexpr(scope)
+    scope = check_fence(scope)
     if scope == "async_shared":
         return fence_async_shared(_semantic=_semantic)
-    if scope not in ("gpu", "sys"):
-        raise ValueError(f"tlx.fence: scope must be 'gpu', 'sys' or 'async_shared', got {scope!r}")
     _nvidia_only(_semantic, "fence")
     read_register(_semantic, f"fence.acq_rel.{scope};\n\tmov.u32 $0, 0;", "=r", tl.int32)

@@ -7,10 +7,9 @@ import triton.language as tl
 
 from tritium import compat
 
-from . import layouts
+from . import args, layouts
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
-from .types import buffered_tensor
 from .triton_compat import builder_state, compile_options, dot_input_precision, unwrap_if_constexpr
 
 #: Per-kernel memory of the accumulator layout chosen for each (M, N), so that waits on loop-carried
@@ -18,12 +17,52 @@ from .triton_compat import builder_state, compile_options, dot_input_precision, 
 _ACC_LAYOUTS = "acc_layouts"
 
 
-def check_wgmma_shape(M: int, N: int, K: int, dtype: tl.dtype) -> None:
-    """wgmma limits: M a multiple of 64, N a multiple of 8 in [8, 256], K a multiple of the instruction K."""
-    instr_k = 256 // dtype.primitive_bitwidth
-    if M % 64 or N % 8 or not 8 <= N <= 256 or K % instr_k:
-        raise ValueError(f"tlx.async_dot: shape M={M} N={N} K={K} is outside wgmma limits (M multiple of 64, "
-                         f"N multiple of 8 in [8, 256], K multiple of {instr_k} for {dtype})")
+# --------------------------------------------------------------------------------------------
+# Argument checks, shared with tlx/interpreter.py (see tlx/args.py)
+# --------------------------------------------------------------------------------------------
+def check_async_dot_shape(M: int, N: int, K: int, dtype: tl.dtype | None = None) -> None:
+    """Reject shapes Hopper wgmma cannot execute. K must be a multiple of the instruction K (32 bytes of
+    operand: 16 for fp16, 8 for tf32), or of the smallest one (8) when the operand ``dtype`` is not given."""
+    if M <= 0 or M % 64:
+        raise ValueError(f"tlx.async_dot: M={M} must be a positive multiple of 64 (Hopper wgmma)")
+    if N % 8 or not 8 <= N <= 256:
+        raise ValueError(f"tlx.async_dot: N={N} must be a multiple of 8 in [8, 256] (Hopper wgmma)")
+    instr_k = 8 if dtype is None else 256 // dtype.primitive_bitwidth
+    if K <= 0 or K % instr_k:
+        raise ValueError(f"tlx.async_dot: K={K} must be a positive multiple of {instr_k} (Hopper wgmma"
+                         f"{'' if dtype is None else f' with {dtype} operands'})")
+
+
+def check_async_dot(A: Any, B: Any, acc: Any, out_dtype: Any) -> tuple[int, int, int]:
+    """``(M, N, K)`` of ``async_dot(A, B, acc)``: A one buffer or a register tensor, B one buffer."""
+    op = "async_dot"
+    args.buffer(B, op, one=True)
+    if args.kind_of(A) in (args.BUFFER, args.BUFFERS):
+        args.buffer(A, op, one=True)
+    elif args.kind_of(A) != "tensor":
+        raise TypeError(f"tlx.{op}: A must be a TLX buffer or a tensor, got {args.kind_of(A)}")
+    A, B = args.unwrap(A), args.unwrap(B)
+    a_shape, b_shape = args.dims(A.shape), args.dims(B.shape)
+    if len(a_shape) != 2 or len(b_shape) != 2:
+        raise ValueError(f"tlx.{op}: A and B must be 2D, got {a_shape} and {b_shape}")
+    (M, K), (K2, N) = a_shape, b_shape
+    if K != K2:
+        raise ValueError(f"tlx.{op}: inner dimensions differ: A is {a_shape}, B is {b_shape}")
+    if A.dtype != B.dtype:
+        raise TypeError(f"tlx.{op}: A is {A.dtype} but B is {B.dtype}")
+    check_async_dot_shape(M, N, K, A.dtype)
+    acc, out_dtype = args.unwrap(acc), args.unwrap(out_dtype)
+    if acc is not None and (args.kind_of(acc) != "tensor" or args.dims(acc.shape) != [M, N] or acc.dtype != out_dtype):
+        raise ValueError(f"tlx.{op}: acc must be [{M}, {N}] {out_dtype}, got {args.describe(acc)}")
+    return M, N, K
+
+
+def check_async_dot_wait(pendings: Any, inp: Any) -> int:
+    pendings = args.compile_time_int(pendings, "async_dot_wait", "pendings", 0)
+    inp = args.unwrap(inp)
+    if args.kind_of(inp) != "tensor" or len(inp.shape) != 2:
+        raise TypeError(f"tlx.async_dot_wait: inp must be the 2D result of tlx.async_dot, got {args.describe(inp)}")
+    return pendings
 
 
 def _acc_layout(_semantic: Any, M: int, N: int, a_dtype: tl.dtype) -> layouts.NvidiaMmaLayout:
@@ -42,24 +81,13 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
         raise ValueError(f"tlx.async_dot: wgmma needs whole warpgroups; num_warps={opts.num_warps}")
     if unwrap_if_constexpr(pred) is not None or list(mBarriers) or unwrap_if_constexpr(two_ctas):
         raise NotImplementedError("tlx.async_dot: pred, mBarriers and two_ctas are Blackwell (tcgen05) features")
+    M, N, K = check_async_dot(A, B, acc, out_dtype)
     B = _buffer(B, "async_dot", _semantic)
-    if not isinstance(A, (buffered_tensor, tl.tensor)):
-        raise TypeError(f"tlx.async_dot: A must be a TLX buffer or a tensor, got {type(A).__name__}")
-    if isinstance(A, buffered_tensor):
-        A = _buffer(A, "async_dot", _semantic)
-    if len(A.shape) != 2 or len(B.shape) != 2:
-        raise ValueError(f"tlx.async_dot: A and B must be 2D, got {list(A.shape)} and {list(B.shape)}")
-    (M, K), (K2, N) = A.shape, B.shape
-    if K != K2:
-        raise ValueError(f"tlx.async_dot: inner dimensions differ: A is {list(A.shape)}, B is {list(B.shape)}")
-    if A.dtype != B.dtype:
-        raise TypeError(f"tlx.async_dot: A is {A.dtype} but B is {B.dtype}")
-    check_wgmma_shape(M, N, K, A.dtype)
+    A = unwrap_if_constexpr(A)
+    A = A if isinstance(A, tl.tensor) else _buffer(A, "async_dot", _semantic)
     out_dtype = unwrap_if_constexpr(out_dtype)
     if acc is None:
         acc = _semantic.full([M, N], 0, out_dtype)
-    elif tuple(acc.shape) != (M, N) or acc.dtype != out_dtype:
-        raise ValueError(f"tlx.async_dot: acc must be [{M}, {N}] {out_dtype}, got {list(acc.shape)} {acc.dtype}")
     use_acc = unwrap_if_constexpr(use_acc)
     if use_acc is not None:  # wgmma's scale-d operand, as a select on the accumulator it reads
         acc = _semantic.where(_semantic.to_tensor(use_acc), acc, _semantic.full([M, N], 0, out_dtype))
@@ -85,11 +113,7 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
 @tlx_builtin
 def async_dot_wait(pendings, inp, _semantic=None) -> tl.tensor:
     """Wait until at most ``pendings`` async dots are in flight; returns ``inp`` safe to read."""
-    pendings = unwrap_if_constexpr(pendings)
-    if not isinstance(pendings, int) or pendings < 0:
-        raise ValueError(f"tlx.async_dot_wait: pendings must be a non-negative compile-time int, got {pendings!r}")
-    if not isinstance(inp, tl.tensor) or len(inp.shape) != 2:
-        raise TypeError(f"tlx.async_dot_wait: inp must be the 2D result of tlx.async_dot, got {inp!r}")
+    pendings = check_async_dot_wait(pendings, inp)
     M, N = inp.shape
     acc = tensor_type(_semantic, inp.dtype, [M, N], _acc_layout(_semantic, M, N, tl.float16))
     _, out = emit(_semantic, "wgmma_wait", operands=[inp], result=inp.dtype, shape=[M, N], acc=acc,

@@ -18,13 +18,13 @@ so it must be the buffer's. A descriptor used with two different buffer encoding
 """
 from __future__ import annotations
 
+import math
 from typing import Any, List, Sequence, Tuple
 
 import triton.language as tl
 from triton.language.core import base_type, builtin
 
-from . import layouts
-from . import barriers
+from . import args, layouts
 from .barriers import check_target, predicate
 from .emit import emit, tlx_builtin
 from .mem import _buffer, _memdesc_type
@@ -34,6 +34,8 @@ from .triton_compat import compile_options, ir, type_builder, unwrap_if_constexp
 #: Bytes of one CUtensorMap, and its required alignment (``allocate_tensor_descriptor``).
 DESCRIPTOR_SIZE = 128
 EVICTION_POLICIES = ("", "evict_first", "evict_last")
+#: ``tlx_kind`` (tlx/args.py) of ``allocate_tensor_descriptor`` results.
+DESCRIPTOR_SLOTS = "tensor descriptor slots"
 #: ``store_reduce`` kinds, spelled as ``ttng.async_tma_reduce`` spells them.
 STORE_REDUCE = ("add", "min", "max", "and", "or", "xor")
 
@@ -50,19 +52,149 @@ def _default_desc_type(_semantic: Any, dtype: tl.dtype, block_shape: Sequence[in
                                                                           compile_options(_semantic).arch))
 
 
-def _check_block(desc: Any, buf: buffered_tensor, op: str, arg: str) -> None:
-    shape = [unwrap_if_constexpr(s) for s in desc.block_shape]
-    if tuple(shape) != tuple(buf.shape) or desc.dtype != buf.dtype:
+# --------------------------------------------------------------------------------------------
+# Argument checks, shared with tlx/interpreter.py (see tlx/args.py)
+# --------------------------------------------------------------------------------------------
+def check_descriptor(desc: Any, op: str, arg: str = "desc") -> Any:
+    desc = args.unwrap(desc)
+    if args.kind_of(desc) != args.DESCRIPTOR:
+        raise TypeError(f"tlx.{op}: {arg} must be a tensor descriptor, got {args.kind_of(desc)}")
+    return desc
+
+
+def check_offsets(offsets: Any, rank: int, op: str) -> list[Any]:
+    offsets = args.unwrap(offsets)
+    if not isinstance(offsets, (list, tuple, tl.tuple)):
+        raise TypeError(f"tlx.{op}: offsets must be a list of integer scalars, got {type(offsets).__name__}")
+    offsets = list(offsets)
+    if len(offsets) != rank:
+        raise ValueError(f"tlx.{op}: {len(offsets)} offsets for a rank-{rank} block")
+    return [args.integer_scalar(o, op, "offsets") for o in offsets]
+
+
+def _check_tile(desc: Any, buf: Any, offsets: Any, op: str, arg: str) -> None:
+    """``desc`` is a descriptor whose block is exactly the one buffer ``buf``, addressed by ``offsets``."""
+    buf = args.buffer(buf, op, one=True)
+    desc = check_descriptor(desc, op)
+    shape = args.dims(desc.block_shape)
+    if shape != list(buf.shape) or desc.dtype != buf.dtype:
         raise ValueError(f"tlx.{op}: descriptor block {desc.dtype}{shape} does not match {arg} buffer "
                          f"{buf.dtype}{list(buf.shape)}")
+    check_offsets(offsets, len(shape), op)
 
 
-def _descriptor(_semantic: Any, desc: Any, buf: buffered_tensor, op: str, arg: str) -> dict:
-    """Payload naming ``desc`` (after checking that its block is exactly ``buf``); see the module docstring."""
+def check_descriptor_load(desc: Any, result: Any, offsets: Any, barrier: Any, pred: Any, cache_modifier: Any,
+                          eviction_policy: Any, multicast_targets: Any, two_ctas: Any) -> str:
+    """The arguments of ``async_descriptor_load``; returns its eviction policy."""
+    op = "async_descriptor_load"
+    cache = args.choice(cache_modifier, ("", ".ca", ".cg", "ca", "cg"), op, "cache_modifier")
+    if cache:
+        raise NotImplementedError(f"tlx.{op}: cache_modifier={cache!r} has no PTX form on a TMA load "
+                                  "(cp.async.bulk.tensor has no cache operator, only an L2 policy: use "
+                                  "eviction_policy); stock Triton rejects it too ('cache modifiers not supported yet')")
+    evict = args.choice(eviction_policy, EVICTION_POLICIES, op, "eviction_policy")
+    targets = args.unwrap(multicast_targets)
+    if targets is not None and len(targets):
+        raise NotImplementedError(f"tlx.{op}: multicast_targets needs thread-block clusters, which TLX on stock "
+                                  "Triton does not launch (num_ctas=1; the fork's ctas_per_cga has no stock "
+                                  "equivalent)")
+    if args.unwrap(two_ctas):
+        raise NotImplementedError(f"tlx.{op}: two_ctas=True is the Blackwell 2-CTA mode (.cta_group::2); "
+                                  "it needs sm_100 clusters, which stock Triton TLX does not have")
+    args.buffer(result, op, one=True)
+    args.barrier(barrier, op)
+    _check_tile(desc, result, offsets, op, "result")
+    args.scalar_pred(pred, op)
+    return evict
+
+
+def check_descriptor_store(desc: Any, source: Any, offsets: Any, eviction_policy: Any,
+                           store_reduce: Any) -> tuple[str, str]:
+    """``(eviction policy, store_reduce)`` of ``async_descriptor_store``."""
+    op = "async_descriptor_store"
+    evict = args.choice(eviction_policy, EVICTION_POLICIES, op, "eviction_policy")
+    reduce = args.choice(store_reduce, ("", *STORE_REDUCE), op, "store_reduce")
+    _check_tile(desc, source, offsets, op, "source")
+    return evict, reduce
+
+
+def check_prefetch_tensor(desc: Any, offsets: Any, pred: Any, eviction_policy: Any) -> str:
+    op = "async_descriptor_prefetch_tensor"
+    evict = args.choice(eviction_policy, EVICTION_POLICIES, op, "eviction_policy")
+    desc = check_descriptor(desc, op)
+    check_offsets(offsets, len(desc.block_shape), op)
+    args.scalar_pred(pred, op)
+    return evict
+
+
+def check_async_store(dst_global_ptr: Any, src_smem: Any, size: Any) -> int:
+    """The bytes of the buffer ``async_store`` copies from, after checking ``size`` against them."""
+    op = "async_store"
+    args.scalar_pointer(dst_global_ptr, op, "dst_global_ptr")
+    src = args.buffer(src_smem, op, one=True)
+    nbytes = math.prod(src.shape) * src.dtype.primitive_bitwidth // 8
+    size = args.integer_scalar(size, op, "size")
+    if args.is_int(size) and (size <= 0 or size % 16 or size > nbytes):
+        raise ValueError(f"tlx.{op}: size={size} must be a positive multiple of 16 of at most the buffer's "
+                         f"{nbytes} bytes")
+    return nbytes
+
+
+def check_slot_index(index: int, num: int) -> None:
+    if not 0 <= index < num:
+        raise IndexError(f"tlx.tensor_descriptor_ptr: slot {index} out of range for {num} descriptors")
+
+
+def check_slots(desc_ptr: Any, op: str) -> Any:
+    desc_ptr = args.unwrap(desc_ptr)
+    if args.kind_of(desc_ptr) != DESCRIPTOR_SLOTS:
+        raise TypeError(f"tlx.{op}: desc_ptr must come from tlx.allocate_tensor_descriptor, got "
+                        f"{args.describe(desc_ptr)}")
+    return desc_ptr
+
+
+def check_make_tensor_descriptor(desc_ptr: Any, base: Any, shape: Any, strides: Any, block_shape: Any,
+                                 padding_option: Any) -> tuple[list[int], str]:
+    """``(block shape, padding)`` of ``make_tensor_descriptor``; into a slot (``desc_ptr``) the TMA rules
+    ``tensormap_create`` has are checked too (``tt.make_tensor_descriptor`` checks its own)."""
+    op = "make_tensor_descriptor"
+    padding = args.unwrap(padding_option)
+    if padding not in ("zero", "nan"):
+        raise ValueError(f"tlx.{op}: padding_option must be 'zero' or 'nan', got {padding!r}")
+    base = args.scalar_pointer(base, op, "base")
+    block = _block_shape(block_shape, op)
+    shape, strides = list(args.unwrap(shape)), list(args.unwrap(strides))
+    if not len(shape) == len(strides) == len(block):
+        raise ValueError(f"tlx.{op}: shape, strides and block_shape need the same rank, got {len(shape)}, "
+                         f"{len(strides)} and {len(block)}")
+    if args.unwrap(desc_ptr) is None:
+        return block, padding
+    check_slots(desc_ptr, op)
+    dtype = base.dtype.element_ty
+    if dtype.is_int() and padding == "nan":
+        raise ValueError(f"tlx.{op}: padding_option='nan' needs a floating-point tensor, got {dtype}")
+    if block[-1] * dtype.primitive_bitwidth // 8 < 16:
+        raise ValueError(f"tlx.{op}: the last block dimension must span at least 16 bytes, got {block[-1]} x {dtype}")
+    if args.unwrap(strides[-1]) != 1:
+        raise ValueError(f"tlx.{op}: the last stride must be the constant 1, got {args.describe(strides[-1])}")
+    if dtype.primitive_bitwidth not in (8, 16, 32, 64):
+        raise TypeError(f"tlx.{op}: TMA cannot copy {dtype}")
+    return block, padding
+
+
+def check_reinterpret_tensor_descriptor(desc_ptr: Any, block_shape: Any, dtype: Any) -> tuple[list[int], tl.dtype]:
+    op = "reinterpret_tensor_descriptor"
+    check_slots(desc_ptr, op)
+    block = _block_shape(block_shape, op)
+    dtype = args.unwrap(dtype)
+    if not isinstance(dtype, tl.dtype):
+        raise TypeError(f"tlx.{op}: dtype must be a Triton dtype, got {dtype!r}")
+    return block, dtype
+
+
+def _descriptor(_semantic: Any, desc: Any, buf: buffered_tensor) -> dict:
+    """Payload naming ``desc`` (checked: its block is exactly ``buf``); see the module docstring."""
     desc = unwrap_if_constexpr(desc)
-    if not isinstance(desc, (tensor_descriptor, tl.core.tensor_descriptor_base)):
-        raise TypeError(f"tlx.{op}: desc must be a tensor descriptor, got {type(desc).__name__}")
-    _check_block(desc, buf, op, arg)
     want = _desc_type(_semantic, buf.dtype, buf.shape, buf.layout)
     if isinstance(desc, tensor_descriptor):
         return {"desc_id": desc.type.id, "desc_type": want, "_desc": desc}
@@ -71,9 +203,7 @@ def _descriptor(_semantic: Any, desc: Any, buf: buffered_tensor, op: str, arg: s
 
 def _descriptor_only(_semantic: Any, desc: Any, op: str, arg: str = "desc") -> dict:
     """Payload naming ``desc`` for ops without a buffer (prefetches), which take any encoding."""
-    desc = unwrap_if_constexpr(desc)
-    if not isinstance(desc, (tensor_descriptor, tl.core.tensor_descriptor_base)):
-        raise TypeError(f"tlx.{op}: {arg} must be a tensor descriptor, got {type(desc).__name__}")
+    desc = check_descriptor(desc, op, arg)
     if isinstance(desc, tensor_descriptor):
         return {"desc_id": desc.type.id, "_desc": desc}
     return {"carried": True, "_desc": desc}
@@ -91,41 +221,15 @@ def _emit_tma(_semantic: Any, op: str, ref: dict, operands: Sequence[tl.tensor],
     emit(_semantic, op, operands=operands, **ref, **attrs)
 
 
-def _offsets(_semantic: Any, offsets: Any, rank: int, op: str) -> list[tl.tensor]:
-    offsets = unwrap_if_constexpr(offsets)
-    if not isinstance(offsets, (list, tuple, tl.tuple)):
-        raise TypeError(f"tlx.{op}: offsets must be a list of integer scalars, got {type(offsets).__name__}")
-    offsets = list(offsets)
-    if len(offsets) != rank:
-        raise ValueError(f"tlx.{op}: {len(offsets)} offsets for a rank-{rank} block")
-    out = []
-    for o in offsets:
-        o = _semantic.to_tensor(o)
-        if o.type.is_block() or not o.dtype.is_int():
-            raise TypeError(f"tlx.{op}: offsets must be integer scalars, got {o.type}")
-        out.append(_semantic.cast(o, tl.int32) if o.dtype != tl.int32 else o)
-    return out
+def _offsets(_semantic: Any, offsets: Any) -> list[tl.tensor]:
+    """The (checked: :func:`check_offsets`) offsets as i32 scalars."""
+    out = [_semantic.to_tensor(o) for o in unwrap_if_constexpr(offsets)]
+    return [_semantic.cast(o, tl.int32) if o.dtype != tl.int32 else o for o in out]
 
 
-def _choice(value: Any, allowed: Sequence[str], name: str, op: str) -> str:
-    value = unwrap_if_constexpr(value)
-    value = "" if value is None else value
-    if value not in allowed:
-        raise ValueError(f"tlx.{op}: {name} must be one of {list(allowed)}, got {value!r}")
-    return value
-
-
-def _one_buffer(buf: Any, op: str, arg: str) -> buffered_tensor:
-    buf = _buffer(unwrap_if_constexpr(buf), op)
-    if buf.type.num:
-        raise TypeError(f"tlx.{op}: {arg} is a multi-buffer; pick one buffer with tlx.local_view first")
-    return buf
-
-
-def _l2_hint(eviction_policy: Any, op: str) -> dict:
+def _l2_hint(evict: str) -> dict:
     """Payload of an L2 eviction priority. Stock Triton's TMA lowering rejects the hint ("eviction policy
     not supported yet"), so the op is marked and tlx/tma_llvm.py adds ``.L2::cache_hint`` to its PTX."""
-    evict = _choice(eviction_policy, EVICTION_POLICIES, "eviction_policy", op)
     return {"evict": evict} if evict in ("evict_first", "evict_last") else {}
 
 
@@ -135,24 +239,11 @@ def async_descriptor_load(desc, result, offsets, barrier, pred=None, cache_modif
     """TMA-load the tile of ``desc`` at ``offsets`` into ``result``; its bytes count on ``barrier``."""
     op = "async_descriptor_load"
     check_target(_semantic, op, 90)
-    cache = _choice(cache_modifier, ("", ".ca", ".cg", "ca", "cg"), "cache_modifier", op)
-    if cache:
-        raise NotImplementedError(f"tlx.{op}: cache_modifier={cache!r} has no PTX form on a TMA load "
-                                  "(cp.async.bulk.tensor has no cache operator, only an L2 policy: use "
-                                  "eviction_policy); stock Triton rejects it too ('cache modifiers not supported yet')")
-    hint = _l2_hint(eviction_policy, op)
-    targets = unwrap_if_constexpr(multicast_targets)
-    if targets is not None and len(targets):
-        raise NotImplementedError(f"tlx.{op}: multicast_targets needs thread-block clusters, which TLX on stock "
-                                  "Triton does not launch (num_ctas=1; the fork's ctas_per_cga has no stock "
-                                  "equivalent)")
-    if unwrap_if_constexpr(two_ctas):
-        raise NotImplementedError(f"tlx.{op}: two_ctas=True is the Blackwell 2-CTA mode (.cta_group::2); "
-                                  "it needs sm_100 clusters, which stock Triton TLX does not have")
-    dst = _one_buffer(result, op, "result")
-    bar = barriers.barrier(barrier, op)
-    ref = _descriptor(_semantic, desc, dst, op, "result")
-    operands = _offsets(_semantic, offsets, len(dst.shape), op) + [predicate(_semantic, pred)]
+    hint = _l2_hint(check_descriptor_load(desc, result, offsets, barrier, pred, cache_modifier, eviction_policy,
+                                          multicast_targets, two_ctas))
+    dst, bar = _buffer(result, op), unwrap_if_constexpr(barrier)
+    ref = _descriptor(_semantic, desc, dst)
+    operands = _offsets(_semantic, offsets) + [predicate(_semantic, pred)]
     _emit_tma(_semantic, "tma_load", ref, operands, dst=dst.type.id, bar=bar.type.id, **hint)
 
 
@@ -162,13 +253,11 @@ def async_descriptor_store(desc, source, offsets, eviction_policy="", store_redu
     ``store_reduce`` (``cp.reduce.async.bulk.tensor``); wait with ``async_descriptor_store_wait``."""
     op = "async_descriptor_store"
     check_target(_semantic, op, 90)
-    hint = _l2_hint(eviction_policy, op)
-    reduce = _choice(store_reduce, ("", *STORE_REDUCE), "store_reduce", op)
-    src = _one_buffer(source, op, "source")
-    ref = _descriptor(_semantic, desc, src, op, "source")
-    _emit_tma(_semantic, "tma_reduce" if reduce else "tma_store", ref,
-              _offsets(_semantic, offsets, len(src.shape), op), src=src.type.id,
-              **({"kind": reduce} if reduce else {}), **hint)
+    evict, reduce = check_descriptor_store(desc, source, offsets, eviction_policy, store_reduce)
+    src = _buffer(source, op)
+    ref = _descriptor(_semantic, desc, src)
+    _emit_tma(_semantic, "tma_reduce" if reduce else "tma_store", ref, _offsets(_semantic, offsets), src=src.type.id,
+              **({"kind": reduce} if reduce else {}), **_l2_hint(evict))
 
 
 @tlx_builtin
@@ -176,9 +265,9 @@ def async_descriptor_prefetch_tensor(desc, offsets, pred=None, eviction_policy="
     """Hint TMA to bring the tile of ``desc`` at ``offsets`` into L2 (``cp.async.bulk.prefetch.tensor``)."""
     op = "async_descriptor_prefetch_tensor"
     check_target(_semantic, op, 90)
-    hint = _l2_hint(eviction_policy, op)
+    hint = _l2_hint(check_prefetch_tensor(desc, offsets, pred, eviction_policy))
     ref = _descriptor_only(_semantic, desc, op)
-    operands = _offsets(_semantic, offsets, len(ref["_desc"].block_shape), op) + [predicate(_semantic, pred)]
+    operands = _offsets(_semantic, offsets) + [predicate(_semantic, pred)]
     _emit_tma(_semantic, "tma_prefetch", ref, operands, **hint)
 
 
@@ -215,21 +304,9 @@ def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
     PTX into the bulk copy (so it is ordered like a TMA store: the same proxy fence and bulk group)."""
     op = "async_store"
     check_target(_semantic, op, 90)
-    dst = unwrap_if_constexpr(dst_global_ptr)
-    if not isinstance(dst, tl.tensor) or dst.type.is_block() or not dst.dtype.is_ptr():
-        raise TypeError(f"tlx.{op}: dst_global_ptr must be a scalar pointer, got {getattr(dst, 'type', dst)}")
-    src = _one_buffer(src_smem, op, "src_smem")
-    nbytes = src.dtype.primitive_bitwidth // 8
-    for d in src.shape:
-        nbytes *= d
-    size = unwrap_if_constexpr(size)
-    if isinstance(size, int) and not isinstance(size, bool):
-        if size <= 0 or size % 16 or size > nbytes:
-            raise ValueError(f"tlx.{op}: size={size} must be a positive multiple of 16 of at most the buffer's "
-                             f"{nbytes} bytes")
-    size = _semantic.to_tensor(size)
-    if size.type.is_block() or not size.dtype.is_int():
-        raise TypeError(f"tlx.{op}: size must be an integer scalar (bytes), got {size.type}")
+    nbytes = check_async_store(dst_global_ptr, src_smem, size)
+    dst, src = unwrap_if_constexpr(dst_global_ptr), _buffer(src_smem, op)
+    size = _semantic.to_tensor(unwrap_if_constexpr(size))
     size = _semantic.cast(size, tl.int32) if size.dtype != tl.int32 else size
     desc, view = bulk_box(_semantic, nbytes, op)
     emit(_semantic, "bulk_store", operands=[dst, size], src=src.type.id, desc=desc, view=view)
@@ -239,10 +316,7 @@ def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
 def async_descriptor_store_wait(pendings, _semantic=None) -> None:
     """Wait until at most ``pendings`` TMA stores still read their shared-memory source."""
     check_target(_semantic, "async_descriptor_store_wait", 90)
-    pendings = unwrap_if_constexpr(pendings)
-    if isinstance(pendings, bool) or not isinstance(pendings, int) or pendings < 0:
-        raise ValueError(f"tlx.async_descriptor_store_wait: pendings must be a non-negative compile-time int, "
-                         f"got {pendings!r}")
+    pendings = args.compile_time_int(pendings, "async_descriptor_store_wait", "pendings", 0)
     emit(_semantic, "tma_store_wait", pendings=pendings)
 
 
@@ -274,6 +348,7 @@ class tensor_descriptor_ptr_type(base_type):
 
 class tensor_descriptor_ptr(tlx_value):
     """A pointer into descriptor slots; ``ptr[i]`` points at slot ``i`` (``i * 128`` bytes further)."""
+    tlx_kind = DESCRIPTOR_SLOTS
 
     def __init__(self, handle: ir.value, num: int, descriptor_size: int = DESCRIPTOR_SIZE) -> None:
         self.handle = handle
@@ -292,39 +367,29 @@ class tensor_descriptor_ptr(tlx_value):
 
     @builtin
     def __getitem__(self, index: Any, _semantic: Any = None) -> "tensor_descriptor_ptr":
-        index = unwrap_if_constexpr(index)
-        if isinstance(index, int) and not 0 <= index < self.num:
-            raise IndexError(f"tlx.tensor_descriptor_ptr: slot {index} out of range for {self.num} descriptors")
+        index = args.integer_scalar(index, "tensor_descriptor_ptr", "the slot index")
+        if isinstance(index, int):
+            check_slot_index(index, self.num)
         index = _semantic.to_tensor(index)
-        if index.type.is_block() or not index.dtype.is_int():
-            raise TypeError(f"tlx.tensor_descriptor_ptr: the slot index must be an integer scalar, got {index.type}")
         index = _semantic.cast(index, tl.int32) if index.dtype != tl.int32 else index
         b = _semantic.builder
         offset = b.create_mul(index.handle, b.get_int32(self.descriptor_size))
         return tensor_descriptor_ptr(b.create_addptr(self.handle, offset), self.num, self.descriptor_size)
 
 
-def _slot(desc_ptr: Any, op: str) -> tensor_descriptor_ptr:
-    desc_ptr = unwrap_if_constexpr(desc_ptr)
-    if not isinstance(desc_ptr, tensor_descriptor_ptr):
-        raise TypeError(f"tlx.{op}: desc_ptr must come from tlx.allocate_tensor_descriptor, got "
-                        f"{type(desc_ptr).__name__}")
-    return desc_ptr
-
-
 @tlx_builtin
 def allocate_tensor_descriptor(num, _semantic=None) -> tensor_descriptor_ptr:
     """Global scratch for ``num`` descriptors (128 bytes each, 128-byte aligned; needs ``triton.set_allocator``)."""
     check_target(_semantic, "allocate_tensor_descriptor", 90)
-    num = barriers._compile_time_int(num, "tlx.allocate_tensor_descriptor: num")
+    num = args.compile_time_int(num, "allocate_tensor_descriptor", "num")
     _, handle = emit(_semantic, "alloc_desc", scalar=tl.pointer_type(tl.int8), nbytes=num * DESCRIPTOR_SIZE,
                      alignment=DESCRIPTOR_SIZE)
     return tensor_descriptor_ptr(handle, num)
 
 
 def _block_shape(block_shape: Any, op: str) -> list[int]:
-    shape = [unwrap_if_constexpr(b) for b in unwrap_if_constexpr(block_shape)]
-    if not 1 <= len(shape) <= 5 or any(isinstance(b, bool) or not isinstance(b, int) or b < 1 for b in shape):
+    shape = [args.unwrap(b) for b in args.unwrap(block_shape)]
+    if not 1 <= len(shape) <= 5 or any(not args.is_int(b) or b < 1 for b in shape):
         raise ValueError(f"tlx.{op}: block_shape must be 1 to 5 positive compile-time ints, got {shape}")
     return shape
 
@@ -337,29 +402,12 @@ def make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_
     where ``reinterpret_tensor_descriptor`` reads it back. Both need ``triton.set_allocator``."""
     op = "make_tensor_descriptor"
     check_target(_semantic, op, 90)
-    padding = unwrap_if_constexpr(padding_option)
-    if padding not in ("zero", "nan"):
-        raise ValueError(f"tlx.{op}: padding_option must be 'zero' or 'nan', got {padding!r}")
+    block, padding = check_make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_option)
     base = unwrap_if_constexpr(base)
-    if not isinstance(base, tl.tensor) or base.type.is_block() or not base.dtype.is_ptr():
-        raise TypeError(f"tlx.{op}: base must be a scalar pointer, got {getattr(base, 'type', base)}")
-    block = _block_shape(block_shape, op)
     shape, strides = list(unwrap_if_constexpr(shape)), list(unwrap_if_constexpr(strides))
-    if not len(shape) == len(strides) == len(block):
-        raise ValueError(f"tlx.{op}: shape, strides and block_shape need the same rank, got {len(shape)}, "
-                         f"{len(strides)} and {len(block)}")
     if unwrap_if_constexpr(desc_ptr) is None:
         return _semantic.make_tensor_descriptor(base, shape, strides, block, padding)
-    slot = _slot(desc_ptr, op)
-    dtype = base.dtype.element_ty
-    if dtype.is_int() and padding == "nan":
-        raise ValueError(f"tlx.{op}: padding_option='nan' needs a floating-point tensor, got {dtype}")
-    if block[-1] * dtype.primitive_bitwidth // 8 < 16:
-        raise ValueError(f"tlx.{op}: the last block dimension must span at least 16 bytes, got {block[-1]} x {dtype}")
-    if unwrap_if_constexpr(strides[-1]) != 1:
-        raise ValueError(f"tlx.{op}: the last stride must be the constant 1, got {strides[-1]}")
-    if dtype.primitive_bitwidth not in (8, 16, 32, 64):
-        raise TypeError(f"tlx.{op}: TMA cannot copy {dtype}")
+    slot, dtype = unwrap_if_constexpr(desc_ptr), base.dtype.element_ty
     operands = ([tl.tensor(slot.handle, tl.pointer_type(tl.int8)), base]
                 + [_semantic.make_scalar(unwrap_if_constexpr(s), tl.int32) for s in shape]
                 + [_semantic.make_scalar(unwrap_if_constexpr(s), tl.int64) for s in strides])
@@ -374,11 +422,8 @@ def reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype, _semantic=None) 
     TLX TMA ops, seen as a ``dtype`` tensor of ``block_shape`` blocks."""
     op = "reinterpret_tensor_descriptor"
     check_target(_semantic, op, 90)
-    slot = _slot(desc_ptr, op)
-    block = _block_shape(block_shape, op)
-    dtype = unwrap_if_constexpr(dtype)
-    if not isinstance(dtype, tl.dtype):
-        raise TypeError(f"tlx.{op}: dtype must be a Triton dtype, got {dtype!r}")
+    block, dtype = check_reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype)
+    slot = unwrap_if_constexpr(desc_ptr)
     pid, handle = emit(_semantic, "reinterpret_desc", operands=[tl.tensor(slot.handle, tl.pointer_type(tl.int8))],
                        default=_default_desc_type(_semantic, dtype, block))
     return tensor_descriptor(handle, tensor_descriptor_type(tl.block_type(dtype, block), pid, "slot"))

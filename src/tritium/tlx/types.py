@@ -12,6 +12,7 @@ import triton.language as tl
 from triton.language.core import base_type, base_value, builtin
 
 from tritium import compat
+from .args import BUFFER, BUFFERS, kind_of
 from .layouts import SharedLayout
 from .triton_compat import ir, unwrap_if_constexpr
 
@@ -94,6 +95,16 @@ class buffered_tensor(tlx_value):
     def layout(self) -> SharedLayout:
         return self.type.layout
 
+    @property
+    def tlx_kind(self) -> str:
+        """What this value is, as the argument checks name it (tlx/args.py)."""
+        barrier = self.type.barrier
+        if barrier == "remote":
+            return "remote mbarrier"
+        if barrier:
+            return "mbarriers" if self.type.num else "mbarrier"
+        return "buffers" if self.type.num else "buffer"
+
     @builtin
     def __getitem__(self, idx: Any, _semantic: Any = None) -> "buffered_tensor":
         from .mem import local_view
@@ -123,6 +134,7 @@ class async_token_type(base_type):
 
 
 class async_token(tlx_value):
+    tlx_kind = "async token"
 
     def __init__(self) -> None:
         self.type = async_token_type()
@@ -157,6 +169,7 @@ class tensor_descriptor_type(base_type):
 
 class tensor_descriptor(tlx_value):
     """A device-side TMA descriptor; host-side ones arrive as Triton's own ``tl.tensor_descriptor``."""
+    tlx_kind = "tensor descriptor"
 
     def __init__(self, handle: ir.value, type: tensor_descriptor_type) -> None:
         self.handle = handle
@@ -194,9 +207,8 @@ class reuse_group:
         if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
             raise ValueError(f"tlx.reuse_group: group_size must be a positive int, got {group_size!r}")
         self.args = tuple(unwrap_if_constexpr(a) for a in args)
-        from .interpreter import SharedBuffer  # the interpreter's buffers are members too
-        for elem in self.args:
-            if not isinstance(elem, (reuse_group, buffered_tensor, SharedBuffer)):
+        for elem in self.args:  # buffers of either path (the interpreter's too) say what they are
+            if not isinstance(elem, reuse_group) and kind_of(elem) not in (BUFFER, BUFFERS):
                 raise TypeError(f"tlx.reuse_group: elements must be buffered_tensor or reuse_group, got "
                                 f"{type(elem).__name__}")
         self.group_type, self.group_size = group_type, group_size

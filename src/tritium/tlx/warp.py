@@ -21,6 +21,24 @@ def ballot_mask(mask: Any) -> int:
     return mask & 0xFFFFFFFF
 
 
+def check_ballot_pred(pred: Any) -> None:
+    """``vote_ballot_sync``'s ``pred`` is a scalar (shared with the interpreter)."""
+    pred = unwrap_if_constexpr(pred)
+    if isinstance(pred, tl.tensor) and pred.type.is_block():
+        raise NotImplementedError(f"tlx.vote_ballot_sync: pred must be a scalar, got a tensor of shape "
+                                  f"{[unwrap_if_constexpr(d) for d in pred.shape]}: "
+                                  "the fork ORs the elements each thread holds in the register layout, which stock "
+                                  "Triton cannot express")
+
+
+def check_redux_x(x: Any) -> None:
+    """``warp_redux``'s ``x`` is float32 (shared with the interpreter)."""
+    x = unwrap_if_constexpr(x)
+    dtype = x.dtype if isinstance(x, tl.tensor) else tl.float32 if isinstance(x, float) else None
+    if dtype != tl.float32:
+        raise TypeError(f"tlx.warp_redux: x must be float32, got {dtype or repr(x)}")
+
+
 def redux_op(op: Any) -> tuple[str, bool]:
     """The ``redux.sync`` operation of ``warp_redux``'s ``op`` (shared with the interpreter)."""
     op = unwrap_if_constexpr(op)
@@ -37,16 +55,12 @@ def vote_ballot_sync(mask, pred, _semantic=None) -> tl.tensor:
     the register layout, and stock Triton has no op that works per thread across a tensor's elements.
     """
     mask = ballot_mask(mask)
+    check_ballot_pred(pred)
     arch = compile_options(_semantic).arch
     if layouts.cuda_capability(arch) is None:
         raise NotImplementedError(f"tlx.vote_ballot_sync is the 32-lane NVIDIA warp ballot; AMD wavefronts have 64 "
                                   f"lanes and the fork has no AMD lowering either. The target is {arch}")
     pred = _semantic.to_tensor(unwrap_if_constexpr(pred))
-    if pred.type.is_block():
-        raise NotImplementedError(f"tlx.vote_ballot_sync: pred must be a scalar, got a tensor of shape "
-                                  f"{[unwrap_if_constexpr(d) for d in pred.shape]}: "
-                                  "the fork ORs the elements each thread holds in the register layout, which stock "
-                                  "Triton cannot express")
     if pred.dtype != tl.int1:
         pred = _semantic.not_equal(pred, 0)
     vote = _semantic.cast(pred, tl.int32)
@@ -59,14 +73,13 @@ def warp_redux(x, op, _semantic=None) -> tl.tensor:
     """Each f32 element replaced by its ``op`` ("max", "min", "abs_max", "abs_min") over the 32 lanes of its
     warp (``redux.sync.{max,min}.f32``, Blackwell sm_100 and newer)."""
     kind, absolute = redux_op(op)
+    check_redux_x(x)
     arch = compile_options(_semantic).arch
     cap = layouts.cuda_capability(arch)
     if cap is None or cap < 100:
         raise NotImplementedError(f"tlx.warp_redux needs redux.sync on f32, which NVIDIA has from sm_100 (Blackwell); "
                                   f"the target is {arch}")
     x = _semantic.to_tensor(unwrap_if_constexpr(x))
-    if x.dtype != tl.float32:
-        raise TypeError(f"tlx.warp_redux: x must be float32, got {x.dtype}")
     clear_sign = "and.b32 t, t, 0x7FFFFFFF; " if absolute else ""
     asm = f"{{ .reg .b32 t; mov.b32 t, $1; {clear_sign}redux.sync.{kind}.f32 t, t, 0xFFFFFFFF; mov.b32 $0, t; }}"
     return tl.inline_asm_elementwise(asm, "=f,f", [x], dtype=tl.float32, is_pure=False, pack=1, _semantic=_semantic)
