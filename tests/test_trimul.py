@@ -218,6 +218,35 @@ def test_fake_implementation_gives_the_output_shape():
     assert y.shape == x.shape and y.dtype == torch.float32 and y.device.type == "meta"
 
 
+def test_launches_go_direct_after_the_first_call_per_specialization(monkeypatch):
+    """The JIT compiles once per specialization; later calls go straight to the compiled launcher, with the
+    constexpr values appended, and a change that Triton specializes on (alignment, an int) goes back to the JIT."""
+    import tritium.ops.launch as ops_launch
+
+    jit_calls, direct_calls = [], []
+
+    class Kernel:
+        arg_names = ["a_ptr", "n", "BLOCK"]
+
+        def __getitem__(self, grid):
+            return lambda *args, **consts: jit_calls.append((grid, args, consts)) or "compiled"
+
+    monkeypatch.setattr(ops_launch, "interpreting", lambda: False)
+    monkeypatch.setattr(compat, "launch_hooks_active", lambda: False)
+    monkeypatch.setattr(compat, "pipeline_digest", lambda kernel: "digest")
+    monkeypatch.setattr(compat, "current_stream", lambda device: 7)
+    monkeypatch.setattr(compat, "direct_launch", lambda compiled: lambda grid, stream, args: direct_calls.append(
+        (compiled, grid, stream, args)))
+    monkeypatch.setattr(K, "_direct", {})
+    kernel, buf = Kernel(), torch.zeros(64)
+    K._run(kernel, (4, ), [buf, 16], dict(BLOCK=32, num_warps=4))
+    K._run(kernel, (4, ), [buf, 16], dict(BLOCK=32, num_warps=4))
+    assert len(jit_calls) == 1 and direct_calls == [("compiled", (4, 1, 1), 7, [buf, 16, 32])]
+    K._run(kernel, (4, ), [buf[1:], 16], dict(BLOCK=32, num_warps=4))  # 4-byte aligned: another specialization
+    K._run(kernel, (4, ), [buf, 17], dict(BLOCK=32, num_warps=4))
+    assert len(jit_calls) == 3 and len(direct_calls) == 1
+
+
 def test_cpu_tensors_need_the_interpreter():
     if os.environ.get("TRITON_INTERPRET") == "1":
         pytest.skip("this process is interpreted")

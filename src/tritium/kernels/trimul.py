@@ -308,6 +308,39 @@ def pair_config(N: int) -> PairConfig:
     return PAIR_LARGE if N > 64 else PAIR_TINY
 
 
+#: (kernel, argument key, pipeline digest) -> (DirectLaunch, its constexpr values), or None where the
+#: kernel must keep launching through the JIT.
+_direct: dict = {}
+
+
+def _run(kernel, grid: tuple, args: list, consts: dict) -> None:
+    """``kernel[grid](*args, **consts)``; after the first call with arguments of the same specialization,
+    straight through the compiled kernel's launcher, skipping the JIT's per-call binding (host time
+    before the first kernel of a call is latency). The key holds what Triton specializes on: the int
+    arguments' values, the tensors' dtypes and 16-byte alignment, and the device."""
+    from .. import compat
+    from ..ops.launch import interpreting
+
+    if interpreting() or compat.launch_hooks_active():
+        kernel[grid](*args, **consts)
+        return
+    device = args[0].device.index  # every kernel's first argument is a tensor
+    key = (kernel, tuple((a.dtype, a.data_ptr() % 16 == 0) if hasattr(a, "data_ptr") else a for a in args),
+           tuple(consts.items()), device, compat.pipeline_digest(kernel))
+    entry = _direct.get(key, False)
+    if entry:
+        direct, const_values = entry
+        direct((*grid, 1, 1)[:3], compat.current_stream(device), [*args, *const_values])
+        return
+    compiled = kernel[grid](*args, **consts)
+    if entry is None:
+        return
+    # The launcher takes every parameter in order, constexprs included (it skips their values).
+    rest = kernel.arg_names[len(args):]
+    direct = compat.direct_launch(compiled) if compiled is not None and all(n in consts for n in rest) else None
+    _direct[key] = (direct, [consts[n] for n in rest]) if direct is not None else None
+
+
 def launch(x, mask, ln_w, ln_b, w_proj_t, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float, y=None,
            stages=None):
     """Run the three kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32.
@@ -330,20 +363,19 @@ def launch(x, mask, ln_w, ln_b, w_proj_t, out_ln_w, out_ln_b, w_out_t, eps: floa
     og = torch.empty((M, H), device=dev, dtype=dtype)
     hs = 64
     with stage("proj"):
-        trimul_proj_kernel[(triton.cdiv(M, BM) * (H // hs), )](
-            x, mask, ln_w, ln_b, w_proj_t, left, right, og, M, NN, C, eps, H=H, BM=BM, BK=BK, HS=hs,
-            SBK=2 * BK if C % (2 * BK) == 0 else BK, num_warps=8)
+        _run(trimul_proj_kernel, (triton.cdiv(M, BM) * (H // hs), ),
+             [x, mask, ln_w, ln_b, w_proj_t, left, right, og, M, NN, C, eps],
+             dict(H=H, BM=BM, BK=BK, HS=hs, SBK=2 * BK if C % (2 * BK) == 0 else BK, num_warps=8))
     # Allocated once the first kernel is queued: the host time before it is the call's latency.
     pair = torch.empty_like(left, dtype=torch.bfloat16)  # sums of N products: fp32's range
     if y is None:
         y = torch.empty((B, N, N, C), device=dev, dtype=torch.float32)
     cfg = pair_config(N)
     with stage("pair"):
-        trimul_pair_kernel[(triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)](
-            left, right, pair, N, BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
-            NUM_STAGES=cfg.NUM_STAGES, num_warps=cfg.num_warps)
+        _run(trimul_pair_kernel, (triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H), [left, right, pair, N],
+             dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
+                  num_warps=cfg.num_warps))
     with stage("out"):
-        trimul_out_kernel[(triton.cdiv(M, BM), )](
-            pair, og, out_ln_w, out_ln_b, w_out_t, y, M, NN, C, out_eps, H=H, BM=BM, BN=OUT_BN, NUM_STAGES=2,
-            num_warps=8, maxnreg=OUT_MAXNREG)
+        _run(trimul_out_kernel, (triton.cdiv(M, BM), ), [pair, og, out_ln_w, out_ln_b, w_out_t, y, M, NN, C, out_eps],
+             dict(H=H, BM=BM, BN=OUT_BN, NUM_STAGES=2, num_warps=8, maxnreg=OUT_MAXNREG))
     return y
