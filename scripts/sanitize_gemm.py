@@ -26,7 +26,7 @@ PERSISTENT = {"ws": (ws, ws.Config(128, 128, 64, 8, 2, True, 232)),
               "coop": (coop, coop.Config(128, 64, 64, 8, 2, 2, 232)),
               "pingpong": (pingpong, pingpong.Config(64, 64, 64, 8, 2, 2, 232)),
               "splitk": (splitk, splitk.Config(128, 64, 64, 8, 2, 2, 232, 3)),  # 6 tiles x 2 K slices (4 steps)
-              "dualk": (dualk, dualk.Config(64, 64, 64, 8, 3, 2, 232))}  # 9 tiles: the partial buffer is reused
+              "dualk": (dualk, dualk.Config(64, 64, 64, 8, 4, 2, 232))}  # 9 tiles: the partial buffer is reused
 
 a = torch.randn(M, K, device="cuda", dtype=torch.float16)
 b = torch.randn(K, N, device="cuda", dtype=torch.float16)

@@ -35,8 +35,8 @@ VARIANTS = {
     "pingpong-64x128": (pingpong, pingpong.SMALL),
     "pingpong-128x128-noregs": (pingpong, pingpong.LARGE._replace(NUM_REGS=None)),
     "pingpong-128x128-2st-1store-g1": (pingpong, pingpong.Config(128, 128, 64, 1, 2, 1, 232)),
-    "dualk-64x64-3st-1store": (dualk, dualk.Config(64, 64, 64, 8, 3, 1, 232)),  # stages alternate replicas
-    "dualk-64x256-noregs": (dualk, dualk.Config(64, 256, 64, 8, 3, 4, None)),
+    "dualk-64x64-4st-1store": (dualk, dualk.Config(64, 64, 64, 8, 4, 1, 232)),
+    "dualk-64x128-noregs": (dualk, dualk.Config(64, 128, 64, 8, 6, 2, None)),
 }
 
 

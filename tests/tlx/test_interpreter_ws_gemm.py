@@ -37,7 +37,7 @@ PERSISTENT = {
     "cooperative": (coop.matmul, [coop.Config(128, 32, 32, 8, 2, 2, 232), coop.Config(128, 32, 32, 1, 3, 1, None)]),
     "pingpong": (pingpong.matmul, [pingpong.Config(64, 32, 32, 8, 2, 2, 232),
                                    pingpong.Config(64, 32, 32, 1, 3, 4, None)]),
-    "dualk": (dualk.matmul, [dualk.Config(64, 32, 32, 8, 3, 2, 232), dualk.Config(64, 32, 32, 1, 4, 4, None)]),
+    "dualk": (dualk.matmul, [dualk.Config(64, 32, 32, 8, 4, 2, 232), dualk.Config(64, 32, 32, 1, 4, 4, None)]),
 }
 
 
@@ -62,7 +62,7 @@ def test_dualk_odd_and_single_k_steps(M, N, K):
     program and the shallowest ring (3 stages)."""
     torch.manual_seed(M + N + K)
     a, b = torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)
-    c = dualk.matmul(a, b, dualk.Config(64, 16, 32, 2, 3, 1, 232), num_sms=2)
+    c = dualk.matmul(a, b, dualk.Config(64, 16, 32, 2, 4, 1, 232), num_sms=2)
     ref = a.double() @ b.double()
     err = (c.double() - ref).norm() / ref.norm()
     assert c.shape == (M, N) and err < 2e-3, f"{M}x{N}x{K}: relative error {err:.2e}"

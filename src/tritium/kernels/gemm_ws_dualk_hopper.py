@@ -14,7 +14,10 @@ inside the program, with no workspace:
   the two take alternate K steps of every tile (an odd K-step count alternates who takes the extra
   one). Each keeps one wgmma group in flight and releases its previous step once it retired; a stage
   is therefore held until its owner's next MMA is issued, two ring steps later, which is why the ring
-  needs at least 3 stages.
+  needs at least 3 stages. It also needs an even number: with 3 stages (each stage then alternates
+  between the replicas from one ring lap to the next) the kernel failed on the H200 with an
+  unspecified launch failure at 4097x4095x513 (GPU run of 2026-12-01, docs/benchmarks.md), while 4
+  and 6 stages passed. The cause is not understood yet, so odd depths are refused.
 * Reduction: replica 1 writes its fp32 partial tile to shared memory in EPILOGUE_SUBTILES column
   slices and arrives on named barrier RED_FULL; replica 0 waits, adds the slices to its own and
   runs the epilogue alone (TMA stores through two staging buffers), and once every slice is read
@@ -49,7 +52,8 @@ RED_THREADS = tl.constexpr(2 * 4 * 32)
 def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                            GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
                            NUM_REGS: tl.constexpr):
-    tl.static_assert(NUM_STAGES >= 3, "matmul_kernel_ws_dualk: NUM_STAGES must be at least 3 (see the docstring)")
+    tl.static_assert(NUM_STAGES >= 4 and NUM_STAGES % 2 == 0,
+                     "matmul_kernel_ws_dualk: NUM_STAGES must be even and at least 4 (see the module docstring)")
     EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
     dtype = tlx.dtype_of(a_desc)
     out_dtype = tlx.dtype_of(c_desc)
