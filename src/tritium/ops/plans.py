@@ -266,7 +266,7 @@ SWEEP_SPACE: dict[str, list[Plan]] = {
             _split(128, 128, 2), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4))],
     "splitk": [*(_split(128, 128, s) for s in (2, 3, 4, 5, 6, 8)), _split(128, 128, 5, stages=6),
                *(_split(128, 256, s, stages=3) for s in (2, 3, 4)), _ws("pingpong", 64, 128, stages=6, subtiles=2),
-               _ws("pingpong", 64, 256, stages=4), _ws("cooperative", 128, 128, stages=5, subtiles=2)]
+               _ws("pingpong", 64, 256, stages=4), _ws("cooperative", 128, 128, stages=5, subtiles=2)],
     "small": [Plan("small", SMALL_TILE), Plan("small", TINY_TILE), Plan("small", PointerConfig(64, 128, 64, 8, 3, 4)),
               Plan("small", PointerConfig(64, 64, 128, 8, 2, 4)), Plan("small", PointerConfig(64, 32, 64, 8, 4, 4)),
               _ws("pingpong", 64, 64, stages=4, subtiles=1), _ws("dualk", 64, 64, stages=4, subtiles=1),
