@@ -209,14 +209,14 @@ def test_gpu_sweep_times_a_shape_and_picks_the_fastest(monkeypatch):
 
 
 def test_gpu_sweep_workers_survive_a_job_that_hangs(monkeypatch):
-    """Phase 1 in spawned workers: a job over its time limit (here a 1024^3 problem on the interpreter with
-    a 20 s limit, as a hung kernel would be; 512^3 could finish in time on a fast host) has its worker
-    killed and its plan kept out of the timing phase; the other jobs still report."""
+    """Phase 1 in spawned workers: a job over its time limit (here 4096x4096x1024 on the interpreter, minutes
+    against a 20 s limit, as a hung kernel would be; 1024^3 finished within 20 s on a quiet host) has its
+    worker killed and its plan kept out of the timing phase; the other jobs still report."""
     monkeypatch.setenv("TRITIUM_SWEEP_DEVICE", "cpu")
     sweep = _sweep_module(monkeypatch)
     quick = plans.Plan("small", plans.SMALL_TILE).to_json()
     slow = plans.Plan("pingpong", plans.pingpong.SMALL).to_json()
-    jobs = [{"kind": "compile", "plan": slow, "dtype": "fp16", "problems": [(1024, 1024, 1024, False, None)]},
+    jobs = [{"kind": "compile", "plan": slow, "dtype": "fp16", "problems": [(4096, 4096, 1024, False, None)]},
             {"kind": "check", "plan": quick, "dtype": "fp16", "problems": [(16, 16, 16, False, None)]}]
     import time
     results, broken = sweep.run_phase1(jobs, workers=2, deadline=time.perf_counter() + 240, job_timeout=0,
