@@ -227,7 +227,7 @@ class StockPass:
     def kind(self) -> str:
         return "mlir"
 
-    def identity(self) -> str:
+    def identity(self, code: bool = True) -> str:
         return f"stock:{self.name}{self.args!r}"
 
 
@@ -255,9 +255,13 @@ class PythonPass:
         if self.cache_key is not None and not isinstance(self.cache_key, str):
             raise PipelineError(f"pass {self.name!r}: cache_key must be a string, got {type(self.cache_key).__name__}")
 
-    def identity(self) -> str:
+    def identity(self, code: bool = True) -> str:
+        """The pass's part of a cache key; ``code=False`` leaves its code out (its plugin's declared
+        content stands for it)."""
         if self.cache_key is not None:
             return f"py:{self.kind}:{self.name}:key:{self.cache_key}"
+        if not code:
+            return f"py:{self.kind}:{self.name}"
         try:
             return f"py:{self.kind}:{self.name}:{fingerprint(self.fn)}"
         except Unfingerprintable as e:

@@ -65,10 +65,12 @@ class Edit:
     fn: Optional[Callable[..., Any]] = None
     after: str = ""  # add_stage: the stage it follows
 
-    def identity(self) -> str:
+    def identity(self, code: bool = True) -> str:
+        """What the edit does; with ``code=False`` its Python code is left out (a plugin's declared
+        ``content`` stands for it)."""
         parts = [self.op, self.stage, self.where, str(self.anchor or ""), self.after]
-        parts += [p.identity() for p in self.passes]
-        if self.fn is not None:
+        parts += [p.identity(code) for p in self.passes]
+        if self.fn is not None and code:
             parts.append(fingerprint(self.fn))
         return "|".join(parts)
 
@@ -194,12 +196,13 @@ class Pipeline:
     def digest(self) -> str:
         """Hash of everything that decides the generated code: edits, pass code, owning plugin."""
         h = hashlib.sha256(self.name.encode())
+        code = self.plugin is None or self.plugin.content is None
         if self.plugin is not None:
             h.update(self.plugin.content_digest().encode())
-        if self.when is not None:
+        if self.when is not None and code:
             h.update(fingerprint(self.when).encode())
         for e in self.edits:
-            h.update(e.identity().encode())
+            h.update(e.identity(code).encode())
         return h.hexdigest()[:16]
 
     def origin(self) -> str:

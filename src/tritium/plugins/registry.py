@@ -36,8 +36,11 @@ class Plugin:
     """A named, versioned bundle of pipelines, passes and DSL ops.
 
     ``auto_pipelines`` apply to every compilation while the plugin is loaded (each gated by its own
-    ``when``).  ``content`` is what the plugin declares for cache keys; by default the code of its
-    Python passes.  ``native_passes`` are the stock pass names a native ``.so`` plugin added.
+    ``when``).  ``content`` is what the plugin declares for cache keys (e.g. a digest of its
+    source files); it then stands for the code of all its passes, ``when`` predicates and stage
+    overrides, which are no longer fingerprinted one by one: what they reach at run time (caches,
+    sets of warnings given) cannot change a key. By default the key follows the code of its Python
+    passes.  ``native_passes`` are the stock pass names a native ``.so`` plugin added.
     """
     name: str
     version: str

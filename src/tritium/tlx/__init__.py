@@ -66,9 +66,11 @@ OPS.update({fn.__name__: fn for fn in (prefetch, buffer_load, buffer_store, buff
 
 
 def _source_digest() -> str:
-    """Builtins are not in Triton's cache key; the plugin declares its own code so edits recompile."""
+    """Builtins are not in Triton's cache key; the plugin declares its own code (and the compat shim its
+    passes call) so edits recompile, and its passes' run-time state (caches, warnings given) does not."""
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    here = Path(__file__).parent
+    for path in [*sorted(here.glob("*.py")), here.parent / "compat.py"]:
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
