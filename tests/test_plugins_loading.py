@@ -75,8 +75,11 @@ def test_entry_points_are_discovered(tmp_path, monkeypatch):
     (dist / "entry_points.txt").write_text("[tritium.plugins]\nep = epplugin:tritium_plugin\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     loaded = tp.discover()
-    assert [p.name for p in loaded] == ["ep"]
-    assert any(lp.origin == "entry point ep = epplugin:tritium_plugin" for lp in tp.loaded_plugins())
+    try:
+        assert [p.name for p in loaded] == ["ep"]
+        assert any(lp.origin == "entry point ep = epplugin:tritium_plugin" for lp in tp.loaded_plugins())
+    finally:  # its distribution leaves sys.path with this test; conftest keeps entry-point plugins loaded
+        tp.unload_plugin("ep")
 
 
 def test_pipeline_of_a_plugin_by_name(tmp_path):
