@@ -4,6 +4,8 @@ from typing import NamedTuple
 import triton
 import triton.language as tl
 
+import tritium.tlx as tlx
+
 
 class Config(NamedTuple):
     """Tiles, grouping, pipeline depth and warps of a pointer-based GEMM launch."""
@@ -26,6 +28,24 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
     pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
     pid_n = (tile_id % num_pid_in_group) // group_size_m
     return pid_m, pid_n
+
+
+@triton.jit
+def load_whole_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                     NUM_STAGES: tl.constexpr):
+    """The TMA producer of a persistent WS GEMM whose ring stage holds whole (BM, BK) and (BK, BN) tiles:
+    every K step of this program's tiles, in order, each into the next free stage."""
+    it = 0
+    for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        for k in range(0, k_tiles):
+            s = it % NUM_STAGES
+            tlx.barrier_wait(empty[s], ((it // NUM_STAGES) & 1) ^ 1)
+            tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(tlx.dtype_of(a_desc)))
+            tlx.async_descriptor_load(a_desc, a_bufs[s], [pid_m * BM, k * BK], full[s])
+            tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+            it += 1
 
 
 def launch_gemm(kernel, a, b, cfg: Config, **constexprs):
