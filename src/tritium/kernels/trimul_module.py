@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from . import trimul as kernels
+from .trimul_reference import TriMulReference
 
 
-class TriMul(nn.Module):
+class TriMul(TriMulReference):
     """Outgoing triangle multiplicative update on tritium's TLX kernels (forward only).
 
     Submodules and parameters are the reference's (``norm``, ``left_proj``, ``right_proj``,
@@ -19,20 +19,12 @@ class TriMul(nn.Module):
     """
 
     def __init__(self, dim: int, hidden_dim: int = 128) -> None:
-        super().__init__()
         if dim % kernels.BK:
             raise ValueError(f"TriMul: dim={dim} must be a multiple of {kernels.BK} (the kernels' K step)")
         if hidden_dim not in kernels.HIDDEN_DIMS:
             raise ValueError(f"TriMul: hidden_dim={hidden_dim} is not supported; the kernels tile "
                              f"{kernels.HIDDEN_DIMS}")
-        self.norm = nn.LayerNorm(dim)
-        self.left_proj = nn.Linear(dim, hidden_dim, bias=False)
-        self.right_proj = nn.Linear(dim, hidden_dim, bias=False)
-        self.left_gate = nn.Linear(dim, hidden_dim, bias=False)
-        self.right_gate = nn.Linear(dim, hidden_dim, bias=False)
-        self.out_gate = nn.Linear(dim, hidden_dim, bias=False)
-        self.to_out_norm = nn.LayerNorm(hidden_dim)
-        self.to_out = nn.Linear(hidden_dim, dim, bias=False)
+        super().__init__(dim, hidden_dim)  # the reference's submodules, so its state_dict loads unchanged
         self._packed: tuple | None = None
         self._packed_key: list | None = None
         self._packed_params: list = []
