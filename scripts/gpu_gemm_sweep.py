@@ -50,7 +50,6 @@ RAGGED = [(1, 1, 1), (1, 1, 2), (300, 200, 1), (77, 5000, 3000), (1000, 1000, 10
 FP32_OUT = (1000, 1000, 1000)
 TOL = 1e-2
 SAMPLED_ROWS = 64
-GRAPH_CALLS = 20
 #: CUDA-graph replay is timed only where cuBLAS takes less than this (ms): above, launch cost is noise.
 GRAPH_BELOW_MS = 1.0
 
@@ -304,24 +303,6 @@ def run_phase1(jobs: list[dict], workers: int, deadline: float, job_timeout: flo
 # ------------------------------------------------------------------------------------------------
 # Phase 2: timing in this process
 
-def graph_ms(fn, rep_ms: int, calls: int = GRAPH_CALLS) -> float:
-    import torch
-    from triton.testing import do_bench
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            fn()
-    ms = do_bench(graph.replay, warmup=5, rep=rep_ms, return_mode="median") / calls
-    del graph
-    return ms
-
-
 def _do_bench(fn, rep_ms: int) -> float:
     from triton.testing import do_bench
     return do_bench(fn, warmup=max(10, rep_ms // 4), rep=rep_ms, return_mode="median")
@@ -330,10 +311,12 @@ def _do_bench(fn, rep_ms: int) -> float:
 def time_shape(M: int, N: int, K: int, dtype_name: str, sms: int, allowance_s: float, rep_ms: int,
                broken: set, bench=None, graph_bench=None) -> dict:
     """Check and time cuBLAS, the op and every sweep candidate on one shape (``bench``/``graph_bench``:
-    ms per call of a callable, eager and CUDA-graph replay; default do_bench and :func:`graph_ms`)."""
+    ms per call of a callable, eager and CUDA-graph replay; default do_bench and
+    :func:`tritium.bench.gemm.graph_ms`, as ``tritium bench gemm`` times them)."""
     import torch
-    bench, graph_bench = bench or _do_bench, graph_bench or graph_ms
+    from tritium.bench.gemm import graph_ms
     from tritium.ops import gemm, plans
+    bench, graph_bench = bench or _do_bench, graph_bench or graph_ms
     t_start = time.perf_counter()
     dtype = _dtype(dtype_name)
     a, b = _operands(M, N, K, dtype, False, seed=1)
