@@ -1,4 +1,4 @@
-"""Small kernels the plugin-system tests compile (compile-only, any target)."""
+"""Small kernels the plugin-system tests compile (compile-only, any target), and a driver for warming them up."""
 import triton
 import triton.language as tl
 
@@ -52,3 +52,17 @@ def gluon_copy_kernel(x_ptr, out_ptr, n, BLOCK: gl.constexpr):
 
 
 GLUON_KERNEL = (gluon_copy_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 128})
+
+
+class FakeDriver:
+    """Just enough of a driver for JITFunction.warmup to compile for sm_90 without a GPU."""
+
+    def get_current_device(self):
+        return 0
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_current_target(self):
+        from triton.backends.compiler import GPUTarget
+        return GPUTarget("cuda", 90, 32)

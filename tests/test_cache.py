@@ -11,7 +11,7 @@ from triton._C.libtriton import ir
 import tritium.plugins as tp
 from tritium.plugins import Pipeline, mlir_pass
 from tritium.plugins.inspection import compile_kernel
-from kernels import KERNELS
+from kernels import KERNELS, FakeDriver
 
 ADD = KERNELS["add"]
 
@@ -99,20 +99,6 @@ def test_fresh_process_reuses_the_on_disk_binary(tmp_path):
     first, second, other = run("1"), run("1"), run("2")
     assert first == ["False", first[1]] and second == ["True", first[1]]
     assert other[0] == "False" and other[1] != first[1]
-
-
-class FakeDriver:
-    """Just enough of a driver for JITFunction.warmup to compile for sm_90 without a GPU."""
-
-    def get_current_device(self):
-        return 0
-
-    def get_current_stream(self, device=None):
-        return 0
-
-    def get_current_target(self):
-        from triton.backends.compiler import GPUTarget
-        return GPUTarget("cuda", 90, 32)
 
 
 @pytest.fixture

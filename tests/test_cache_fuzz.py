@@ -179,20 +179,6 @@ def _edit(plugin, knob, value):
         tp.register(plugin.build())
 
 
-class FakeDriver:
-    """Just enough of a driver for JITFunction.warmup to compile for sm_90 without a GPU."""
-
-    def get_current_device(self):
-        return 0
-
-    def get_current_stream(self, device=None):
-        return 0
-
-    def get_current_target(self):
-        from triton.backends.compiler import GPUTarget
-        return GPUTarget("cuda", 90, 32)
-
-
 def warm(jit_kernel):
     """``warmup`` of the add kernel with float32 pointers (a MockTensor: no torch tensors needed)."""
     from triton.runtime.jit import MockTensor
@@ -213,7 +199,7 @@ def child(plan_path, index):
 
     import tritium.plugins as tp
     from tritium.plugins.inspection import compile_kernel
-    from kernels import KERNELS
+    from kernels import KERNELS, FakeDriver
 
     driver._active = FakeDriver()
     plan = json.load(open(plan_path))
@@ -290,6 +276,7 @@ def in_place(tmp_path, monkeypatch):
     from triton.runtime.driver import driver
 
     import tritium.plugins as tp
+    from kernels import FakeDriver
 
     monkeypatch.setattr(triton.knobs.cache, "dir", str(tmp_path / "cache"))
     monkeypatch.setattr(driver, "_active", FakeDriver())
