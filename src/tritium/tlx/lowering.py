@@ -107,6 +107,22 @@ class _Lowering:
         self.fresh += 1
         return f"%tlx_t{self.fresh}"
 
+    def bulk_operands(self, out: list, ind: str, p: Placeholder, buffer: int, loc: str) -> tuple[str, str, str]:
+        """The 1-D descriptor, buffer view and zero offset of a bulk copy (``bulk_load``/``bulk_store``):
+        its global pointer as ``!tt.ptr<i8>`` reinterpreted as the payload's descriptor, and ``buffer``
+        reinterpreted as the payload's view. Appends their definitions to ``out``."""
+        a = p.payload
+        ptr, desc, view, zero = self.temp(), self.temp(), self.temp(), self.temp()
+        if p.operand_types[0] == "!tt.ptr<i8>":
+            ptr = p.operands[0]
+        else:
+            out.append(f"{ind}{ptr} = tt.bitcast {p.operands[0]} : {p.operand_types[0]} -> !tt.ptr<i8>{loc}")
+        out += [f"{ind}{desc} = ttng.reinterpret_tensor_descriptor {ptr} : !tt.ptr<i8> to {a['desc']}{loc}",
+                f'{ind}{view} = "ttg.memdesc_reinterpret"({self.names[buffer]}) : ({self.memdesc[buffer]}) -> '
+                f"{a['view']}{loc}",
+                f"{ind}{zero} = arith.constant 0 : i32{loc}"]
+        return desc, view, zero
+
     def descriptor(self, a: dict) -> tuple[str, str]:
         """SSA name and type of the descriptor a TMA placeholder names (see tlx/tma.py, :class:`_DescriptorPlan`)."""
         if "desc_name" in a:
@@ -343,30 +359,15 @@ class _Lowering:
         elif p.op == "tma_prefetch":
             out.extend(self.prefetch(p))
         elif p.op == "bulk_store":  # a TMA store that tlx/tma_llvm.py turns into a bulk copy
-            dst, size = p.operands
-            ptr, desc, view, zero = self.temp(), self.temp(), self.temp(), self.temp()
-            if p.operand_types[0] == "!tt.ptr<i8>":
-                ptr = dst
-            else:
-                out.append(f"{ind}{ptr} = tt.bitcast {dst} : {p.operand_types[0]} -> !tt.ptr<i8>{loc}")
-            out += [f"{ind}{desc} = ttng.reinterpret_tensor_descriptor {ptr} : !tt.ptr<i8> to {a['desc']}{loc}",
-                    f'{ind}{view} = "ttg.memdesc_reinterpret"({handle(a["src"])}) : ({self.memdesc[a["src"]]}) -> '
-                    f"{a['view']}{loc}",
-                    f"{ind}{zero} = arith.constant 0 : i32{loc}",
-                    f"{ind}ttng.async_tma_copy_local_to_global {desc}[{zero}, {size}] {view} : {a['desc']}, "
-                    f"{a['view']}{self.mark(loc, 'bulk_store')}"]
+            size = p.operands[1]
+            desc, view, zero = self.bulk_operands(out, ind, p, a["src"], loc)
+            out.append(f"{ind}ttng.async_tma_copy_local_to_global {desc}[{zero}, {size}] {view} : {a['desc']}, "
+                       f"{a['view']}{self.mark(loc, 'bulk_store')}")
         elif p.op == "bulk_load":  # a TMA load that tlx/tma_llvm.py turns into a bulk copy (tlx/async_copy.py)
-            src, size = p.operands
-            ptr, desc, view, zero, true = self.temp(), self.temp(), self.temp(), self.temp(), self.temp()
-            if p.operand_types[0] == "!tt.ptr<i8>":
-                ptr = src
-            else:
-                out.append(f"{ind}{ptr} = tt.bitcast {src} : {p.operand_types[0]} -> !tt.ptr<i8>{loc}")
-            out += [f"{ind}{desc} = ttng.reinterpret_tensor_descriptor {ptr} : !tt.ptr<i8> to {a['desc']}{loc}",
-                    f'{ind}{view} = "ttg.memdesc_reinterpret"({handle(a["dst"])}) : ({self.memdesc[a["dst"]]}) -> '
-                    f"{a['view']}{loc}",
-                    f"{ind}{zero} = arith.constant 0 : i32{loc}",
-                    f"{ind}{true} = arith.constant true{loc}",
+            size = p.operands[1]
+            desc, view, zero = self.bulk_operands(out, ind, p, a["dst"], loc)
+            true = self.temp()
+            out += [f"{ind}{true} = arith.constant true{loc}",
                     f"{ind}ttng.async_tma_copy_global_to_local {desc}[{zero}, {size}] {view}, {handle(a['bar'])}, "
                     f"{true} : {a['desc']}, {self.memdesc[a['bar']]} -> {a['view']}{self.mark(loc, 'bulk_load')}"]
         elif p.op == "tma_store_wait":
