@@ -70,6 +70,14 @@ PAIR_TINY = PairConfig(64, 64, 64, 8, 2, 4)
 
 
 @triton.jit
+def _chunk_ok(row_ok, k0, C, BK: tl.constexpr):
+    """Mask of the [BM, BK] x chunk at column ``k0``: its rows exist and the chunk is inside [0, C). The
+    column test is a tensor, not a Python bool: under Triton 3.9's interpreter (where ``k0`` is a Python
+    int) ``tensor & bool`` gives an int32 mask that loads refuse."""
+    return row_ok[:, None] & (tl.full([1, BK], k0, tl.int32) < C)
+
+
+@triton.jit
 def _row_stats(x_ptr, rows64, row_ok, C, eps, BM: tl.constexpr, BK: tl.constexpr):
     """fp32 mean and 1/sqrt(var + eps) of BM rows of x [*, C]: exact two-pass moments per BK chunk,
     merged with Chan's formula, so huge values neither overflow a sum of squares nor cancel."""
@@ -80,7 +88,7 @@ def _row_stats(x_ptr, rows64, row_ok, C, eps, BM: tl.constexpr, BK: tl.constexpr
     nxt = tl.load(ptrs, mask=row_ok[:, None], other=0.0)
     for k0 in range(0, C, BK):
         xt = nxt
-        nxt = tl.load(ptrs + k0 + BK, mask=row_ok[:, None] & (k0 + BK < C), other=0.0)
+        nxt = tl.load(ptrs + k0 + BK, mask=_chunk_ok(row_ok, k0 + BK, C, BK), other=0.0)
         c_mean = tl.sum(xt, axis=1) / BK
         d = xt - c_mean[:, None]
         seen = k0 * 1.0
@@ -94,7 +102,7 @@ def _row_stats(x_ptr, rows64, row_ok, C, eps, BM: tl.constexpr, BK: tl.constexpr
 @triton.jit
 def _load_x(x_ptrs, x_bufs, step, row_ok, C, BK: tl.constexpr):
     """K step ``step``'s x tile [BM, BK] (fp32) into x ring stage step % 3 (zero-filled past the last step)."""
-    tlx.async_load(x_ptrs + step * BK, x_bufs[step % 3], mask=row_ok[:, None] & (step * BK < C))
+    tlx.async_load(x_ptrs + step * BK, x_bufs[step % 3], mask=_chunk_ok(row_ok, step * BK, C, BK))
 
 
 @triton.jit
