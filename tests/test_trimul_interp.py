@@ -32,18 +32,17 @@ def _fused_and_reference(case: Case, seed: int):
                                               (Case(64, 1, 64, False, "normal"), None, False)],
                          ids=lambda c: getattr(c, "label", str(c)))
 def test_fused_matches_reference(case, pair, bf16, monkeypatch):
-    """``pair``: force the pair GEMM's tile (the large one, wrapping its rows past N = 64); ``bf16``:
-    both paths in bf16 through the op (the module picks fp16 for these weights)."""
+    """``pair``: force the pair GEMM's tile (the large one, wrapping its rows past N = 64); ``bf16``: the
+    output path in bf16 through the op (the module picks fp16 for these weights)."""
     if pair is not None:
         monkeypatch.setattr(trimul, "pair_config", lambda N: pair)
     fused, _, x, mask, want = _fused_and_reference(case, 3)
     with torch.no_grad():
         if bf16:
-            proj_t, out_t = pack_weights(dict(fused.named_parameters()), (torch.bfloat16, torch.bfloat16))
-            got = ops_trimul(x, mask, fused.norm.weight, fused.norm.bias, proj_t, fused.to_out_norm.weight,
-                             fused.to_out_norm.bias, out_t)
+            proj_t, terms, out_t = pack_weights(dict(fused.named_parameters()), torch.bfloat16)
+            got = ops_trimul(x, mask, proj_t, terms, fused.to_out_norm.weight, fused.to_out_norm.bias, out_t)
         else:
-            assert fused.packed_weights()[0].dtype == torch.float16
+            assert fused.packed_weights()[2].dtype == torch.float16
             got = fused(x, mask)
     assert got.dtype == torch.float32 and got.shape == x.shape
     assert check_close(got, want) is None, check_close(got, want)
@@ -60,4 +59,18 @@ def test_torch_compile_fullgraph_batch_two():
     with torch.no_grad():
         got = torch.compile(fused, fullgraph=True, backend="aot_eager")(x, mask.bool())
     torch._dynamo.reset()
+    assert check_close(got, want) is None, check_close(got, want)
+
+
+def test_rows_with_a_large_common_offset():
+    """The GEMM multiplies x centred on its row means (in bf16) and LayerNorm's scale is applied after it:
+    rows at 1e4 with unit spread keep their accuracy (uncentred, bf16 would keep ~1e4 * 2^-9 of it)."""
+    case = Case(32, 1, 128, True, "normal")
+    ref = reference_model(case, 11)
+    fused = TriMul(case.dim)
+    fused.load_state_dict(ref.state_dict())
+    x, mask = make_inputs(case, 12)
+    x = x + 1e4
+    with torch.no_grad():
+        got, want = fused(x, mask), ref(x, mask)
     assert check_close(got, want) is None, check_close(got, want)

@@ -2,7 +2,7 @@
 
 Implementations: the fp32 reference eager and under ``torch.compile``, each with fp32 matmuls and
 with TF32 matmuls, and ``tritium.kernels.TriMul`` (weights loaded from the reference's state_dict,
-its bf16 packing cached on the module as a user's module would keep it). Timing as the task does it:
+its weight packing cached on the module as a user's module would keep it). Timing as the task does it:
 per call fresh inputs (new seed), ``torch.cuda.synchronize()``, CUDA events around the call alone,
 ``synchronize()`` again; a few untimed warm-up calls first (compilation); the mean of the timed calls
 counts (the median is recorded too). The score is the geometric mean over the cases. Before timing,
@@ -25,7 +25,7 @@ from .report import bar_plot, save_json, table
 
 IMPLS = ("eager fp32", "compile fp32", "eager TF32", "compile TF32", "tritium")
 BASELINE = "compile TF32"
-STAGES = ("proj", "pair", "out")
+STAGES = ("stats", "proj", "pair", "out")
 #: Timed calls per (case, implementation): at least MIN_REPS, more while the budget (seconds) lasts.
 MIN_REPS, MAX_REPS, BUDGET_S, WARMUP = 10, 100, 2.0, 3
 
@@ -155,10 +155,10 @@ def run_case(case: Case, impls: tuple[str, ...], bar=None) -> dict:
                 bar.update(1)
         torch._dynamo.reset()
         # tritium's time per kernel (the stage timer's events add a little host work between launches)
-        proj_t, out_t = fused.packed_weights()
+        proj_t, terms, out_t = fused.packed_weights()
         timer = StageTimer()
-        args = (fused.norm.weight, fused.norm.bias, proj_t, fused.to_out_norm.weight, fused.to_out_norm.bias, out_t,
-                fused.norm.eps, fused.to_out_norm.eps)
+        args = (proj_t, terms, fused.to_out_norm.weight, fused.to_out_norm.bias, out_t, fused.norm.eps,
+                fused.to_out_norm.eps)
         time_calls(lambda x, mask: kernels.launch(x.contiguous(), mask.contiguous(), *args, stages=timer), case,
                    seed + 2000, stages=timer)
         result["tritium_stages_ms"] = timer.means()

@@ -1,4 +1,4 @@
-"""AlphaFold3's triangle multiplicative update ("outgoing", the GPU MODE trimul task) as three TLX kernels.
+"""AlphaFold3's triangle multiplicative update ("outgoing", the GPU MODE trimul task) as four TLX kernels.
 
 Operator (x [B, N, N, C] fp32, mask [B, N, N], hidden H)::
 
@@ -8,17 +8,19 @@ Operator (x [B, N, N, C] fp32, mask [B, N, N], hidden H)::
     y = (LayerNorm_H(out) * sigmoid(xn Wog^T)) Wo^T
 
 Kernels (16-bit inside, fp32 at the boundaries; every accumulation and LayerNorm statistic in fp32).
-Each path's 16-bit type is its packed weights' (fp16 where the weights bound the values below fp16's
-range, else bf16: ``tritium.ops.trimul.choose_dtypes``); the pair product is always bf16:
+The projection GEMM runs in bf16 (it multiplies raw x, which has no bound), left and right are stored
+in bf16, the out gate in fp16; the output path's type is its packed weight's (fp16 where the weights
+bound its values below fp16's range, else bf16: ``tritium.ops.trimul.choose_dtype``):
 
-1. :func:`trimul_proj_kernel`: one GEMM over the five stacked projections. A program owns BM rows of
-   x and one HS-wide slice of the hidden dimension. It computes the rows' LayerNorm statistics
-   (chunked two-pass moments merged exactly, so Cauchy tails neither overflow nor cancel), then runs
-   five async dots per K step on the normalized x tile in shared memory, their B tiles (the five
-   weights' K x HS slices) and the x tiles arriving through cp.async rings. While step k's wgmmas run,
-   step k + 1's x tile is normalized into a second shared buffer. The epilogue applies mask and sigmoid
-   gates and writes left and right channel-major, [B * H, N, N] (i, k contiguous), so step 3 is a
-   batched row-major GEMM, and sigmoid(out gate) row-major [B * N * N, H].
+0. :func:`trimul_stats_kernel`: each row's LayerNorm mean and 1/sqrt(var + eps), exact chunked moments.
+1. :func:`trimul_proj_kernel`: one GEMM over the five stacked projections, with LayerNorm split around
+   it (LN(x) W^T = rstd ((x - mean) g) W^T + beta W^T, g folded into the packed weights). A program
+   owns BM rows of x and one HS-wide slice of the hidden dimension. The x tiles and the five weights'
+   K x HS tiles arrive through cp.async rings; each x tile goes from shared memory to registers, centred
+   on its rows' means and rounded to bf16, as the A operand of five register-A wgmmas. The epilogue
+   scales by rstd, adds beta W^T, applies mask and sigmoid gates and writes left and right channel-major,
+   [B * H, N, N] (i, k contiguous), so step 3 is a batched row-major GEMM, and sigmoid(out gate)
+   row-major [B * N * N, H].
 2. :func:`trimul_pair_kernel`: the batched GEMM ``out[z] = left[z] @ right[z]^T`` over z = B * H,
    the project's pipelined Hopper GEMM (cp.async ring, async wgmma, one wgmma in flight) with a
    batch index and B read through a transposed shared-memory view. Output [B * H, N, N] in bf16
@@ -47,6 +49,10 @@ BK = 64
 BM = 128
 #: Hidden widths the kernels tile (kernel 3 holds a whole [BM, H] row block in registers).
 HIDDEN_DIMS = (64, 128)
+#: Rows per program of the row-statistics pass.
+STATS_BM = 64
+#: The projection kernel's hidden slice: five [BM, HS] fp32 accumulators fit in registers.
+PROJ_HS = 64
 #: The output kernel's column tile and register cap: with 64-wide tiles it fits in 128 registers a thread
 #: without spilling and in 96 KB of shared memory, so two programs share an SM and one's loads and
 #: LayerNorm overlap the other's wgmmas and stores (with 128-wide tiles: 176 registers, one program).
@@ -78,14 +84,17 @@ def _chunk_ok(row_ok, k0, C, BK: tl.constexpr):
 
 
 @triton.jit
-def _row_stats(x_ptr, rows64, row_ok, C, eps, BM: tl.constexpr, BK: tl.constexpr):
-    """fp32 mean and 1/sqrt(var + eps) of BM rows of x [*, C]: exact two-pass moments per BK chunk,
-    merged with Chan's formula, so huge values neither overflow a sum of squares nor cancel."""
-    ptrs = x_ptr + (rows64[:, None] * C + tl.arange(0, BK)[None, :])
+def trimul_stats_kernel(x_ptr, stats_ptr, M, C, eps, BM: tl.constexpr, BK: tl.constexpr):
+    """Per row of x [M, C]: fp32 mean and 1/sqrt(var + eps) into ``stats`` [2, M]. Exact two-pass moments
+    per BK chunk, merged with Chan's formula, so huge values neither overflow a sum of squares nor cancel.
+    A pass of its own (x read once more, at full bandwidth) keeps the projection GEMM's loop free of
+    cross-lane reductions."""
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    row_ok = rows < M
+    ptrs = x_ptr + (rows.to(tl.int64)[:, None] * C + tl.arange(0, BK)[None, :])
     mean = tl.zeros((BM, ), tl.float32)
     m2 = tl.zeros((BM, ), tl.float32)
-    # Two tiles in flight. (The GEMM loop copies them again soon after, from L2.)
-    nxt = tl.load(ptrs, mask=row_ok[:, None], other=0.0)
+    nxt = tl.load(ptrs, mask=row_ok[:, None], other=0.0)  # two tiles in flight
     for k0 in range(0, C, BK):
         xt = nxt
         nxt = tl.load(ptrs + k0 + BK, mask=_chunk_ok(row_ok, k0 + BK, C, BK), other=0.0)
@@ -96,7 +105,8 @@ def _row_stats(x_ptr, rows64, row_ok, C, eps, BM: tl.constexpr, BK: tl.constexpr
         delta = c_mean - mean
         mean = mean + delta * (BK / total)
         m2 = m2 + tl.sum(d * d, axis=1) + delta * delta * (seen * BK / total)
-    return mean, 1.0 / tl.sqrt(m2 / C + eps)
+    tl.store(stats_ptr + rows, mean, mask=row_ok)
+    tl.store(stats_ptr + M + rows, 1.0 / tl.sqrt(m2 / C + eps), mask=row_ok)
 
 
 @triton.jit
@@ -115,26 +125,22 @@ def _load_w(w_ptrs, w_bufs, step, w_rows, C, H: tl.constexpr, BK: tl.constexpr):
 
 
 @triton.jit
-def _normalize(x_buf, a_buf, ln_w_ptr, ln_b_ptr, step, C, mean_buf, rstd_buf, BK: tl.constexpr):
-    """``a_buf`` = LayerNorm of K step ``step``'s x tile (read from its ring stage), in a_buf's 16-bit type,
-    fenced for the wgmmas that read it."""
-    cols = step * BK + tl.arange(0, BK)
-    g = tl.load(ln_w_ptr + cols, mask=cols < C, other=0.0)
-    beta = tl.load(ln_b_ptr + cols, mask=cols < C, other=0.0)
-    xt = tlx.local_load(x_buf)
-    mean = tlx.local_load(mean_buf)
-    rstd = tlx.local_load(rstd_buf)
-    tlx.local_store(a_buf, ((xt - mean[:, None]) * rstd[:, None] * g[None, :] + beta[None, :]).to(a_buf.dtype))
-    tlx.fence_async_shared()
+def _projection(acc, rstd, terms_ptr, j: tl.constexpr, hs, H: tl.constexpr):
+    """``LN(x) @ W_j^T`` = rstd * acc + c_j (see :func:`trimul_proj_kernel`)."""
+    return acc * rstd[:, None] + tl.load(terms_ptr + j * H + hs)[None, :]
 
 
 @triton.jit
-def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, right_ptr, og_ptr, M, NN, C, eps,
-                       H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr, SBK: tl.constexpr):
+def trimul_proj_kernel(x_ptr, stats_ptr, mask_ptr, w_ptr, terms_ptr, left_ptr, right_ptr, og_ptr, M, NN, C,
+                       H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr):
     """LayerNorm(x) @ [Wl | Wlg | Wr | Wrg | Wog]^T for BM rows and hidden columns h0 .. h0 + HS, gated.
 
-    ``w_ptr``: the five transposed weights packed [5, C, H] (16-bit). Rows m = b * NN + (i * N + k).
-    SBK: the width of the x chunks the row statistics read (a multiple of BK dividing C).
+    LayerNorm is split around the GEMM: with the norm's weight g folded into the packed weights
+    (``w_ptr``: [5, C, H] bf16, W_j^T * g) and ``terms_ptr`` [5, H] fp32 holding c_j = W_j beta,
+    ``LN(x) W_j^T = rstd ((x - mean) g) W_j^T + c_j``. The row statistics come from
+    :func:`trimul_stats_kernel` (``stats_ptr`` [2, M]). The wgmmas take A from registers: each x tile, as
+    it leaves the cp.async ring, has its rows' mean subtracted and is rounded to bf16 (x has no bound);
+    rstd scales the accumulators in the epilogue. Rows m = b * NN + (i * N + k).
     """
     N_SLICES: tl.constexpr = H // HS
     pid = tl.program_id(0)
@@ -144,19 +150,16 @@ def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, rig
     row_ok = rows < M
     rows64 = rows.to(tl.int64)
     cols = tl.arange(0, BK)
-    dtype = tlx.dtype_of(w_ptr)
     # Rings: x tiles three deep (step j in x_bufs[j % 3]), the five weight tiles two deep (w_bufs[5 * (j % 2)
-    # + p]) and the normalized x tiles two deep (a_bufs[j % 2]: step k + 1's is written while step k's wgmmas
-    # read a_bufs[k % 2]). One commit group per K step k: weights of step k + 2 and x of step k + 3, issued
-    # once step k's wgmmas retire and awaited at the top of step k + 2, so each has one step to land.
+    # + p]). One commit group per K step k: weights of step k + 2 and x of step k + 3, issued once step k's
+    # wgmmas retire and awaited at the end of step k + 1, so each has a step to land.
     x_bufs = tlx.local_alloc((BM, BK), tl.float32, 3)
-    w_bufs = tlx.local_alloc((BK, HS), dtype, 10)
-    a_bufs = tlx.local_alloc((BM, BK), dtype, 2)
+    w_bufs = tlx.local_alloc((BK, HS), tl.bfloat16, 10)
     w_rows = tl.arange(0, BK)
     w_ptrs = w_ptr + (w_rows[:, None] * H + h0 + tl.arange(0, HS)[None, :])
     x_ptrs = x_ptr + (rows64[:, None] * C + cols[None, :])
     k_tiles = C // BK
-    # Prologue, under the statistics: the groups of steps -2 (w0, x0, x1) and -1 (w1, x2).
+    # Prologue: the groups of steps -2 (w0, x0, x1) and -1 (w1, x2).
     _load_w(w_ptrs, w_bufs, 0, w_rows, C, H, BK)
     _load_x(x_ptrs, x_bufs, 0, row_ok, C, BK)
     _load_x(x_ptrs, x_bufs, 1, row_ok, C, BK)
@@ -164,11 +167,7 @@ def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, rig
     _load_w(w_ptrs, w_bufs, 1, w_rows, C, H, BK)
     _load_x(x_ptrs, x_bufs, 2, row_ok, C, BK)
     tlx.async_load_commit_group()
-    mean, rstd = _row_stats(x_ptr, rows64, row_ok, C, eps, BM, SBK)
-    # Kept in shared memory: as registers they would stay live beside the five accumulators.
-    stats = tlx.local_alloc((BM, ), tl.float32, 2)
-    tlx.local_store(stats[0], mean)
-    tlx.local_store(stats[1], rstd)
+    mean = tl.load(stats_ptr + rows, mask=row_ok, other=0.0)
 
     acc_lp = tl.zeros((BM, HS), tl.float32)
     acc_lg = tl.zeros((BM, HS), tl.float32)
@@ -176,39 +175,39 @@ def trimul_proj_kernel(x_ptr, mask_ptr, ln_w_ptr, ln_b_ptr, w_ptr, left_ptr, rig
     acc_rg = tl.zeros((BM, HS), tl.float32)
     acc_og = tl.zeros((BM, HS), tl.float32)
     tlx.async_load_wait_group(1)
-    _normalize(x_bufs[0], a_bufs[0], ln_w_ptr, ln_b_ptr, 0, C, stats[0], stats[1], BK)
     for k in tl.range(0, k_tiles, num_stages=0):
-        tlx.async_load_wait_group(1)  # step k - 2's group: the weights of step k, x of step k + 1
-        a = a_bufs[k % 2]
+        # A straight from the ring stage into registers, centred, in bf16.
+        a = (tlx.local_load(x_bufs[k % 3]) - mean[:, None]).to(tl.bfloat16)
         w = 5 * (k % 2)
         acc_lp = tlx.async_dot(a, w_bufs[w + 0], acc_lp)
         acc_lg = tlx.async_dot(a, w_bufs[w + 1], acc_lg)
         acc_rp = tlx.async_dot(a, w_bufs[w + 2], acc_rp)
         acc_rg = tlx.async_dot(a, w_bufs[w + 3], acc_rg)
         acc_og = tlx.async_dot(a, w_bufs[w + 4], acc_og)
-        # Step k + 1's tile is normalized while the wgmmas run (past the last step: a zero tile, unused).
-        _normalize(x_bufs[(k + 1) % 3], a_bufs[(k + 1) % 2], ln_w_ptr, ln_b_ptr, k + 1, C, stats[0], stats[1], BK)
         acc_lp = tlx.async_dot_wait(0, acc_lp)
         acc_lg = tlx.async_dot_wait(0, acc_lg)
         acc_rp = tlx.async_dot_wait(0, acc_rp)
         acc_rg = tlx.async_dot_wait(0, acc_rg)
         acc_og = tlx.async_dot_wait(0, acc_og)
-        # Step k's weight stage is free (its wgmmas retired) and so is its x stage (normalized a step ago).
+        # Step k's weight and x stages are free (its wgmmas retired).
         _load_w(w_ptrs, w_bufs, k + 2, w_rows, C, H, BK)
         _load_x(x_ptrs, x_bufs, k + 3, row_ok, C, BK)
         tlx.async_load_commit_group()
+        tlx.async_load_wait_group(1)  # step k - 1's group: the weights of step k + 1, x of step k + 2
     tlx.async_load_wait_group(0)  # the zero-filling copies past the end, before shared memory is reused
 
     # Epilogue: a row block lies in one batch b (NN % BM == 0): left/right[b * H + h, p] for p = m - b * NN.
-    mask = tl.load(mask_ptr + rows64, mask=row_ok, other=0).to(tl.float32)
-    left = (acc_lp * mask[:, None] * tl.sigmoid(acc_lg)).to(dtype)
-    right = (acc_rp * mask[:, None] * tl.sigmoid(acc_rg)).to(dtype)
-    b = m0 // NN
+    rstd = tl.load(stats_ptr + M + rows, mask=row_ok, other=0.0)
     hs = h0 + tl.arange(0, HS)
+    mask = tl.load(mask_ptr + rows64, mask=row_ok, other=0).to(tl.float32)
+    left = _projection(acc_lp, rstd, terms_ptr, 0, hs, H) * tl.sigmoid(_projection(acc_lg, rstd, terms_ptr, 1, hs, H))
+    right = _projection(acc_rp, rstd, terms_ptr, 2, hs, H) * tl.sigmoid(_projection(acc_rg, rstd, terms_ptr, 3, hs, H))
+    b = m0 // NN
     pair_offs = (b * H + hs[None, :]).to(tl.int64) * NN + (rows - b * NN)[:, None]
-    tl.store(left_ptr + pair_offs, left, mask=row_ok[:, None])
-    tl.store(right_ptr + pair_offs, right, mask=row_ok[:, None])
-    tl.store(og_ptr + rows64[:, None] * H + hs[None, :], tl.sigmoid(acc_og).to(dtype), mask=row_ok[:, None])
+    tl.store(left_ptr + pair_offs, (left * mask[:, None]).to(tlx.dtype_of(left_ptr)), mask=row_ok[:, None])
+    tl.store(right_ptr + pair_offs, (right * mask[:, None]).to(tlx.dtype_of(right_ptr)), mask=row_ok[:, None])
+    og = tl.sigmoid(_projection(acc_og, rstd, terms_ptr, 4, hs, H))
+    tl.store(og_ptr + rows64[:, None] * H + hs[None, :], og.to(tlx.dtype_of(og_ptr)), mask=row_ok[:, None])
 
 
 @triton.jit
@@ -349,9 +348,9 @@ def _run(kernel, grid: tuple, args: list, consts: dict) -> None:
     _direct[key] = (direct, [consts[n] for n in rest]) if direct is not None else None
 
 
-def launch(x, mask, ln_w, ln_b, w_proj_t, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float, y=None,
+def launch(x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float, y=None,
            stages=None):
-    """Run the three kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32.
+    """Run the four kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32.
 
     ``stages``: an optional callable ``stages(name)`` returning a context manager entered around each
     launch (the benchmark's per-kernel timing).
@@ -364,18 +363,21 @@ def launch(x, mask, ln_w, ln_b, w_proj_t, out_ln_w, out_ln_b, w_out_t, eps: floa
     H = w_out_t.shape[0]
     M, NN = B * N * N, N * N
     dev = x.device
-    dtype = w_proj_t.dtype
     stage = stages or (lambda name: contextlib.nullcontext())
-    left = torch.empty((B * H, N, N), device=dev, dtype=dtype)
+    # left/right in bf16 (their bound grows with the LayerNorm weights), the sigmoid gate in fp16 ([0, 1]).
+    left = torch.empty((B * H, N, N), device=dev, dtype=torch.bfloat16)
     right = torch.empty_like(left)
-    og = torch.empty((M, H), device=dev, dtype=dtype)
-    hs = 64
+    og = torch.empty((M, H), device=dev, dtype=torch.float16)
+    stats = torch.empty((2, M), device=dev, dtype=torch.float32)
+    with stage("stats"):
+        _run(trimul_stats_kernel, (triton.cdiv(M, STATS_BM), ), [x, stats, M, C, eps],
+             dict(BM=STATS_BM, BK=BK, num_warps=4))
     with stage("proj"):
-        _run(trimul_proj_kernel, (triton.cdiv(M, BM) * (H // hs), ),
-             [x, mask, ln_w, ln_b, w_proj_t, left, right, og, M, NN, C, eps],
-             dict(H=H, BM=BM, BK=BK, HS=hs, SBK=2 * BK if C % (2 * BK) == 0 else BK, num_warps=8))
+        _run(trimul_proj_kernel, (triton.cdiv(M, BM) * (H // PROJ_HS), ),
+             [x, stats, mask, w_proj_t, proj_terms, left, right, og, M, NN, C],
+             dict(H=H, BM=BM, BK=BK, HS=PROJ_HS, num_warps=8))
     # Allocated once the first kernel is queued: the host time before it is the call's latency.
-    pair = torch.empty_like(left, dtype=torch.bfloat16)  # sums of N products: fp32's range
+    pair = torch.empty_like(left)  # bf16: sums of N products, fp32's range
     if y is None:
         y = torch.empty((B, N, N, C), device=dev, dtype=torch.float32)
     cfg = pair_config(N)

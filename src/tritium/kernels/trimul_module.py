@@ -12,10 +12,10 @@ class TriMul(TriMulReference):
 
     Submodules and parameters are the reference's (``norm``, ``left_proj``, ``right_proj``,
     ``left_gate``, ``right_gate``, ``out_gate``, ``to_out_norm``, ``to_out``), so a reference
-    ``state_dict`` loads unchanged. The 16-bit packing of the six projection weights (and the choice
-    of fp16 or bf16, which the parameters bound) is cached and redone only when a parameter changes
-    (storage, in-place update or dtype/device move). Under ``torch.compile`` the packing is traced into
-    the graph with the dtypes chosen at construction, at ``load_state_dict`` or by the last eager call.
+    ``state_dict`` loads unchanged. The packing of the six projection weights (and the choice of fp16 or
+    bf16 for the output path, which its parameters bound) is cached and redone only when a parameter
+    changes (storage, in-place update or dtype/device move). Under ``torch.compile`` the packing is traced
+    into the graph with the dtype chosen at construction, at ``load_state_dict`` or by the last eager call.
     """
 
     def __init__(self, dim: int, hidden_dim: int = 128) -> None:
@@ -31,19 +31,19 @@ class TriMul(TriMulReference):
         # (child, parameter) names of every parameter, looked up afresh per call (so a replaced submodule
         # or parameter is seen) without walking named_parameters(), which costs tens of microseconds.
         self._param_names = [tuple(name.split(".")) for name, _ in self.named_parameters()]
-        self._choose_dtypes()
-        self.register_load_state_dict_post_hook(lambda module, keys: module._choose_dtypes())
+        self._choose_dtype()
+        self.register_load_state_dict_post_hook(lambda module, keys: module._choose_dtype())
 
-    def _choose_dtypes(self) -> None:
-        from ..ops.trimul import choose_dtypes
+    def _choose_dtype(self) -> None:
+        from ..ops.trimul import choose_dtype
         with torch.no_grad():
-            self._dtypes = choose_dtypes(dict(self.named_parameters()))
+            self._out_dtype = choose_dtype(dict(self.named_parameters()))
 
-    def packed_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(proj_weight_t, out_weight_t) for :func:`tritium.ops.trimul`, cached per parameter version."""
+    def packed_weights(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(proj_weight_t, proj_terms, out_weight_t) for :func:`tritium.ops.trimul`, cached per parameter version."""
         from ..ops.trimul import pack_weights
-        if torch.compiler.is_compiling():  # traced: the packing is in the graph, in the dtypes chosen eagerly
-            return pack_weights(dict(self.named_parameters()), self._dtypes)
+        if torch.compiler.is_compiling():  # traced: the packing is in the graph, in the dtype chosen eagerly
+            return pack_weights(dict(self.named_parameters()), self._out_dtype)
         modules = self._modules
         params = [modules[child]._parameters[name] for child, name in self._param_names]
         # A dtype or device move gives a parameter new storage (a new address, as the old one is still
@@ -52,14 +52,14 @@ class TriMul(TriMulReference):
         # (The key's parameters are kept alive with it, so their ids are not reused.)
         key = [(id(p), p._version, p.data_ptr()) for p in params]
         if key != self._packed_key:
-            self._choose_dtypes()
+            self._choose_dtype()
             with torch.no_grad():
-                self._packed = pack_weights(dict(self.named_parameters()), self._dtypes)
+                self._packed = pack_weights(dict(self.named_parameters()), self._out_dtype)
             self._packed_key, self._packed_params = key, params
         return self._packed
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         from ..ops.trimul import trimul
-        proj_t, out_t = self.packed_weights()
-        return trimul(x, mask, self.norm.weight, self.norm.bias, proj_t, self.to_out_norm.weight,
-                      self.to_out_norm.bias, out_t, self.norm.eps, self.to_out_norm.eps)
+        proj_t, terms, out_t = self.packed_weights()
+        return trimul(x, mask, proj_t, terms, self.to_out_norm.weight, self.to_out_norm.bias, out_t,
+                      self.norm.eps, self.to_out_norm.eps)

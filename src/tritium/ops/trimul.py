@@ -3,13 +3,13 @@
 Contract:
 
 * ``x`` [B, N, N, dim] float32; ``mask`` [B, N, N] of any real or bool dtype (multiplied in as fp32).
-* LayerNorm parameters as float32: ``norm_weight``/``norm_bias`` [dim], ``out_norm_weight``/
-  ``out_norm_bias`` [hidden]; the projections packed once by :func:`pack_weights`:
-  ``proj_weight_t`` [5, dim, hidden] (left_proj, left_gate, right_proj, right_gate, out_gate, each
-  transposed) and ``out_weight_t`` [hidden, dim], each float16 or bfloat16: its dtype is the one the
-  kernels compute that path in (:func:`choose_dtypes`: fp16 wherever the weights bound the values
-  below fp16's range, so nothing overflows where fp32 does not). Packing is the caller's to cache
-  (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is timed.
+* The weights packed once by :func:`pack_weights` from the reference module's parameters:
+  ``proj_weight_t`` [5, dim, hidden] bfloat16 (left_proj, left_gate, right_proj, right_gate, out_gate,
+  each transposed, with the input LayerNorm's weight folded in), ``proj_terms`` [5, hidden] float32
+  (the projections of the input LayerNorm's bias, added after the GEMM) and ``out_weight_t`` [hidden, dim] in float16 or bfloat16: the type the
+  output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
+  Packing is the caller's to cache (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is
+  timed.
 * Tiling limits: dim a multiple of 64, N a multiple of 16, hidden 64 or 128
   (:func:`tritium.kernels.trimul.check_shapes`).
 * Returns a new float32 [B, N, N, dim] tensor. Forward only (no autograd formula).
@@ -31,48 +31,38 @@ _OP = "tritium.ops.trimul"
 PROJECTIONS = ("left_proj", "left_gate", "right_proj", "right_gate", "out_gate")
 
 
-#: fp16 is used for an operand only while this bounds its magnitude (half of fp16's largest finite value).
+#: fp16 is used for the output path only while this bounds its values (half of fp16's largest finite value).
 FP16_BOUND = 32768.0
 _PARAMS = ("norm.weight", "norm.bias", "left_proj.weight", "right_proj.weight", "left_gate.weight",
            "right_gate.weight", "out_gate.weight", "to_out_norm.weight", "to_out_norm.bias", "to_out.weight")
 
 
-def choose_dtypes(weights: Mapping[str, torch.Tensor]) -> tuple[torch.dtype, torch.dtype]:
-    """The 16-bit types of the projection path and of the output path: float16 (3 more mantissa bits,
-    which the tolerance needs on large cases) where the weights bound every value it will hold below
-    FP16_BOUND, for any input x, else bfloat16 (fp32's range).
-
-    Projection path (LayerNorm(x), its five weights, left/right and the out gate): ``|LN(x)_j| <=
-    |gamma_j| sqrt(C) + |beta_j|`` and ``|left_h|, |right_h| <= ||LN(x)||_2 ||W_h||_2 <= (max|gamma| sqrt(C)
-    + ||beta||_2) max_h ||W_h||_2``. Output path (LayerNorm_H(out) * sigmoid, and Wo): ``|z_h| <=
-    max|gamma'| sqrt(H) + max|beta'|`` and ``|Wo|``. The pair product itself stays bfloat16 (a sum of N
-    products has no such bound).
+def choose_dtype(weights: Mapping[str, torch.Tensor]) -> torch.dtype:
+    """The 16-bit type of the output path (LayerNorm_H(out) * sigmoid, and Wo): float16 (3 more mantissa
+    bits) where the weights bound every value it holds below FP16_BOUND for any input, else bfloat16
+    (fp32's range). ``|z_h| <= max|gamma'| sqrt(H) + max|beta'|`` and ``|Wo|`` bound it. (The projection
+    GEMM multiplies raw x, which nothing bounds, so it is always bf16.)
     """
     if any(weights[k].device.type == "meta" for k in _PARAMS):  # values unknown: fp32's range
-        return torch.bfloat16, torch.bfloat16
-    w = {k: weights[k].detach().float() for k in _PARAMS}
-    C, H = w["norm.weight"].numel(), w["to_out_norm.weight"].numel()
-    g, b = w["norm.weight"].abs(), w["norm.bias"].abs()
-    ln_norm = g.max() * C ** 0.5 + b.norm()
-    rows = max(w[f"{n}.weight"].norm(dim=1).max() for n in PROJECTIONS)
-    proj_ok = max((g * C ** 0.5 + b).max(), ln_norm * rows, max(w[f"{n}.weight"].abs().max() for n in PROJECTIONS))
-    out_ok = max(w["to_out_norm.weight"].abs().max() * H ** 0.5 + w["to_out_norm.bias"].abs().max(),
-                 w["to_out.weight"].abs().max())
-    pick = lambda bound: torch.float16 if bool(bound < FP16_BOUND) else torch.bfloat16  # noqa: E731  NaN: bf16
-    return pick(proj_ok), pick(out_ok)
+        return torch.bfloat16
+    ln_w, ln_b, wo = (weights[k].detach().float() for k in ("to_out_norm.weight", "to_out_norm.bias", "to_out.weight"))
+    bound = max(ln_w.abs().max() * ln_w.numel() ** 0.5 + ln_b.abs().max(), wo.abs().max())
+    return torch.float16 if bool(bound < FP16_BOUND) else torch.bfloat16  # NaN: bf16
 
 
-def pack_weights(weights: Mapping[str, torch.Tensor], dtypes: Optional[tuple[torch.dtype, torch.dtype]] = None
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(``proj_weight_t`` [5, dim, hidden], ``out_weight_t`` [hidden, dim]) from the reference module's
-    parameters by name (a ``state_dict``, or the task's weights dict), in ``dtypes`` (projection path,
-    output path; default :func:`choose_dtypes`)."""
-    proj_dtype, out_dtype = dtypes or choose_dtypes(weights)
-    proj = torch.stack([weights[f"{n}.weight"] for n in PROJECTIONS]).transpose(1, 2)
-    return proj.to(proj_dtype).contiguous(), weights["to_out.weight"].t().to(out_dtype).contiguous()
+def pack_weights(weights: Mapping[str, torch.Tensor], out_dtype: Optional[torch.dtype] = None
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(``proj_weight_t``, ``proj_terms``, ``out_weight_t``) from the reference module's parameters by name
+    (a ``state_dict``, or the task's weights dict); ``out_weight_t`` in ``out_dtype`` (default
+    :func:`choose_dtype`)."""
+    out_dtype = out_dtype or choose_dtype(weights)
+    gamma, beta = weights["norm.weight"].float(), weights["norm.bias"].float()
+    w = torch.stack([weights[f"{n}.weight"] for n in PROJECTIONS]).float()  # [5, H, C]
+    proj = (w * gamma).transpose(1, 2).to(torch.bfloat16).contiguous()
+    return proj, (w @ beta).contiguous(), weights["to_out.weight"].t().to(out_dtype).contiguous()
 
 
-def _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t) -> None:
+def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t) -> None:
     """Argument checks shared by the real and the fake implementation."""
     if x.dim() != 4 or x.shape[1] != x.shape[2]:
         raise ValueError(f"{_OP}: x must be [B, N, N, dim], got shape {tuple(x.shape)}")
@@ -90,17 +80,22 @@ def _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_
     if tuple(proj_weight_t.shape) != (5, C, H):
         raise ValueError(f"{_OP}: proj_weight_t must be [5, dim, hidden] = {[5, C, H]} (see pack_weights), "
                          f"got {tuple(proj_weight_t.shape)}")
-    for name, w in (("proj_weight_t", proj_weight_t), ("out_weight_t", out_weight_t)):
-        if w.dtype not in (torch.float16, torch.bfloat16):
-            raise TypeError(f"{_OP}: {name} has dtype {w.dtype}; it must be float16 or bfloat16 (see pack_weights)")
-    for name, p, n in (("norm_weight", norm_weight, C), ("norm_bias", norm_bias, C),
-                       ("out_norm_weight", out_norm_weight, H), ("out_norm_bias", out_norm_bias, H)):
+    if proj_weight_t.dtype != torch.bfloat16:
+        raise TypeError(f"{_OP}: proj_weight_t has dtype {proj_weight_t.dtype}; it must be bfloat16 (see pack_weights)")
+    if out_weight_t.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"{_OP}: out_weight_t has dtype {out_weight_t.dtype}; it must be float16 or bfloat16 "
+                        "(see pack_weights)")
+    if tuple(proj_terms.shape) != (5, H):
+        raise ValueError(f"{_OP}: proj_terms must be [5, hidden] = {[5, H]} (see pack_weights), "
+                         f"got {tuple(proj_terms.shape)}")
+    for name, p, n in (("out_norm_weight", out_norm_weight, H), ("out_norm_bias", out_norm_bias, H)):
         if tuple(p.shape) != (n, ):
             raise ValueError(f"{_OP}: {name} must have shape [{n}], got {tuple(p.shape)}")
+    for name, p in (("proj_terms", proj_terms), ("out_norm_weight", out_norm_weight), ("out_norm_bias", out_norm_bias)):
         if p.dtype != torch.float32:
             raise TypeError(f"{_OP}: {name} has dtype {p.dtype}; it must be float32")
     kernels.check_shapes(B, N, C, H, _OP)
-    args = {"mask": mask, "norm_weight": norm_weight, "norm_bias": norm_bias, "proj_weight_t": proj_weight_t,
+    args = {"mask": mask, "proj_weight_t": proj_weight_t, "proj_terms": proj_terms,
             "out_norm_weight": out_norm_weight, "out_norm_bias": out_norm_bias, "out_weight_t": out_weight_t}
     for name, t in args.items():
         if t.device != x.device:
@@ -112,13 +107,13 @@ def _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_
         raise ValueError(f"{_OP}: x is on {x.device}; the kernels run on CUDA devices")
 
 
-def _compute(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t,
+def _compute(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t,
              eps, out_eps) -> torch.Tensor:
     """The op's real implementation."""
-    _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t)
+    _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t)
     if x.numel() == 0:
         return torch.zeros_like(x)
-    args = [t.contiguous() for t in (x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight,
+    args = [t.contiguous() for t in (x, mask, proj_weight_t, proj_terms, out_norm_weight,
                                      out_norm_bias, out_weight_t)]
     if x.device.type == "cuda" and x.device.index != torch.cuda.current_device():
         with torch.cuda.device(x.device):
@@ -127,28 +122,28 @@ def _compute(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, ou
 
 
 @torch.library.custom_op("tritium::trimul", mutates_args=())
-def _trimul(x: torch.Tensor, mask: torch.Tensor, norm_weight: torch.Tensor, norm_bias: torch.Tensor,
-            proj_weight_t: torch.Tensor, out_norm_weight: torch.Tensor, out_norm_bias: torch.Tensor,
+def _trimul(x: torch.Tensor, mask: torch.Tensor, proj_weight_t: torch.Tensor, proj_terms: torch.Tensor,
+            out_norm_weight: torch.Tensor, out_norm_bias: torch.Tensor,
             out_weight_t: torch.Tensor, eps: float = 1e-5, out_eps: float = 1e-5) -> torch.Tensor:
-    return _compute(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t,
+    return _compute(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t,
                     eps, out_eps)
 
 
 @_trimul.register_fake
-def _trimul_fake(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t,
+def _trimul_fake(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t,
                  eps=1e-5, out_eps=1e-5):
-    _check(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias, out_weight_t)
+    _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t)
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-def trimul(x: torch.Tensor, mask: torch.Tensor, norm_weight: torch.Tensor, norm_bias: torch.Tensor,
-           proj_weight_t: torch.Tensor, out_norm_weight: torch.Tensor, out_norm_bias: torch.Tensor,
+def trimul(x: torch.Tensor, mask: torch.Tensor, proj_weight_t: torch.Tensor, proj_terms: torch.Tensor,
+           out_norm_weight: torch.Tensor, out_norm_bias: torch.Tensor,
            out_weight_t: torch.Tensor, eps: float = 1e-5, out_eps: float = 1e-5) -> torch.Tensor:
     """The fused trimul forward (see the module docstring for the contract): ``torch.ops.tritium.trimul``,
     or its implementation directly where nothing would observe the dispatch (:func:`tritium.ops.gemm.direct_ok`:
     the dispatcher costs microseconds of host time before the first kernel starts)."""
     if direct_ok(x, mask):
-        return _compute(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight, out_norm_bias,
+        return _compute(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias,
                         out_weight_t, eps, out_eps)
-    return torch.ops.tritium.trimul(x, mask, norm_weight, norm_bias, proj_weight_t, out_norm_weight,
+    return torch.ops.tritium.trimul(x, mask, proj_weight_t, proj_terms, out_norm_weight,
                                     out_norm_bias, out_weight_t, eps, out_eps)

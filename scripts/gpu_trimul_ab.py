@@ -1,0 +1,63 @@
+"""A/B timing of the TriMul module between source trees, on the GPU: for each tree given (a directory
+holding ``src/tritium``), each ranked case's mean time per call (CUDA events, fresh inputs, as
+``tritium bench trimul`` times it) and per-kernel means from the torch profiler, checked against the
+fp32 reference first. Each tree runs in its own process. Usage:
+``python scripts/gpu_trimul_ab.py --out results.json TREE [TREE ...]``."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+
+CHILD = r"""
+import json, sys, torch
+sys.path.insert(0, sys.argv[1] + "/src")
+from tritium.kernels import TriMul
+from tritium.kernels.trimul_reference import RANKED_CASES, check_close, make_inputs, reference_model
+from tritium.bench.trimul import time_calls
+out = []
+for case in RANKED_CASES:
+    seed = case.seqlen * 31 + case.dim + case.bs
+    ref = reference_model(case, seed, "cuda")
+    fused = TriMul(case.dim).cuda()
+    fused.load_state_dict(ref.state_dict())
+    with torch.no_grad():
+        x, mask = make_inputs(case, seed, "cuda")
+        check = check_close(fused(x, mask), ref(x, mask))
+        times = time_calls(fused, case, seed + 1000)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(10):
+                fused(x, mask)
+            torch.cuda.synchronize()
+    kernels = {}
+    for ev in prof.key_averages():
+        if ev.device_type == torch.autograd.DeviceType.CUDA and "trimul" in ev.key:
+            kernels[ev.key] = ev.device_time_total / ev.count / 1000
+    out.append({"label": case.label, "ms": sum(times) / len(times), "check": check, "kernels_ms": kernels})
+    print(case.label, round(out[-1]["ms"], 4), check, {k: round(v, 4) for k, v in kernels.items()}, flush=True)
+print("JSON" + json.dumps(out))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs="+")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    results = {}
+    for tree in args.trees:
+        proc = subprocess.run([sys.executable, "-c", CHILD, tree], capture_output=True, text=True)
+        print(f"== {tree}\n{proc.stdout}{proc.stderr[-3000:]}", flush=True)
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("JSON")]
+        if lines:
+            results[tree] = json.loads(lines[-1][4:])
+    with open(args.out, "w") as f:
+        json.dump(results, f, indent=1)
+    for tree, rows in results.items():
+        print(f"{tree}: geomean {math.exp(sum(math.log(r['ms']) for r in rows) / len(rows)):.4f} ms")
+
+
+if __name__ == "__main__":
+    main()
