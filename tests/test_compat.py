@@ -176,31 +176,3 @@ def test_replace_module_body_round_trip():
     assert mod.get_operation().get_str_attr("tritium.name") == "seven"
     assert mod.get_operation().get_bool_attr("tritium.flag") is True
     assert mod.verify()
-
-
-def test_binding_enums_and_load_hints():
-    """3.6 binds enums with pybind11, 3.9 with nanobind (no ``int()``); 3.9 folds load hints into a cache policy."""
-    from triton.language.semantic import TritonSemantic
-    assert compat.enum_value(ir.CACHE_MODIFIER.CG) == ir.CACHE_MODIFIER.CG.value
-    assert compat.enum_value(ir.INPUT_PRECISION.TF32) == ir.INPUT_PRECISION.TF32.value
-    load = list(inspect.signature(TritonSemantic.load).parameters)
-    descriptor_load = list(inspect.signature(TritonSemantic.descriptor_load).parameters)
-    if compat.CACHE_POLICY:
-        assert load == ["self", "ptr", "mask", "other", "cache_policy", "is_volatile"]
-        assert descriptor_load == ["self", "desc", "offsets", "cache_policy"]
-    else:
-        assert load == ["self", "ptr", "mask", "other", "boundary_check", "padding_option", "cache_modifier",
-                        "eviction_policy", "is_volatile"]
-        assert descriptor_load == ["self", "desc", "offsets", "cache_modifier", "eviction_policy"]
-    assert compat.CACHE_POLICY == (compat.TRITON_VERSION >= (3, 9))
-    assert compat.TMA_STORE_WAIT_READ_ONLY == (compat.TRITON_VERSION >= (3, 8))  # seen on 3.6, 3.7, 3.8, 3.9
-
-
-@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
-def test_amd_anchor_pass_runs_in_the_ttgir_stage(target):
-    """TLX inserts AMD's async-copy coalescing after this pass; it must be in this Triton's AMD ttgir stage."""
-    from tritium.plugins import CompileReport, Pipeline
-    fn, sig, const = KERNELS["add"]
-    report = CompileReport()
-    compile_kernel(fn, sig, target, constexprs=const, pipeline=Pipeline("stock"), report=report)
-    assert compat.AMD_LAST_LAYOUT_PASS in [p.name for p in report.stage("ttgir").passes]

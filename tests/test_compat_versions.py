@@ -27,19 +27,6 @@ def test_llvm_ir_parse_error_tells_valid_from_broken_ir():
     assert why and "parse" in why
 
 
-def test_frontend_values_are_named_through_set_name():
-    """3.8+ names variables through ``base_value._set_name`` (unimplemented there); 3.6/3.7 through
-    ``_flatten_ir``. TLX values implement ``_set_name`` so a jit helper can take them on both."""
-    from triton.compiler.code_generator import CodeGenerator
-    from triton.language.core import base_value
-    from tritium.tlx.types import tlx_value
-    naming = inspect.getsource(CodeGenerator._maybe_set_loc_to_name)
-    assert ("._set_name(" in naming) == compat.VALUE_SET_NAME, naming
-    assert compat.VALUE_SET_NAME == (compat.TRITON_VERSION >= (3, 8))
-    if compat.VALUE_SET_NAME:
-        assert tlx_value._set_name is not base_value._set_name
-
-
 def test_make_tensordesc_arg_parameters():
     """``descriptor_args`` calls NVIDIA's ``make_tensordesc_arg`` with this Triton's parameters."""
     from triton.backends.nvidia.driver import make_tensordesc_arg

@@ -12,6 +12,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from tritium import compat
+from tritium.tlx import triton_compat  # noqa: E402
 from tritium.kernels import attention as attn
 from tritium.kernels import attention_ws_hopper as ws
 from tritium.kernels import attention_ws_pipelined_hopper as pp
@@ -50,7 +51,7 @@ def test_attention_compiles_to_tma_mbarriers_wgmma_and_setmaxnreg(variant, head_
     assert k.metadata.num_warps == 12 and k.metadata.shared <= 232448  # Hopper's 227 KB per block
     assert f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
     # 4-D TMA: loads completing on mbarriers, and the output's TMA store.
-    assert compat.ptx_tma_load(4) in ptx
+    assert triton_compat.ptx_tma_load(4) in ptx
     assert "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group" in ptx
     assert "mbarrier.arrive.expect_tx" in ptx and "mbarrier.try_wait.parity" in ptx
     # Q, K, V, O boxes: 128B-swizzled rows of 64 elements (a 128-wide head is two boxes), as the buffers.

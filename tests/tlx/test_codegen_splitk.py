@@ -10,6 +10,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from tritium import compat
+from tritium.tlx import triton_compat  # noqa: E402
 from tritium.kernels import gemm_splitk_hopper as splitk
 from tritium.tlx.placeholders import placeholders
 
@@ -28,7 +29,7 @@ def test_split_k_compiles_to_reduce_add_stores(dtype):
     ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
     assert not list(placeholders(ttgir)) and ttgir.count("ttg.warp_specialize(") == 1
     assert k.metadata.num_warps == 12 and k.metadata.shared <= MAX_SHARED
-    assert compat.ptx_tma_load(2) in ptx and f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
+    assert triton_compat.ptx_tma_load(2) in ptx and f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
     ptx_type = {"fp16": "f16", "bf16": "bf16"}[dtype]
     assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{cfg.BN}k16\.f32\.{ptx_type}\.{ptx_type}", ptx)
     # Every epilogue slice is added into C, none plainly stored.

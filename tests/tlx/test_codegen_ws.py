@@ -12,6 +12,7 @@ from triton.compiler.errors import CompilationError
 
 import tritium.tlx as tlx
 from tritium import compat
+from tritium.tlx import triton_compat  # noqa: E402
 from tritium.kernels import gemm_ws_hopper as ws
 from tritium.plugins.errors import PassError
 
@@ -38,7 +39,7 @@ def test_ws_gemm_compiles_to_tma_mbarriers_wgmma_and_setmaxnreg(cfg):
     assert k.metadata.num_warps == 12
     # The descriptors carry the buffers' 128B-swizzled encoding into the host-side tensor maps.
     assert [m["swizzle"] for m in k.metadata.tensordesc_meta] == [3, 3, 3]
-    assert compat.ptx_tma_load(2) in ptx
+    assert triton_compat.ptx_tma_load(2) in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx  # the TMA-store epilogue
     assert "mbarrier.arrive.expect_tx" in ptx and "mbarrier.try_wait.parity" in ptx and "mbarrier.arrive." in ptx
     assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{cfg.BN}k16\.f32\.f16\.f16", ptx)
@@ -93,7 +94,7 @@ def test_tma_and_mbarriers_without_warp_specialization(device_desc):
     assert "ttng.async_tma_copy_global_to_local" in ttgir and "ttng.async_tma_copy_local_to_global" in ttgir
     assert ("ttng.tensormap_create" in ttgir) == device_desc
     assert "mbarrier.init.shared::cta.b64" in ptx and "mbarrier.try_wait.parity" in ptx
-    assert compat.ptx_tma_load(2) in ptx
+    assert triton_compat.ptx_tma_load(2) in ptx
     assert re.search(r"cp\.async\.bulk\.wait_group\.read\s+0;", ptx)
 
 

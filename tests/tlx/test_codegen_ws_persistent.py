@@ -12,6 +12,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from tritium import compat
+from tritium.tlx import triton_compat  # noqa: E402
 from tritium.tlx.placeholders import placeholders
 from tritium.kernels import gemm_ws_cooperative_hopper as coop
 from tritium.kernels import gemm_ws_dualk_hopper as dualk
@@ -54,7 +55,7 @@ def test_compiles_to_the_persistent_ws_design(name, cfg, dtype):
         assert f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32 \t(\d+);", ptx)
     # TMA loads completing on the full barriers; waits on the full and empty barriers.
-    assert compat.ptx_tma_load(2) in ptx
+    assert triton_compat.ptx_tma_load(2) in ptx
     assert "mbarrier.arrive.expect_tx" in ptx and "mbarrier.try_wait.parity" in ptx
     # wgmma of each consumer's rows (64 per instruction), one group left in flight in the K loop.
     ptx_type = {"fp16": "f16", "bf16": "bf16"}[dtype]

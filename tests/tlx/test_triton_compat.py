@@ -15,6 +15,8 @@ from triton.compiler import ASTSource
 from triton.compiler.compiler import make_backend
 from triton.language.core import builtin
 
+from kernels import KERNELS  # tests/ is on the path (conftest.py)
+from tritium.plugins.inspection import compile_kernel
 from tritium.tlx import triton_compat as tc
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -163,3 +165,48 @@ def test_builtins_outside_a_kernel_being_compiled():
     with pytest.raises(RuntimeError, match="only be used inside a @triton.jit kernel being compiled"):
         tc.kernel_module(semantic)
     assert tc.interpreted(None)
+
+
+# --------------------------------------------------------------------------------------------
+# How this Triton spells what TLX emits
+# --------------------------------------------------------------------------------------------
+def test_binding_enums_and_load_hints():
+    """3.6 binds enums with pybind11, 3.9 with nanobind (no ``int()``); 3.9 folds load hints into a cache policy."""
+    from triton.language.semantic import TritonSemantic
+    ir = tc.ir
+    assert tc.enum_value(ir.CACHE_MODIFIER.CG) == ir.CACHE_MODIFIER.CG.value
+    assert tc.enum_value(ir.INPUT_PRECISION.TF32) == ir.INPUT_PRECISION.TF32.value
+    load = list(inspect.signature(TritonSemantic.load).parameters)
+    descriptor_load = list(inspect.signature(TritonSemantic.descriptor_load).parameters)
+    if tc.CACHE_POLICY:
+        assert load == ["self", "ptr", "mask", "other", "cache_policy", "is_volatile"]
+        assert descriptor_load == ["self", "desc", "offsets", "cache_policy"]
+    else:
+        assert load == ["self", "ptr", "mask", "other", "boundary_check", "padding_option", "cache_modifier",
+                        "eviction_policy", "is_volatile"]
+        assert descriptor_load == ["self", "desc", "offsets", "cache_modifier", "eviction_policy"]
+    assert tc.CACHE_POLICY == (tc.TRITON_VERSION >= (3, 9))
+    assert tc.TMA_STORE_WAIT_READ_ONLY == (tc.TRITON_VERSION >= (3, 8))  # seen on 3.6, 3.7, 3.8, 3.9
+
+
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_amd_anchor_pass_runs_in_the_ttgir_stage(target):
+    """TLX inserts AMD's async-copy coalescing after this pass; it must be in this Triton's AMD ttgir stage."""
+    from tritium.plugins import CompileReport, Pipeline
+    fn, sig, const = KERNELS["add"]
+    report = CompileReport()
+    compile_kernel(fn, sig, target, constexprs=const, pipeline=Pipeline("stock"), report=report)
+    assert tc.AMD_LAST_LAYOUT_PASS in [p.name for p in report.stage("ttgir").passes]
+
+
+def test_frontend_values_are_named_through_set_name():
+    """3.8+ names variables through ``base_value._set_name`` (unimplemented there); 3.6/3.7 through
+    ``_flatten_ir``. TLX values implement ``_set_name`` so a jit helper can take them on both."""
+    from triton.compiler.code_generator import CodeGenerator
+    from triton.language.core import base_value
+    from tritium.tlx.types import tlx_value
+    naming = inspect.getsource(CodeGenerator._maybe_set_loc_to_name)
+    assert ("._set_name(" in naming) == tc.VALUE_SET_NAME, naming
+    assert tc.VALUE_SET_NAME == (tc.TRITON_VERSION >= (3, 8))
+    if tc.VALUE_SET_NAME:
+        assert tlx_value._set_name is not base_value._set_name

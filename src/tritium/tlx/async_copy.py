@@ -13,9 +13,7 @@ from typing import Any
 
 import triton.language as tl
 
-from tritium import compat
-
-from . import args, layouts
+from . import args, layouts, triton_compat
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
 from .types import async_token, buffered_tensor
@@ -40,7 +38,7 @@ def _is_zero(x: Any) -> bool:
 def _cache_attrs(_semantic: Any, cache_modifier: Any, eviction_policy: Any) -> list[str]:
     """The copy's printed cache-hint attributes; a hint Triton rejects is an error naming the op."""
     try:
-        return compat.async_copy_cache_attrs(_semantic, unwrap_if_constexpr(cache_modifier),
+        return triton_compat.async_copy_cache_attrs(_semantic, unwrap_if_constexpr(cache_modifier),
                                              unwrap_if_constexpr(eviction_policy))
     except ValueError as e:
         raise ValueError(f"tlx.async_load: {e} (cache_modifier={cache_modifier!r}, "

@@ -26,6 +26,8 @@ from typing import Any, Optional
 from tritium import compat
 from tritium.plugins import mlir_pass
 
+from . import triton_compat
+
 _NAME = r"%[\w.$#-]+"
 _COPY = re.compile(rf"^(?P<ind>\s*)(?P<res>{_NAME}) = ttg\.async_copy_global_to_local (?P<src>{_NAME}), "
                    rf"(?P<dst>{_NAME})(?: mask (?P<mask>{_NAME}))?(?: other (?P<other>{_NAME}))?"
@@ -119,7 +121,7 @@ def unprovable_copies(mod: Any, lines: list[str], copies: list[Copy], amd_target
     if not asked:
         return {c.line for c in copies if c.bits < 32 and not c.sync_reason}
     checked = compat.parse_module("\n".join(probe), mod.context)
-    compat.run_amd_coalesce_async_copy(checked, "gfx942")
+    triton_compat.run_amd_coalesce_async_copy(checked, "gfx942")
     out_lines = checked.str().splitlines()
     out_aliases = _aliases(out_lines)
     after = _copies(out_lines)
@@ -195,4 +197,4 @@ def amd_coalesce_async_copy(mod: Any, ctx: Any) -> None:
     direct-to-LDS width (32 bits on gfx942, 32/128 on gfx950). The stock pipeline runs AMD's pass only
     with its own pipeliner, and before ``remove_layout_conversions``, which widens the layouts again."""
     if _copies(mod.str().splitlines()):
-        compat.run_amd_coalesce_async_copy(mod, ctx.options.arch)
+        triton_compat.run_amd_coalesce_async_copy(mod, ctx.options.arch)

@@ -28,8 +28,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional
 
-from tritium import compat
-
+from . import triton_compat
 from .tasks import check_tasks, region_config, task_config
 from .triton_compat import ASTTransformer, interpreter_program
 
@@ -207,7 +206,7 @@ class AsyncTasks:
             body = functools.partial(namespace["_tlx_async_task"], **kernel_locals)
             for replica in range(task.replicate):
                 scheduler.add(task.name or f"task{index}", replica, body,
-                              task.config.num_warps or compat.interpreter_num_warps())
+                              task.config.num_warps or triton_compat.interpreter_num_warps())
         scheduler.run(current_context().program)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:

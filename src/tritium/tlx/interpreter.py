@@ -22,9 +22,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import triton.language as tl
 
-from tritium import compat
-
-from . import alias, args, async_copy, barriers, cluster, layouts, mem, misc, mma, tma, warp
+from . import alias, args, async_copy, barriers, cluster, layouts, mem, misc, mma, tma, triton_compat, warp
 from .interp_tasks import AsyncTask, AsyncTasks, TLXDeadlockError, current_context, wait_until
 from .triton_compat import TensorHandle, interpreter_builder, interpreter_semantic, np_dtype, unwrap_if_constexpr
 
@@ -361,13 +359,13 @@ def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache
         byte_ptrs = TensorHandle(np.uint64(address) + np.arange(nbytes, dtype=np.uint64),
                                          tl.pointer_type(tl.uint8))
         every = TensorHandle(np.ones(nbytes, dtype=bool), tl.int1)
-        values = compat.interpreter_masked_load(interpreter_builder(), byte_ptrs, every)
+        values = triton_compat.interpreter_masked_load(interpreter_builder(), byte_ptrs, every)
         raw = dst.storage[dst.byte_offset():dst.byte_offset() + nbytes]
         barrier.inflight.append((raw, values.data.view(np.uint8)))
         return AsyncToken()
     mask = None if mask is None else sem.to_tensor(mask)
     other = None if other is None else sem.to_tensor(other)
-    values = compat.semantic_load(sem, _value(src), mask, other, _value(cache_modifier), _value(eviction_policy),
+    values = triton_compat.semantic_load(sem, _value(src), mask, other, _value(cache_modifier), _value(eviction_policy),
                                   _value(is_volatile))
     current_context().open_copies.append((dst.data, values.handle.data))
     return AsyncToken()
@@ -556,7 +554,7 @@ def barrier_arrive(bar: Any, arrive_count: Any = 1, remote_cta_rank: Any = None,
 
 def _task_threads() -> int:
     """Threads of the calling task (or of the whole program outside warp-specialized regions)."""
-    return (current_context().num_warps or compat.interpreter_num_warps()) * _WARP_SIZE
+    return (current_context().num_warps or triton_compat.interpreter_num_warps()) * _WARP_SIZE
 
 
 class ThreadBarrier:
@@ -731,7 +729,7 @@ def async_descriptor_load(desc: Any, result: Any, offsets: Sequence[Any], barrie
                                       multicast_targets, two_ctas)
     dst, bar = _value(result), _value(barrier)
     if _as_bool(pred, True):
-        tile = compat.semantic_descriptor_load(_semantic(), desc, list(offsets), "", evict)
+        tile = triton_compat.semantic_descriptor_load(_semantic(), desc, list(offsets), "", evict)
         bar.inflight.append((dst.data, tile.handle.data))
 
 
@@ -744,7 +742,7 @@ def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], evict
     _, reduce = tma.check_descriptor_store(desc, source, offsets, eviction_policy, store_reduce)
     sem, value = _semantic(), local_load(source)
     if reduce:
-        old = compat.semantic_descriptor_load(sem, desc, list(offsets), "", "")
+        old = triton_compat.semantic_descriptor_load(sem, desc, list(offsets), "", "")
         combine = getattr(sem, _STORE_REDUCE[reduce])
         if reduce == "add":
             value = combine(old, value, True)

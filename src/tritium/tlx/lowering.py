@@ -14,9 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from tritium import compat
-
-from . import tma_llvm, ws_outline
+from . import tma_llvm, triton_compat, ws_outline
 from .placeholders import Placeholder, parse, placeholders
 from .ttgir_text import SSA, SSA_DEF, func_signature, source_location, split_types, strip_strings
 
@@ -371,7 +369,7 @@ class _Lowering:
                     f"{ind}ttng.async_tma_copy_global_to_local {desc}[{zero}, {size}] {view}, {handle(a['bar'])}, "
                     f"{true} : {a['desc']}, {self.memdesc[a['bar']]} -> {a['view']}{self.mark(loc, 'bulk_load')}"]
         elif p.op == "tma_store_wait":
-            out.append(f"{ind}ttng.async_tma_store_wait {compat.tma_store_wait_attrs(a['pendings'])}{loc}")
+            out.append(f"{ind}ttng.async_tma_store_wait {triton_compat.tma_store_wait_attrs(a['pendings'])}{loc}")
         elif p.op == "alloc_desc":
             out.append(f"{ind}{p.result} = ttg.global_scratch_alloc {{alignment = {a['alignment']} : i32, "
                        f"nbytes = {a['nbytes']} : i32}} : {p.result_type}{loc}")
@@ -390,7 +388,7 @@ class _Lowering:
             self.types[h] = a["desc_type"]
             self.desc_ptr[pid] = p.operands[0]
         elif p.op == "cluster_barrier":
-            out += [f"{ind}{op}{loc}" for op in compat.cluster_barrier_ops(p.result, p.result_type)]
+            out += [f"{ind}{op}{loc}" for op in triton_compat.cluster_barrier_ops(p.result, p.result_type)]
         elif p.op == "named_barrier":  # no TTGIR op on stock Triton: PTX, as Triton's own partition barriers
             keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
             ins = [(v, t) for k, v, t in zip(keys, p.operands, p.operand_types) if k not in a]

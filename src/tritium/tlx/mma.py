@@ -5,9 +5,7 @@ from typing import Any
 
 import triton.language as tl
 
-from tritium import compat
-
-from . import args, layouts
+from . import args, layouts, triton_compat
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
 from .triton_compat import builder_state, compile_options, dot_input_precision, unwrap_if_constexpr
@@ -105,7 +103,7 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
     else:
         attrs["a"] = A.type.id
     _, out = emit(_semantic, "wgmma", operands=operands, result=out_dtype, shape=[M, N], b=B.type.id,
-                  acc=tensor_type(_semantic, out_dtype, [M, N], layout), precision=compat.enum_value(precision),
+                  acc=tensor_type(_semantic, out_dtype, [M, N], layout), precision=triton_compat.enum_value(precision),
                   imprecise=imprecise or 0, **attrs)
     return tl.tensor(out, tl.block_type(out_dtype, [M, N]))
 

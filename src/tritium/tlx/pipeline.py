@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-
 from tritium import compat
 from tritium.plugins import Pipeline, mlir_pass
 
+from . import triton_compat
 from .diagnostics import reporting_stage
 from .copy_fallback import amd_coalesce_async_copy, async_copy_fallback
 from .lowering import lower
@@ -96,7 +96,7 @@ def make_pipeline(family: str) -> Pipeline:
     for name in disabled:
         p.disable("ttgir", name)
     if family == "hip":
-        p.insert("ttgir", amd_coalesce_async_copy, after=compat.AMD_LAST_LAYOUT_PASS)
+        p.insert("ttgir", amd_coalesce_async_copy, after=triton_compat.AMD_LAST_LAYOUT_PASS)
     p.override_pipeline(_report_errors(in_family))
     return p
 

@@ -11,7 +11,10 @@ public contract TLX needs a few things Triton keeps to itself:
 * state kept per function being built (on the builder) and per kernel (on the module);
 * the compile options Triton stores on the builder, and ``_semantic``'s precision parser;
 * the MLIR bindings (``triton._C.libtriton``) and ``triton.language.core._unwrap_if_constexpr``;
-* the interpreter's globals, tensor handles and AST rewrite (``triton.runtime.interpreter``).
+* the interpreter's globals, tensor handles and AST rewrite (``triton.runtime.interpreter``);
+* how this Triton spells what TLX emits: binding enums, load cache hints, the TMA store wait, cluster
+  barriers, TMA loads in PTX, the AMD pass TLX anchors on (:func:`enum_value`,
+  :func:`async_copy_cache_attrs`, :func:`semantic_load`, :func:`tma_store_wait_attrs`, ...).
 
 Nothing in Triton is patched: kernels without TLX ops are untouched. tests/tlx/test_triton_compat.py
 checks each of these against the installed Triton, and tests/test_private_names.py that no other
@@ -20,21 +23,26 @@ TLX module reaches past this one.
 from __future__ import annotations
 
 import ast
+import inspect
 import sys
 from typing import Any, Sequence
 
 import numpy as np
 import triton.language as tl
+import triton.language.core as _tl_core
 from triton._C.libtriton import gluon_ir, ir
 from triton.compiler.code_generator import CodeGenerator, enter_sub_region
 from triton.language.core import _unwrap_if_constexpr
 from triton.runtime import interpreter as _interpreter
 from triton.runtime.interpreter import ASTTransformer, InterpreterBuilder, TensorHandle
 
+from ..compat import TRITON_VERSION, new_pass_manager, run_plain, stock_pass_builder
+
 __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_running", "compile_options",
            "dot_input_precision", "builder_state", "kernel_state", "kernel_module", "type_builder",
            "statement_location", "with_statement", "visit_body", "SubRegion", "interpreter_semantic",
-           "interpreter_builder", "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer"]
+           "interpreter_builder", "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer",
+           "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load", "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles", "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait_attrs", "cluster_barrier_ops", "ptx_tma_load", "AMD_LAST_LAYOUT_PASS", "run_amd_coalesce_async_copy"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
 unwrap_if_constexpr = _unwrap_if_constexpr
@@ -178,3 +186,145 @@ def interpreter_program() -> Any:
 def np_dtype(dtype: tl.dtype) -> np.dtype:
     """The numpy dtype the interpreter stores ``dtype`` values in."""
     return _interpreter._get_np_dtype(dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# How this Triton spells what TLX emits
+# --------------------------------------------------------------------------------------------
+def enum_value(x: Any) -> int:
+    """The integer of a binding enum (``ir.CACHE_MODIFIER``, ``ir.INPUT_PRECISION``, ...).
+
+    3.6 binds them with pybind11 (``int(x)`` works), 3.9 with nanobind as Python ``Enum``s (it does not);
+    both have ``.value``.
+    """
+    return int(getattr(x, "value", x))
+
+
+#: Triton >= 3.9 carries load cache hints as one cache policy (``tl.core._CachePolicy``, printed
+#: ``#tt.cache_policy<...>`` in a ``cachePolicy`` attribute) instead of two enums (3.6: ``cache``,
+#: ``evict``); ``TritonSemantic.load``/``descriptor_load`` take the policy instead of the two strings.
+CACHE_POLICY: bool = hasattr(_tl_core, "_CachePolicy")
+
+
+def _cache_policy(cache_modifier: str, eviction_policy: str) -> Any:
+    return _tl_core._normalize_cache_policy(None, cache_modifier or None, eviction_policy or None)
+
+
+def async_copy_cache_attrs(semantic: Any, cache_modifier: str, eviction_policy: str) -> list[str]:
+    """Printed attribute entries of a ``ttg.async_copy_global_to_local`` with these load hints (none for
+    the defaults ``""``).  Raises ``ValueError`` for hints Triton rejects."""
+    cache = enum_value(semantic._str_to_load_cache_modifier(cache_modifier))  # validates, on every version
+    evict = enum_value(semantic._str_to_eviction_policy(eviction_policy))
+    if not CACHE_POLICY:
+        return [f"{name} = {value} : i32" for name, value in (("cache", cache), ("evict", evict)) if value]
+    if not cache_modifier and not eviction_policy:
+        return []
+    policy = _cache_policy(cache_modifier, eviction_policy)
+    attr = f"#tt.cache_policy<cache_modifier = {policy.cache_modifier}, eviction_policy = {policy.eviction_policy}>"
+    return [f"cachePolicy = {attr}"]
+
+
+def semantic_load(semantic: Any, ptr: Any, mask: Any, other: Any, cache_modifier: str, eviction_policy: str,
+                  is_volatile: bool) -> Any:
+    """``TritonSemantic.load`` of a tensor of pointers (no boundary check, no padding)."""
+    if CACHE_POLICY:
+        return semantic.load(ptr, mask, other, _cache_policy(cache_modifier, eviction_policy), is_volatile)
+    return semantic.load(ptr, mask, other, (), "", cache_modifier, eviction_policy, is_volatile)
+
+
+def semantic_descriptor_load(semantic: Any, desc: Any, offsets: list, cache_modifier: str,
+                             eviction_policy: str) -> Any:
+    """``TritonSemantic.descriptor_load``."""
+    if CACHE_POLICY:
+        return semantic.descriptor_load(desc, offsets, _cache_policy(cache_modifier, eviction_policy))
+    return semantic.descriptor_load(desc, offsets, cache_modifier, eviction_policy)
+
+
+def interpreter_masked_load(builder: Any, ptrs: Any, mask: Any) -> Any:
+    """The interpreter builder's plain masked load (no other, no cache hints, not volatile): Triton 3.9
+    merged its ``cache_modifier`` and ``eviction_policy`` parameters into one ``cache_policy``."""
+    hints = len(inspect.signature(builder.create_masked_load).parameters) - 4  # ptrs, mask, other, is_volatile
+    return builder.create_masked_load(ptrs, mask, None, *([None] * hints), False)
+
+
+def interpreter_num_warps(default: int = 4) -> int:
+    """``num_warps`` of the ``TRITON_INTERPRET=1`` launch running on this thread (Triton's default if none).
+
+    The interpreter ignores launch options, so it is read from the launching ``InterpretedFunction.run``
+    frame; the TLX interpreter needs it to count the threads of a named barrier.
+    """
+    from triton.runtime.interpreter import InterpretedFunction
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is InterpretedFunction.run.__code__:
+            return int(frame.f_locals.get("kwargs", {}).get("num_warps", default))
+        frame = frame.f_back
+    return default
+
+
+#: Triton >= 3.8 names a variable's IR values (``create_name_loc``) through ``value._set_name(builder,
+#: name)``, which ``base_value`` leaves unimplemented (a ``NotImplementedError`` at the first jit helper
+#: that takes the value); 3.6/3.7 name the handles ``value._flatten_ir`` gives, for any value.
+VALUE_SET_NAME: bool = hasattr(_tl_core.base_value, "_set_name")
+
+
+def name_value_handles(value: Any, builder: Any, name: str) -> None:
+    """Name ``value``'s IR handles after the variable ``name``, as Triton 3.6 does for any frontend value
+    (for the ``_set_name`` of frontend values that 3.8+ requires)."""
+    handles: list = []
+    value._flatten_ir(handles)
+    for handle in handles:
+        handle.set_loc(builder.create_name_loc(name, handle.get_loc()))
+
+
+def _gluon_tma_store_wait_has_read_only() -> bool:
+    try:
+        from triton.experimental.gluon.language.nvidia.hopper import tma
+    except ImportError:
+        return False
+    return "read_only" in inspect.signature(tma.store_wait).parameters
+
+
+#: Triton 3.9 gave ``ttng.async_tma_store_wait`` a ``read_only`` unit attribute (Gluon's
+#: ``tma.store_wait(read_only=True)``): without it the op waits until the stores' writes are done
+#: (PTX ``cp.async.bulk.wait_group``), with it only until they read their shared memory
+#: (``cp.async.bulk.wait_group.read``), which is all 3.6's op does.
+TMA_STORE_WAIT_READ_ONLY: bool = _gluon_tma_store_wait_has_read_only()
+
+
+def tma_store_wait_attrs(pendings: int) -> str:
+    """Printed attributes of a ``ttng.async_tma_store_wait`` that waits until at most ``pendings`` TMA
+    stores still read their shared-memory source."""
+    return f"{{pendings = {pendings} : i32{', read_only' if TMA_STORE_WAIT_READ_ONLY else ''}}}"
+
+
+def cluster_barrier_ops(result: str, result_type: str) -> list[str]:
+    """TTGIR of a barrier of the whole cluster (every thread arrives with release semantics, then waits
+    with acquire) in a kernel of one CTA per program. 3.6: ``ttng.cluster_arrive`` and ``ttng.cluster_wait``,
+    as the TLX fork emits (its verifiers are relaxed). 3.7 and 3.8 verify ``ttg.num-ctas > 1`` on both, and
+    3.9 replaced them with ``ttng.cluster_barrier``, which verifies the same; from 3.7 on the PTX the two ops
+    lower to is inline assembly defining ``result`` (of ``result_type``, a dummy 32-bit value nothing reads)."""
+    if TRITON_VERSION < (3, 7):
+        return ["ttng.cluster_arrive {relaxed = false}", "ttng.cluster_wait"]
+    return [f'{result} = tt.elementwise_inline_asm "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned; '
+            f'mov.u32 $0, 0;" {{constraints = "=r", packed_element = 1 : i32, pure = false}} -> {result_type}']
+
+
+def ptx_tma_load(rank: int) -> str:
+    """How Triton's PTX spells a TMA tensor load into the CTA's shared memory completing on an mbarrier:
+    3.6 names the destination ``shared::cluster``, 3.7+ ``shared::cta`` (checked on 3.6, 3.7, 3.8 and 3.9)."""
+    space = "shared::cta" if TRITON_VERSION >= (3, 7) else "shared::cluster"
+    return f"cp.async.bulk.tensor.{rank}d.{space}.global.mbarrier::complete_tx::bytes"
+
+
+#: The last AMD ttgir pass before buffer-op conversion and block ping-pong (after the layout clean-ups).
+AMD_LAST_LAYOUT_PASS = "amd.ttgpuir.reorder_instructions" if TRITON_VERSION < (3, 7) \
+    else "amd.ttgpuir.move_up_prologue_loads"
+
+
+def run_amd_coalesce_async_copy(mod: Any, arch: str) -> None:
+    """Run AMD's ``coalesce_async_copy`` (clip each async copy's source vector to a width the CDNA
+    direct-to-LDS loads support) on ``mod`` now, outside any recorded pipeline."""
+    pm = new_pass_manager(mod.context, False)
+    stock_pass_builder("amd.ttgpuir.coalesce_async_copy").fn(pm, arch)
+    run_plain(pm, mod, "tlx-coalesce-async-copy")

@@ -11,7 +11,7 @@ from typing import Any, List, Tuple
 import triton.language as tl
 from triton.language.core import base_type, base_value, builtin
 
-from tritium import compat
+from . import triton_compat
 from .args import BUFFER, BUFFERS, kind_of
 from .layouts import SharedLayout
 from .triton_compat import ir, unwrap_if_constexpr
@@ -64,7 +64,7 @@ class tlx_value(base_value):
 
     def _set_name(self, builder: ir.builder, name: str) -> None:
         """Name this value's IR handles after its variable: Triton 3.8+ calls this (3.6/3.7 do the same themselves)."""
-        compat.name_value_handles(self, builder, name)
+        triton_compat.name_value_handles(self, builder, name)
 
 
 class buffered_tensor(tlx_value):
