@@ -1,7 +1,8 @@
 """Lowering of printed TTGIR: each TLX placeholder becomes the TritonGPU op(s) it stands for.
 
 :func:`lower` runs right after ``ttir.convert_to_ttgpuir`` (the ``tlx.lower_placeholders`` pass). For
-each placeholder (:mod:`.placeholders` decodes them) :meth:`_Lowering.lower` writes the real ops,
+each placeholder (:mod:`.placeholders` decodes them) :meth:`_Lowering.lower` writes the real ops through
+the method :data:`_LOWERINGS` names for its op,
 adding ``ttg.convert_layout`` where the layout an op needs differs from the one the conversion chose.
 Buffers and descriptors are named by placeholder id; a use refers to the closest lowered copy of its
 id above it. TMA descriptors get the encodings their buffers need (:class:`_DescriptorPlan`), and the
@@ -219,192 +220,279 @@ class _Lowering:
     def lower(self, p: Placeholder) -> list[str]:
         a, pid, ind, loc = p.payload, p.payload["id"], p.indent, p.loc
         out: list[str] = []
-        handle = self.names.__getitem__
         if p.op == "anchor":  # a buffer from another function, by SSA value when it names one (see tlx/mem.py)
-            view = self.by_result.get(p.operands[0]) or (handle(a["src"]), self.memdesc[a["src"]])
+            view = self.by_result.get(p.operands[0]) or (self.names[a["src"]], self.memdesc[a["src"]])
             self.names[pid], self.memdesc[pid] = self.by_result[p.result] = view
             return []
         h = self.define(pid)
-        if p.op == "local_alloc":
-            self.memdesc[pid] = a["type"]
-            out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
-        elif p.op == "alias_spec":  # the backing allocation of the spec's members (tlx/alias.py)
-            plan = self.overlaps.get(pid)
-            if plan is None:
-                raise ValueError(f"tlx.storage_alias_spec at {source_location(self.text, loc)}: no local_alloc uses "
-                                 "it, or its allocations have no common placement; call set_buffer_overlap")
-            self.memdesc[pid] = plan["backing"]
-            out.append(f"{ind}{h} = ttg.local_alloc {{alignment = {plan['align']} : i32}} : () -> {plan['backing']}{loc}")
-        elif p.op == "alias_alloc":  # a member: the backing seen with its type, more buffers (tlx/alias.py)
-            member = self.overlaps[a["spec"]]["members"][str(pid)]
-            self.memdesc[pid] = member["type"]
-            self.index_map[h] = (member["scale"], member["off"], member["group"])
-            out.append(f"{ind}{h} = ttg.memdesc_reinterpret {handle(a['spec'])} : {self.memdesc[a['spec']]} -> "
-                       f"{member['type']}{loc}")
-        elif p.op == "buffer_overlap":
-            pass
-        elif p.op == "dump_layout":  # the layout convert_to_ttgpuir gave the tensor; stock passes may change it
-            aliases = dict(re.findall(r"^(#\w+) = (#ttg\..*)$", self.text, re.M))
-            ty = re.sub(r"#\w+", lambda m: aliases.get(m.group(0), m.group(0)), p.operand_types[0])
-            print(f"tlx.dump_layout at {source_location(self.text, loc)}: {ty} (as converted to TritonGPU, before "
-                  "stock layout optimizations)", file=sys.stderr)
-        elif p.op == "memdesc_index":
-            self.memdesc[pid] = a["type"]
-            index = p.operands[0]
-            if handle(a["src"]) in self.index_map:  # buffer i of an aliased member: (i // G) * scale + off + i % G
-                scale, off, group = self.index_map[handle(a["src"])]
-                names = [self.temp() for _ in range(7)]
-                out += [f"{ind}{names[0]} = arith.constant {group} : i32{loc}",
-                        f"{ind}{names[1]} = arith.divsi {index}, {names[0]} : i32{loc}",
-                        f"{ind}{names[2]} = arith.remsi {index}, {names[0]} : i32{loc}",
-                        f"{ind}{names[3]} = arith.constant {scale} : i32{loc}",
-                        f"{ind}{names[4]} = arith.muli {names[1]}, {names[3]} : i32{loc}",
-                        f"{ind}{names[5]} = arith.constant {off} : i32{loc}",
-                        f"{ind}{names[6]} = arith.addi {names[4]}, {names[5]} : i32{loc}"]
-                index = self.temp()
-                out.append(f"{ind}{index} = arith.addi {names[6]}, {names[2]} : i32{loc}")
-            out.append(f"{ind}{h} = ttg.memdesc_index {handle(a['src'])}[{index}] : "
-                       f"{self.memdesc[a['src']]} -> {a['type']}{loc}")
-        elif p.op in ("memdesc_subslice", "memdesc_trans", "memdesc_reshape", "memdesc_reinterpret"):
-            self.memdesc[pid] = a["type"]
-            props = {"memdesc_subslice": f"<{{offsets = array<i32: {', '.join(map(str, a.get('offsets', [])))}>}}> ",
-                     "memdesc_trans": f"<{{order = array<i32: {', '.join(map(str, a.get('order', [])))}>}}> "}
-            out.append(f'{ind}{h} = "ttg.{p.op}"({handle(a["src"])}) {props.get(p.op, "")}: '
-                       f"({self.memdesc[a['src']]}) -> {a['type']}{loc}")
-        elif p.op == "async_copy":
-            parts = [self.value(v, t, w, out, p) for v, t, w in zip(p.operands, p.operand_types, a["want"])]
-            src, rest = parts[0], parts[1:]
-            mask = f" mask {rest[0]}" if a["has_mask"] else ""
-            other = f" other {rest[-1]}" if a["has_other"] else ""
-            dst = self.memdesc[a["dst"]]
-            attrs = list(a["cache_attrs"])  # printed by tritium.compat for this Triton
-            if a.get("volatile"):
-                attrs.append("isVolatile = true")
-            if a.get("sync"):  # tlx/copy_fallback.py makes this copy synchronous, and says why
-                attrs.append(f'tlx.sync = "{a["sync"]}"')
-            attr_text = f" {{{', '.join(attrs)}}}" if attrs else ""
-            out.append(f"{ind}{h} = ttg.async_copy_global_to_local {src}, {handle(a['dst'])}{mask}{other}{attr_text} : "
-                       f"{a['want'][0]} -> {dst[len('!ttg.memdesc'):]}{loc}")
-        elif p.op == "commit_group":
-            out.append(f"{ind}{h} = ttg.async_commit_group{loc}")
-        elif p.op == "wait_group":
-            out.append(f"{ind}{h} = ttg.async_wait {{num = {a['num']} : i32}}{loc}")
-        elif p.op == "local_load":
-            out.append(f"{ind}{h} = ttg.local_load {handle(a['src'])} : {self.memdesc[a['src']]} -> {a['want']}{loc}")
-            self.result(p, h, a["want"], out)
-        elif p.op == "local_store":
-            value = self.value(p.operands[0], p.operand_types[0], a["want"], out, p)
-            out.append(f"{ind}ttg.local_store {value}, {handle(a['dst'])} : {a['want']} -> {self.memdesc[a['dst']]}{loc}")
-        elif p.op == "zeros":  # a constant made in the requested register layout
-            zero = "0.000000e+00" if a["float"] else "0"
-            out.append(f"{ind}{h} = arith.constant dense<{zero}> : {a['want']}{loc}")
-            self.result(p, h, a["want"], out)
-        elif p.op == "require_layout":
-            self.result(p, self.value(p.operands[0], p.operand_types[0], a["want"], out, p), a["want"], out)
-        elif p.op == "wgmma_a":  # a register A operand shaped unlike the accumulator (mma.async_dot)
-            self.wgmma_a[pid] = self.value(p.operands[0], p.operand_types[0], a["a_reg"], out, p)
-        elif p.op == "wgmma":
-            acc = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
-            if "a_op" in a:
-                a_val, a_type = self.wgmma_a[a["a_op"]], a["a_reg"]
-            elif "a_reg" in a:
-                a_val = self.value(p.operands[1], p.operand_types[1], a["a_reg"], out, p)
-                a_type = a["a_reg"]
-            else:
-                a_val, a_type = handle(a["a"]), self.memdesc[a["a"]]
-            b_val, b_type = handle(a["b"]), self.memdesc[a["b"]]
-            out.append(f"{ind}{h} = ttng.warp_group_dot {a_val}, {b_val}, {acc} {{inputPrecision = {a['precision']} : i32"
-                       f"{', maxNumImpreciseAcc = %d : i32' % a['imprecise'] if a['imprecise'] else ''}, isAsync = true}} : "
-                       f"{a_type} * {b_type} -> {a['acc']}{loc}")
-            self.result(p, h, a["acc"], out)
-        elif p.op == "wgmma_wait":
-            value = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
-            out.append(f"{ind}{h} = ttng.warp_group_dot_wait {value} {{pendings = {a['pendings']} : i32}} : {a['acc']}{loc}")
-            self.result(p, h, a["acc"], out)
-        elif p.op == "fence_async_shared":
-            out.append(f"{ind}ttng.fence_async_shared {{bCluster = false}}{loc}")
-        elif p.op == "alloc_barriers":
-            self.memdesc[pid] = a["type"]
-            out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
-            for i in range(int(a["type"].split("<", 1)[1].split("x", 1)[0])):
-                index, bar = self.temp(), self.temp()
-                out.append(f"{ind}{index} = arith.constant {i} : i32{loc}")
-                out.append(f"{ind}{bar} = ttg.memdesc_index {h}[{index}] : {a['type']} -> {a['one']}{loc}")
-                out.append(f"{ind}ttng.init_barrier {bar}, {a['arrive_count']} : {a['one']}{loc}")
-        elif p.op == "barrier_expect":
-            out.append(f"{ind}ttng.barrier_expect {handle(a['bar'])}, {a['size']}, {p.operands[0]} : "
-                       f"{self.memdesc[a['bar']]}{loc}")
-        elif p.op == "barrier_wait":
-            out.append(f"{ind}ttng.wait_barrier {handle(a['bar'])}, {p.operands[0]}, {p.operands[1]} : "
-                       f"{self.memdesc[a['bar']]}{loc}")
-        elif p.op == "barrier_arrive":
-            out.append(f"{ind}ttng.arrive_barrier {handle(a['bar'])}, {a['count']}, {p.operands[0]} : "
-                       f"{self.memdesc[a['bar']]}{loc}")
-        elif p.op == "tma_load":
-            desc, desc_type = self.descriptor(a)
-            *coords, pred = p.operands
-            hinted = self.mark(loc, f"l2:{a['evict']}") if a.get("evict") else loc
-            out.append(f"{ind}ttng.async_tma_copy_global_to_local {desc}[{', '.join(coords)}] {handle(a['dst'])}, "
-                       f"{handle(a['bar'])}, {pred} : {desc_type}, {self.memdesc[a['bar']]} -> "
-                       f"{self.memdesc[a['dst']]}{hinted}")
-        elif p.op in ("tma_store", "tma_reduce"):
-            desc, desc_type = self.descriptor(a)
-            head = (f"ttng.async_tma_reduce {a['kind']}, " if p.op == "tma_reduce"
-                    else "ttng.async_tma_copy_local_to_global ")
-            hinted = self.mark(loc, f"l2:{a['evict']}") if a.get("evict") else loc
-            out.append(f"{ind}{head}{desc}[{', '.join(p.operands)}] {handle(a['src'])} : "
-                       f"{desc_type}, {self.memdesc[a['src']]}{hinted}")
-        elif p.op == "tma_prefetch":
-            out.extend(self.prefetch(p))
-        elif p.op == "bulk_store":  # a TMA store that tlx/tma_llvm.py turns into a bulk copy
-            size = p.operands[1]
-            desc, view, zero = self.bulk_operands(out, ind, p, a["src"], loc)
-            out.append(f"{ind}ttng.async_tma_copy_local_to_global {desc}[{zero}, {size}] {view} : {a['desc']}, "
-                       f"{a['view']}{self.mark(loc, 'bulk_store')}")
-        elif p.op == "bulk_load":  # a TMA load that tlx/tma_llvm.py turns into a bulk copy (tlx/async_copy.py)
-            size = p.operands[1]
-            desc, view, zero = self.bulk_operands(out, ind, p, a["dst"], loc)
-            true = self.temp()
-            out += [f"{ind}{true} = arith.constant true{loc}",
-                    f"{ind}ttng.async_tma_copy_global_to_local {desc}[{zero}, {size}] {view}, {handle(a['bar'])}, "
-                    f"{true} : {a['desc']}, {self.memdesc[a['bar']]} -> {a['view']}{self.mark(loc, 'bulk_load')}"]
-        elif p.op == "tma_store_wait":
-            out.append(f"{ind}ttng.async_tma_store_wait {triton_compat.tma_store_wait_attrs(a['pendings'])}{loc}")
-        elif p.op == "alloc_desc":
-            out.append(f"{ind}{p.result} = ttg.global_scratch_alloc {{alignment = {a['alignment']} : i32, "
-                       f"nbytes = {a['nbytes']} : i32}} : {p.result_type}{loc}")
-        elif p.op == "make_desc_slot":
-            rank = a["rank"]
-            out.extend(self.tensormap_create(ind, loc, p.operands[0], p.operands[1], p.operand_types[1],
-                                             p.operands[2:2 + rank], p.operands[2 + rank:],
-                                             _TensorMap.of(a["desc_type"], a["fill"])))
-            out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
-                       f"{a['desc_type']}{loc}")
-            self.types[h] = a["desc_type"]
-            self.desc_ptr[pid] = p.operands[0]
-        elif p.op == "reinterpret_desc":
-            out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
-                       f"{a['desc_type']}{loc}")
-            self.types[h] = a["desc_type"]
-            self.desc_ptr[pid] = p.operands[0]
-        elif p.op == "cluster_barrier":
-            out += [f"{ind}{op}{loc}" for op in triton_compat.cluster_barrier_ops(p.result, p.result_type)]
-        elif p.op == "named_barrier":  # no TTGIR op on stock Triton: PTX, as Triton's own partition barriers
-            keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
-            ins = [(v, t) for k, v, t in zip(keys, p.operands, p.operand_types) if k not in a]
-            regs = iter(f"${i + 1}" for i in range(len(ins)))
-            bar, count = (str(a[k]) if k in a else next(regs) for k in keys)
-            args = f" {', '.join(v for v, _ in ins)} : {', '.join(t for _, t in ins)}" if ins else ""
-            out.append(f'{ind}{p.result} = tt.elementwise_inline_asm "bar.{a["kind"]} {bar}, {count}; mov.u32 $0, 0;" '
-                       f'{{constraints = "{",".join(["=r"] + ["r"] * len(ins))}", packed_element = 1 : i32, '
-                       f'pure = false}}{args} -> {p.result_type}{loc}')
-        else:
+        lowering = _LOWERINGS.get(p.op)
+        if lowering is None:
             raise ValueError(f"tlx: no lowering for placeholder op {p.op!r}")
+        lowering(self, p, a, pid, h, ind, loc, out)
         if pid in self.memdesc:
             self.types[h] = self.memdesc[pid]
             if p.result:
                 self.by_result[p.result] = (h, self.memdesc[pid])
         return out
+
+    # One method per placeholder op (see _LOWERINGS): ``a`` is its payload, ``h`` the SSA name it defines,
+    # ``ind`` and ``loc`` its indentation and location; the TTGIR lines go to ``out``.
+
+    def _local_alloc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        self.memdesc[pid] = a["type"]
+        out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
+
+    def _alias_spec(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """The backing allocation of the spec's members (tlx/alias.py)."""
+        plan = self.overlaps.get(pid)
+        if plan is None:
+            raise ValueError(f"tlx.storage_alias_spec at {source_location(self.text, loc)}: no local_alloc uses "
+                             "it, or its allocations have no common placement; call set_buffer_overlap")
+        self.memdesc[pid] = plan["backing"]
+        out.append(f"{ind}{h} = ttg.local_alloc {{alignment = {plan['align']} : i32}} : () -> {plan['backing']}{loc}")
+
+    def _alias_alloc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """A member: the backing seen with its type, more buffers (tlx/alias.py)."""
+        member = self.overlaps[a["spec"]]["members"][str(pid)]
+        self.memdesc[pid] = member["type"]
+        self.index_map[h] = (member["scale"], member["off"], member["group"])
+        out.append(f"{ind}{h} = ttg.memdesc_reinterpret {self.names[a['spec']]} : {self.memdesc[a['spec']]} -> "
+                   f"{member['type']}{loc}")
+
+    def _buffer_overlap(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """Nothing to write: the placement it asks for is planned before the lowering (``overlaps``)."""
+
+    def _dump_layout(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """The layout convert_to_ttgpuir gave the tensor; stock passes may change it."""
+        aliases = dict(re.findall(r"^(#\w+) = (#ttg\..*)$", self.text, re.M))
+        ty = re.sub(r"#\w+", lambda m: aliases.get(m.group(0), m.group(0)), p.operand_types[0])
+        print(f"tlx.dump_layout at {source_location(self.text, loc)}: {ty} (as converted to TritonGPU, before "
+              "stock layout optimizations)", file=sys.stderr)
+
+    def _memdesc_index(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        self.memdesc[pid] = a["type"]
+        index = p.operands[0]
+        if self.names[a["src"]] in self.index_map:  # buffer i of an aliased member: (i // G) * scale + off + i % G
+            scale, off, group = self.index_map[self.names[a["src"]]]
+            names = [self.temp() for _ in range(7)]
+            out += [f"{ind}{names[0]} = arith.constant {group} : i32{loc}",
+                    f"{ind}{names[1]} = arith.divsi {index}, {names[0]} : i32{loc}",
+                    f"{ind}{names[2]} = arith.remsi {index}, {names[0]} : i32{loc}",
+                    f"{ind}{names[3]} = arith.constant {scale} : i32{loc}",
+                    f"{ind}{names[4]} = arith.muli {names[1]}, {names[3]} : i32{loc}",
+                    f"{ind}{names[5]} = arith.constant {off} : i32{loc}",
+                    f"{ind}{names[6]} = arith.addi {names[4]}, {names[5]} : i32{loc}"]
+            index = self.temp()
+            out.append(f"{ind}{index} = arith.addi {names[6]}, {names[2]} : i32{loc}")
+        out.append(f"{ind}{h} = ttg.memdesc_index {self.names[a['src']]}[{index}] : "
+                   f"{self.memdesc[a['src']]} -> {a['type']}{loc}")
+
+    def _memdesc_view(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        self.memdesc[pid] = a["type"]
+        props = {"memdesc_subslice": f"<{{offsets = array<i32: {', '.join(map(str, a.get('offsets', [])))}>}}> ",
+                 "memdesc_trans": f"<{{order = array<i32: {', '.join(map(str, a.get('order', [])))}>}}> "}
+        out.append(f'{ind}{h} = "ttg.{p.op}"({self.names[a["src"]]}) {props.get(p.op, "")}: '
+                   f"({self.memdesc[a['src']]}) -> {a['type']}{loc}")
+
+    def _async_copy(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        parts = [self.value(v, t, w, out, p) for v, t, w in zip(p.operands, p.operand_types, a["want"])]
+        src, rest = parts[0], parts[1:]
+        mask = f" mask {rest[0]}" if a["has_mask"] else ""
+        other = f" other {rest[-1]}" if a["has_other"] else ""
+        dst = self.memdesc[a["dst"]]
+        attrs = list(a["cache_attrs"])  # printed by tritium.compat for this Triton
+        if a.get("volatile"):
+            attrs.append("isVolatile = true")
+        if a.get("sync"):  # tlx/copy_fallback.py makes this copy synchronous, and says why
+            attrs.append(f'tlx.sync = "{a["sync"]}"')
+        attr_text = f" {{{', '.join(attrs)}}}" if attrs else ""
+        out.append(f"{ind}{h} = ttg.async_copy_global_to_local {src}, {self.names[a['dst']]}{mask}{other}{attr_text} : "
+                   f"{a['want'][0]} -> {dst[len('!ttg.memdesc'):]}{loc}")
+
+    def _commit_group(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}{h} = ttg.async_commit_group{loc}")
+
+    def _wait_group(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}{h} = ttg.async_wait {{num = {a['num']} : i32}}{loc}")
+
+    def _local_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}{h} = ttg.local_load {self.names[a['src']]} : {self.memdesc[a['src']]} -> {a['want']}{loc}")
+        self.result(p, h, a["want"], out)
+
+    def _local_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        value = self.value(p.operands[0], p.operand_types[0], a["want"], out, p)
+        out.append(f"{ind}ttg.local_store {value}, {self.names[a['dst']]} : {a['want']} -> {self.memdesc[a['dst']]}{loc}")
+
+    def _zeros(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """A constant made in the requested register layout."""
+        zero = "0.000000e+00" if a["float"] else "0"
+        out.append(f"{ind}{h} = arith.constant dense<{zero}> : {a['want']}{loc}")
+        self.result(p, h, a["want"], out)
+
+    def _require_layout(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        self.result(p, self.value(p.operands[0], p.operand_types[0], a["want"], out, p), a["want"], out)
+
+    def _wgmma_a(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """A register A operand shaped unlike the accumulator (mma.async_dot)."""
+        self.wgmma_a[pid] = self.value(p.operands[0], p.operand_types[0], a["a_reg"], out, p)
+
+    def _wgmma(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        acc = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
+        if "a_op" in a:
+            a_val, a_type = self.wgmma_a[a["a_op"]], a["a_reg"]
+        elif "a_reg" in a:
+            a_val = self.value(p.operands[1], p.operand_types[1], a["a_reg"], out, p)
+            a_type = a["a_reg"]
+        else:
+            a_val, a_type = self.names[a["a"]], self.memdesc[a["a"]]
+        b_val, b_type = self.names[a["b"]], self.memdesc[a["b"]]
+        out.append(f"{ind}{h} = ttng.warp_group_dot {a_val}, {b_val}, {acc} {{inputPrecision = {a['precision']} : i32"
+                   f"{', maxNumImpreciseAcc = %d : i32' % a['imprecise'] if a['imprecise'] else ''}, isAsync = true}} : "
+                   f"{a_type} * {b_type} -> {a['acc']}{loc}")
+        self.result(p, h, a["acc"], out)
+
+    def _wgmma_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        value = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
+        out.append(f"{ind}{h} = ttng.warp_group_dot_wait {value} {{pendings = {a['pendings']} : i32}} : {a['acc']}{loc}")
+        self.result(p, h, a["acc"], out)
+
+    def _fence_async_shared(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}ttng.fence_async_shared {{bCluster = false}}{loc}")
+
+    def _alloc_barriers(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        self.memdesc[pid] = a["type"]
+        out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
+        for i in range(int(a["type"].split("<", 1)[1].split("x", 1)[0])):
+            index, bar = self.temp(), self.temp()
+            out.append(f"{ind}{index} = arith.constant {i} : i32{loc}")
+            out.append(f"{ind}{bar} = ttg.memdesc_index {h}[{index}] : {a['type']} -> {a['one']}{loc}")
+            out.append(f"{ind}ttng.init_barrier {bar}, {a['arrive_count']} : {a['one']}{loc}")
+
+    def _barrier_expect(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}ttng.barrier_expect {self.names[a['bar']]}, {a['size']}, {p.operands[0]} : "
+                   f"{self.memdesc[a['bar']]}{loc}")
+
+    def _barrier_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}ttng.wait_barrier {self.names[a['bar']]}, {p.operands[0]}, {p.operands[1]} : "
+                   f"{self.memdesc[a['bar']]}{loc}")
+
+    def _barrier_arrive(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}ttng.arrive_barrier {self.names[a['bar']]}, {a['count']}, {p.operands[0]} : "
+                   f"{self.memdesc[a['bar']]}{loc}")
+
+    def _tma_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        desc, desc_type = self.descriptor(a)
+        *coords, pred = p.operands
+        hinted = self.mark(loc, f"l2:{a['evict']}") if a.get("evict") else loc
+        out.append(f"{ind}ttng.async_tma_copy_global_to_local {desc}[{', '.join(coords)}] {self.names[a['dst']]}, "
+                   f"{self.names[a['bar']]}, {pred} : {desc_type}, {self.memdesc[a['bar']]} -> "
+                   f"{self.memdesc[a['dst']]}{hinted}")
+
+    def _tma_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        desc, desc_type = self.descriptor(a)
+        head = (f"ttng.async_tma_reduce {a['kind']}, " if p.op == "tma_reduce"
+                else "ttng.async_tma_copy_local_to_global ")
+        hinted = self.mark(loc, f"l2:{a['evict']}") if a.get("evict") else loc
+        out.append(f"{ind}{head}{desc}[{', '.join(p.operands)}] {self.names[a['src']]} : "
+                   f"{desc_type}, {self.memdesc[a['src']]}{hinted}")
+
+    def _tma_prefetch(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.extend(self.prefetch(p))
+
+    def _bulk_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """A TMA store that tlx/tma_llvm.py turns into a bulk copy."""
+        size = p.operands[1]
+        desc, view, zero = self.bulk_operands(out, ind, p, a["src"], loc)
+        out.append(f"{ind}ttng.async_tma_copy_local_to_global {desc}[{zero}, {size}] {view} : {a['desc']}, "
+                   f"{a['view']}{self.mark(loc, 'bulk_store')}")
+
+    def _bulk_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """A TMA load that tlx/tma_llvm.py turns into a bulk copy (tlx/async_copy.py)."""
+        size = p.operands[1]
+        desc, view, zero = self.bulk_operands(out, ind, p, a["dst"], loc)
+        true = self.temp()
+        out += [f"{ind}{true} = arith.constant true{loc}",
+                f"{ind}ttng.async_tma_copy_global_to_local {desc}[{zero}, {size}] {view}, {self.names[a['bar']]}, "
+                f"{true} : {a['desc']}, {self.memdesc[a['bar']]} -> {a['view']}{self.mark(loc, 'bulk_load')}"]
+
+    def _tma_store_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}ttng.async_tma_store_wait {triton_compat.tma_store_wait_attrs(a['pendings'])}{loc}")
+
+    def _alloc_desc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}{p.result} = ttg.global_scratch_alloc {{alignment = {a['alignment']} : i32, "
+                   f"nbytes = {a['nbytes']} : i32}} : {p.result_type}{loc}")
+
+    def _make_desc_slot(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        rank = a["rank"]
+        out.extend(self.tensormap_create(ind, loc, p.operands[0], p.operands[1], p.operand_types[1],
+                                         p.operands[2:2 + rank], p.operands[2 + rank:],
+                                         _TensorMap.of(a["desc_type"], a["fill"])))
+        out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
+                   f"{a['desc_type']}{loc}")
+        self.types[h] = a["desc_type"]
+        self.desc_ptr[pid] = p.operands[0]
+
+    def _reinterpret_desc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
+                   f"{a['desc_type']}{loc}")
+        self.types[h] = a["desc_type"]
+        self.desc_ptr[pid] = p.operands[0]
+
+    def _cluster_barrier(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        out += [f"{ind}{op}{loc}" for op in triton_compat.cluster_barrier_ops(p.result, p.result_type)]
+
+    def _named_barrier(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """No TTGIR op on stock Triton: PTX, as Triton's own partition barriers."""
+        keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
+        ins = [(v, t) for k, v, t in zip(keys, p.operands, p.operand_types) if k not in a]
+        regs = iter(f"${i + 1}" for i in range(len(ins)))
+        bar, count = (str(a[k]) if k in a else next(regs) for k in keys)
+        args = f" {', '.join(v for v, _ in ins)} : {', '.join(t for _, t in ins)}" if ins else ""
+        out.append(f'{ind}{p.result} = tt.elementwise_inline_asm "bar.{a["kind"]} {bar}, {count}; mov.u32 $0, 0;" '
+                   f'{{constraints = "{",".join(["=r"] + ["r"] * len(ins))}", packed_element = 1 : i32, '
+                   f'pure = false}}{args} -> {p.result_type}{loc}')
+
+
+#: Placeholder op -> the _Lowering method that writes its TTGIR.
+_LOWERINGS = {
+    "local_alloc": _Lowering._local_alloc,
+    "alias_spec": _Lowering._alias_spec,
+    "alias_alloc": _Lowering._alias_alloc,
+    "buffer_overlap": _Lowering._buffer_overlap,
+    "dump_layout": _Lowering._dump_layout,
+    "memdesc_index": _Lowering._memdesc_index,
+    "memdesc_subslice": _Lowering._memdesc_view,
+    "memdesc_trans": _Lowering._memdesc_view,
+    "memdesc_reshape": _Lowering._memdesc_view,
+    "memdesc_reinterpret": _Lowering._memdesc_view,
+    "async_copy": _Lowering._async_copy,
+    "commit_group": _Lowering._commit_group,
+    "wait_group": _Lowering._wait_group,
+    "local_load": _Lowering._local_load,
+    "local_store": _Lowering._local_store,
+    "zeros": _Lowering._zeros,
+    "require_layout": _Lowering._require_layout,
+    "wgmma_a": _Lowering._wgmma_a,
+    "wgmma": _Lowering._wgmma,
+    "wgmma_wait": _Lowering._wgmma_wait,
+    "fence_async_shared": _Lowering._fence_async_shared,
+    "alloc_barriers": _Lowering._alloc_barriers,
+    "barrier_expect": _Lowering._barrier_expect,
+    "barrier_wait": _Lowering._barrier_wait,
+    "barrier_arrive": _Lowering._barrier_arrive,
+    "tma_load": _Lowering._tma_load,
+    "tma_store": _Lowering._tma_store,
+    "tma_reduce": _Lowering._tma_store,
+    "tma_prefetch": _Lowering._tma_prefetch,
+    "bulk_store": _Lowering._bulk_store,
+    "bulk_load": _Lowering._bulk_load,
+    "tma_store_wait": _Lowering._tma_store_wait,
+    "alloc_desc": _Lowering._alloc_desc,
+    "make_desc_slot": _Lowering._make_desc_slot,
+    "reinterpret_desc": _Lowering._reinterpret_desc,
+    "cluster_barrier": _Lowering._cluster_barrier,
+    "named_barrier": _Lowering._named_barrier,
+}
 
 
 #: Placeholders that :func:`.ws_outline.outline` lowers, once the rest of the module is lowered.
