@@ -98,3 +98,11 @@ def test_a_tritium_compile_failure_needs_a_listed_reason(tmp_path, monkeypatch):
     assert compare.main(args) == 1
     monkeypatch.setattr(compare, "KNOWN_GAPS", {"fork.hopper_gemm_pipelined@sm90": "reason"})
     assert compare.main(args) == 0
+
+
+def test_error_summary_keeps_the_cause_not_the_moving_line_numbers():
+    error = ("CompilationError: at 43:20:\n        acc = tlx.async_dot(a, b, acc)\n"
+             "        tlx.barrier_arrive(empty[s], pred=k > 0)\n        ^\n"
+             "barrier_arrive() got an unexpected keyword argument 'pred'\n")
+    assert compare._error_summary(error) == "CompilationError: barrier_arrive() got an unexpected keyword argument 'pred'"
+    assert compare._error_summary("not run") == "not run" and compare._error_summary("") == "?"

@@ -100,6 +100,16 @@ def judge(case: Case) -> bool:
     return True
 
 
+def _error_summary(error: str) -> str:
+    """A compile error as its type and its last line (the cause), without the source excerpt between them,
+    whose line numbers move with every edit of the kernel."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    if not lines:
+        return "?"
+    kind = lines[0].split(":", 1)[0]
+    return (lines[0] if len(lines) == 1 else f"{kind}: {lines[-1]}")[:300]
+
+
 def _counts_text(case: Case) -> str:
     return ", ".join(f"{k} {u}/{t}" for k, (u, t) in case.counts.items()) or "-"
 
@@ -130,7 +140,7 @@ def report(cases: list[Case], versions: str) -> str:
             lines += [c.why, ""]
         for side, st in (("uTLX", c.utlx), ("tritium", c.tritium)):
             if not st.get("ok"):
-                lines += [f"{side} error:", "", "```", st.get("error", "?").splitlines()[0][:300], "```", ""]
+                lines += [f"{side} error:", "", "```", _error_summary(st.get("error", "?")), "```", ""]
         if c.asm_diff:
             shown = c.asm_diff[:60]
             lines += ["<details><summary>assembly diff (first 60 lines)</summary>", "", "```diff", *shown, "```",

@@ -12,11 +12,10 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from tritium import compat
-from tritium.tlx import triton_compat  # noqa: E402
 from tritium.kernels import attention as attn
 from tritium.kernels import attention_ws_hopper as ws
 from tritium.kernels import attention_ws_pipelined_hopper as pp
-from tritium.tlx import layouts, placeholders
+from tritium.tlx import layouts, placeholders, triton_compat
 
 SM90 = GPUTarget("cuda", 90, 32)
 KERNELS = {"ws": ws.attn_fwd_ws_hopper, "pipelined": pp.attn_fwd_ws_pipelined_hopper}

@@ -9,9 +9,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from tritium import compat
-from tritium.tlx import triton_compat  # noqa: E402
 from tritium.kernels import gemm_splitk_hopper as splitk
+from tritium.tlx import triton_compat
 from tritium.tlx.placeholders import placeholders
 
 SM90 = GPUTarget("cuda", 90, 32)

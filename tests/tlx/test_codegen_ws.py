@@ -11,10 +11,9 @@ from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
 
 import tritium.tlx as tlx
-from tritium import compat
-from tritium.tlx import triton_compat  # noqa: E402
 from tritium.kernels import gemm_ws_hopper as ws
 from tritium.plugins.errors import PassError
+from tritium.tlx import triton_compat
 
 SM90 = GPUTarget("cuda", 90, 32)
 

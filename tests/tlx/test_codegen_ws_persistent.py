@@ -11,12 +11,11 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from tritium import compat
-from tritium.tlx import triton_compat  # noqa: E402
-from tritium.tlx.placeholders import placeholders
 from tritium.kernels import gemm_ws_cooperative_hopper as coop
 from tritium.kernels import gemm_ws_dualk_hopper as dualk
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong
+from tritium.tlx import triton_compat
+from tritium.tlx.placeholders import placeholders
 
 SM90 = GPUTarget("cuda", 90, 32)
 MAX_SHARED = 232448  # bytes of shared memory one block may use on sm_90

@@ -26,7 +26,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .tiles import column_subtiles, grouped_tile
+from .tiles import column_subtiles, grouped_tile, load_split_a_tiles
 
 
 class Config(NamedTuple):
@@ -66,18 +66,8 @@ def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: 
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
-            it = 0
-            for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
-                pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
-                k_lo = (unit % SPLIT_K) * k_per_split
-                for k in range(k_lo, min(k_lo + k_per_split, k_tiles)):
-                    s = it % NUM_STAGES
-                    tlx.barrier_wait(empty[s], ((it // NUM_STAGES) & 1) ^ 1)
-                    tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(dtype))
-                    tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
-                    tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
-                    tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + HALF_M, k * BK], full[s])
-                    it += 1
+            load_split_a_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
+                               BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, SPLIT_K)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
             it = 0

@@ -27,7 +27,7 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, pick_tile
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_split_a_tiles, pick_tile
 
 #: 128x256 tiles (each consumer a 64x256 wgmma accumulator), 4 stages, 64-column store slices:
 #: 4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -56,17 +56,8 @@ def matmul_kernel_ws_cooperative(a_desc, b_desc, c_desc, M, N, K, BM: tl.constex
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
-            it = 0
-            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
-                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
-                for k in range(0, k_tiles):
-                    s = it % NUM_STAGES
-                    tlx.barrier_wait(empty[s], ((it // NUM_STAGES) & 1) ^ 1)
-                    tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(dtype))
-                    tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
-                    tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
-                    tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + HALF_M, k * BK], full[s])
-                    it += 1
+            load_split_a_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
+                               BM, BN, BK, GROUP_SIZE_M, NUM_STAGES)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
             it = 0
