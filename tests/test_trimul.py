@@ -178,6 +178,15 @@ def test_dtype_choice_bounds_the_output_path():
     assert choose_dtype({k: v.to("meta") for k, v in params.items()}) == torch.bfloat16
 
 
+def test_packing_names_missing_weights():
+    from tritium.ops.trimul import choose_dtype
+    params = dict(_reference(128).named_parameters())
+    del params["right_gate.weight"]
+    for fn in (pack_weights, choose_dtype):
+        with pytest.raises(KeyError, match=r"the weights lack \['right_gate.weight'\]"):
+            fn(params)
+
+
 def test_module_rejects_shapes_the_kernels_cannot_tile():
     with pytest.raises(ValueError, match="dim=100 must be a multiple of 64"):
         TriMul(100)

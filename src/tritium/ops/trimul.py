@@ -37,12 +37,20 @@ _PARAMS = ("norm.weight", "norm.bias", "left_proj.weight", "right_proj.weight", 
            "right_gate.weight", "out_gate.weight", "to_out_norm.weight", "to_out_norm.bias", "to_out.weight")
 
 
+def _require(weights: Mapping[str, torch.Tensor], caller: str) -> None:
+    missing = [k for k in _PARAMS if k not in weights]
+    if missing:
+        raise KeyError(f"tritium.ops.trimul.{caller}: the weights lack {missing}; pass the reference module's "
+                       f"parameters by name (its state_dict or named_parameters()), which are {list(_PARAMS)}")
+
+
 def choose_dtype(weights: Mapping[str, torch.Tensor]) -> torch.dtype:
     """The 16-bit type of the output path (LayerNorm_H(out) * sigmoid, and Wo): float16 (3 more mantissa
     bits) where the weights bound every value it holds below FP16_BOUND for any input, else bfloat16
     (fp32's range). ``|z_h| <= max|gamma'| sqrt(H) + max|beta'|`` and ``|Wo|`` bound it. (The projection
     GEMM multiplies raw x, which nothing bounds, so it is always bf16.)
     """
+    _require(weights, "choose_dtype")
     if any(weights[k].device.type == "meta" for k in _PARAMS):  # values unknown: fp32's range
         return torch.bfloat16
     ln_w, ln_b, wo = (weights[k].detach().float() for k in ("to_out_norm.weight", "to_out_norm.bias", "to_out.weight"))
@@ -55,6 +63,7 @@ def pack_weights(weights: Mapping[str, torch.Tensor], out_dtype: Optional[torch.
     """(``proj_weight_t``, ``proj_terms``, ``out_weight_t``) from the reference module's parameters by name
     (a ``state_dict``, or the task's weights dict); ``out_weight_t`` in ``out_dtype`` (default
     :func:`choose_dtype`)."""
+    _require(weights, "pack_weights")
     out_dtype = out_dtype or choose_dtype(weights)
     gamma, beta = weights["norm.weight"].float(), weights["norm.bias"].float()
     w = torch.stack([weights[f"{n}.weight"] for n in PROJECTIONS]).float()  # [5, H, C]
