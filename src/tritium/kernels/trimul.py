@@ -1,4 +1,4 @@
-"""AlphaFold3's triangle multiplicative update ("outgoing", the GPU MODE trimul task) as four TLX kernels.
+"""AlphaFold3's triangle multiplicative update ("outgoing", the GPU MODE trimul task): four kernels, three in TLX.
 
 Operator (x [B, N, N, C] fp32, mask [B, N, N], hidden H)::
 
