@@ -44,7 +44,7 @@ import tritium.tlx as tlx
 
 from .tiles import grouped_tile
 
-#: The LayerNorm'd x tile's width (the projection GEMM's K step) and the row block of kernels 1 and 3.
+#: The x chunk width (the statistics' chunk and the projection GEMM's K step) and the row block of kernels 1 and 3.
 BK = 64
 BM = 128
 #: Hidden widths the kernels tile (kernel 3 holds a whole [BM, H] row block in registers).
