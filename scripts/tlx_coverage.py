@@ -84,7 +84,24 @@ def _modules_used(tree: ast.Module) -> list[Path]:
     return [p for p in out if p.is_file() and not p.name.startswith("test_")]
 
 
-def _calls(tree: ast.Module) -> list[tuple[str, int, list[str]]]:
+def _helper_calls(path: Path) -> list[tuple[str, int, list[str]]]:
+    """The ``tlx`` calls of a kernel module, with those of the ``@triton.jit`` helpers it imports by name from
+    its sibling modules (``from .tiles import load_split_a_tiles``): a kernel's producer loop may live there."""
+    tree = ast.parse(path.read_text())
+    calls = _calls(tree)
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            sibling = path.parent / f"{node.module}.py"
+            if not sibling.is_file():
+                continue
+            wanted = {a.name for a in node.names}
+            for fn in ast.parse(sibling.read_text()).body:
+                if isinstance(fn, ast.FunctionDef) and fn.name in wanted:
+                    calls += _calls(fn)
+    return calls
+
+
+def _calls(tree: ast.AST) -> list[tuple[str, int, list[str]]]:
     """(op, positional argument count, keyword names) of every ``tlx.NAME(...)`` call."""
     out = []
     for node in ast.walk(tree):
@@ -125,7 +142,7 @@ def scan_tests() -> dict[str, dict]:
             kinds = _kinds(path, text)
             calls = _calls(tree)
             for used in _modules_used(tree):
-                calls += _calls(ast.parse(used.read_text()))
+                calls += _helper_calls(used)
             rel = str(path.relative_to(REPO / "tests"))
             for op, npos, keywords in calls:
                 entry = cover[op]
