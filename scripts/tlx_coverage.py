@@ -86,7 +86,7 @@ def _modules_used(tree: ast.Module) -> list[Path]:
 
 def _helper_calls(path: Path) -> list[tuple[str, int, list[str]]]:
     """The ``tlx`` calls of a kernel module, with those of the ``@triton.jit`` helpers it imports by name from
-    its sibling modules (``from .tiles import load_split_a_tiles``): a kernel's producer loop may live there."""
+    its sibling modules (``from .tiles import load_tiles``): a kernel's producer loop may live there."""
     tree = ast.parse(path.read_text())
     calls = _calls(tree)
     for node in tree.body:

@@ -26,7 +26,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .tiles import column_subtiles, grouped_tile, load_split_a_tiles
+from .tiles import column_subtiles, grouped_tile, load_tiles
 
 
 class Config(NamedTuple):
@@ -66,8 +66,8 @@ def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: 
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
-            load_split_a_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
-                               BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, SPLIT_K)
+            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
+                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True, SPLIT_K)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
             it = 0

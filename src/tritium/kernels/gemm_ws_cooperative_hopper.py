@@ -27,7 +27,7 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_split_a_tiles, pick_tile
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, pick_tile
 
 #: 128x256 tiles (each consumer a 64x256 wgmma accumulator), 4 stages, 64-column store slices:
 #: 4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -56,8 +56,8 @@ def matmul_kernel_ws_cooperative(a_desc, b_desc, c_desc, M, N, K, BM: tl.constex
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
-            load_split_a_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                               BM, BN, BK, GROUP_SIZE_M, NUM_STAGES)
+            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
+                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
             it = 0

@@ -35,7 +35,7 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_whole_tiles
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles
 
 #: 64x128 tiles (each consumer a 64x128 fp32 accumulator), 6 stages, 2 store slices: 6 x 24 KiB of
 #: operands + 32 KiB of fp32 partial + 2 x 8 KiB of staging = 192 KiB of shared memory.
@@ -70,8 +70,8 @@ def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
-            load_whole_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                             BM, BN, BK, GROUP_SIZE_M, NUM_STAGES)
+            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
+                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, False)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
             my_tiles = tl.cdiv(num_tiles - tl.program_id(0), tl.num_programs(0))

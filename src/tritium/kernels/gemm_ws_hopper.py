@@ -19,7 +19,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .tiles import grouped_tile, launch_tma_gemm, load_split_a_tiles, pick_tile
+from .tiles import grouped_tile, launch_tma_gemm, load_tiles, pick_tile
 
 
 class Config(NamedTuple):
@@ -56,8 +56,8 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
-            load_split_a_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                               BM, BN, BK, GROUP_SIZE_M, NUM_STAGES)
+            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
+                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r = tlx.async_task_replica_id()
             it = 0

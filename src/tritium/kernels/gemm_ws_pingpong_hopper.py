@@ -31,7 +31,7 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_whole_tiles, pick_tile
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, pick_tile
 
 #: 128x128 tiles per consumer (a 128x128 fp32 accumulator: 128 registers per thread), 6 stages,
 #: 32-column store slices: 6 x 32 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -64,8 +64,8 @@ def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
-            load_whole_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                             BM, BN, BK, GROUP_SIZE_M, NUM_STAGES)
+            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
+                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, False)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
             my_tiles = tl.cdiv(num_tiles - tl.program_id(0), tl.num_programs(0))
