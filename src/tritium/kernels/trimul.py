@@ -326,7 +326,7 @@ def _run(kernel, grid: tuple, args: list, consts: dict) -> None:
     before the first kernel of a call is latency). The key holds what Triton specializes on: the int
     arguments' values, the tensors' dtypes and 16-byte alignment, and the device."""
     from .. import compat
-    from ..ops.launch import interpreting
+    from ..ops.launch import interpreting, jit_launch
 
     if interpreting() or compat.launch_hooks_active():
         kernel[grid](*args, **consts)
@@ -339,13 +339,10 @@ def _run(kernel, grid: tuple, args: list, consts: dict) -> None:
         direct, const_values = entry
         direct((*grid, 1, 1)[:3], compat.current_stream(device), [*args, *const_values])
         return
-    compiled = kernel[grid](*args, **consts)
     if entry is None:
+        kernel[grid](*args, **consts)
         return
-    # The launcher takes every parameter in order, constexprs included (it skips their values).
-    rest = kernel.arg_names[len(args):]
-    direct = compat.direct_launch(compiled) if compiled is not None and all(n in consts for n in rest) else None
-    _direct[key] = (direct, [consts[n] for n in rest]) if direct is not None else None
+    _direct[key] = jit_launch(kernel, grid, args, consts)
 
 
 def launch(x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float, y=None,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import triton
 
@@ -47,6 +47,20 @@ _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 def interpreting() -> bool:
     """Whether Triton runs kernels on the CPU interpreter (``TRITON_INTERPRET=1`` at import)."""
     return _INTERPRET
+
+
+def jit_launch(kernel, grid: tuple, args: list, consts: dict) -> Optional[tuple[compat.DirectLaunch, list]]:
+    """``kernel[grid](*args, **consts)`` through the JIT (compiling if needed), and what later launches of the
+    compiled kernel straight through its launcher need: the :class:`tritium.compat.DirectLaunch` and the
+    values of the constexpr parameters after ``args`` (the launcher takes every parameter in order,
+    constexprs included, and skips their values). None where the call must keep going through the JIT: a
+    defaulted constexpr the call did not name, or a launcher compat cannot drive."""
+    compiled = kernel[grid](*args, **consts)
+    rest = kernel.arg_names[len(args):]
+    if compiled is None or any(n not in consts for n in rest):
+        return None
+    direct = compat.direct_launch(compiled)
+    return None if direct is None else (direct, [consts[n] for n in rest])
 
 
 @dataclass
@@ -231,17 +245,10 @@ class Call:
 
     def _first_launch(self, digest: str, a, b, c) -> None:
         """Launch through the JIT (compiling if needed) and keep what later direct launches need."""
-        kernel = self.variant.kernel
-        args, consts = self._jit_args(a, b, c)
-        compiled = kernel[self.grid](*args, **consts)
-        # The launcher takes every parameter in order, constexprs included (it skips their values).
-        rest = kernel.arg_names[len(args):]
-        if compiled is None or any(n not in consts for n in rest):
-            return  # a defaulted constexpr the call did not name: keep launching through the JIT
-        direct = compat.direct_launch(compiled)
-        if direct is not None:
+        launched = jit_launch(self.variant.kernel, self.grid, *self._jit_args(a, b, c))
+        if launched is not None:
             descriptors = tuple(OrderedDict() for _ in range(3)) if self.variant.tma else ()
-            self.compiled[digest] = _Compiled(direct, [consts[n] for n in rest], descriptors)
+            self.compiled[digest] = _Compiled(*launched, descriptors)
 
 
 def call_key(a, b, out_dtype) -> tuple:
