@@ -6,8 +6,8 @@ Contract:
 * The weights packed once by :func:`pack_weights` from the reference module's parameters:
   ``proj_weight_t`` [5, dim, hidden] bfloat16 (left_proj, left_gate, right_proj, right_gate, out_gate,
   each transposed, with the input LayerNorm's weight folded in), ``proj_terms`` [5, hidden] float32
-  (the projections of the input LayerNorm's bias, added after the GEMM) and ``out_weight_t`` [hidden, dim] in float16 or bfloat16: the type the
-  output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
+  (the projections of the input LayerNorm's bias, added after the GEMM) and ``out_weight_t``
+  [hidden, dim] in float16 or bfloat16: the type the output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
   Packing is the caller's to cache (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is
   timed.
 * Tiling limits: dim a multiple of 64, N a multiple of 16, hidden 64 or 128

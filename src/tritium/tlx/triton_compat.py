@@ -42,7 +42,10 @@ __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_
            "dot_input_precision", "builder_state", "kernel_state", "kernel_module", "type_builder",
            "statement_location", "with_statement", "visit_body", "SubRegion", "interpreter_semantic",
            "interpreter_builder", "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer",
-           "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load", "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles", "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait_attrs", "cluster_barrier_ops", "ptx_tma_load", "AMD_LAST_LAYOUT_PASS", "run_amd_coalesce_async_copy"]
+           "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load",
+           "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
+           "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait_attrs", "cluster_barrier_ops", "ptx_tma_load",
+           "AMD_LAST_LAYOUT_PASS", "run_amd_coalesce_async_copy"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
 unwrap_if_constexpr = _unwrap_if_constexpr
