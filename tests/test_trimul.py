@@ -21,102 +21,111 @@ from tritium.kernels import trimul as K  # noqa: E402
 from tritium.kernels.trimul_reference import TriMulReference, check_close  # noqa: E402
 from tritium.ops.trimul import PROJECTIONS, pack_weights, trimul  # noqa: E402
 from tritium.plugins.inspection import make_source  # noqa: E402
+from tritium.tlx import triton_compat  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
-INTS = {"stats": ("M", "C"), "proj": ("M", "NN", "C"), "pair": ("N", ), "out": ("M", "NN", "C")}
+INTS = {"center": ("M", "C"), "proj": ("M", "NN", "C"), "pair": ("N", ), "out": ("M", "NN", "C")}
 
 
 def _pointers(kernel: str, dt: str) -> dict:
-    """Pointer types as ``launch`` passes them when the output path computes in ``dt`` (the projection GEMM,
-    left, right and the pair product are bf16, the out gate fp16)."""
-    return {"stats": {"x_ptr": "*fp32", "stats_ptr": "*fp32"},
-            "proj": {"x_ptr": "*fp32", "stats_ptr": "*fp32", "mask_ptr": "*i64", "w_ptr": "*bf16", "terms_ptr": "*fp32",
-                     "left_ptr": "*bf16", "right_ptr": "*bf16", "og_ptr": "*fp16"},
+    """Pointer and descriptor types as ``launch`` passes them when the output path computes in ``dt`` (the
+    projection GEMM, left, right and the pair product are bf16, the out gate fp16)."""
+    hs, half, bk = K.PROJ_HS, K.BM // 2, K.BK
+    return {"center": {"x_ptr": "*fp32", "xc_ptr": "*bf16", "rstd_ptr": "*fp32"},
+            "proj": {"x_desc": f"tensordesc<bf16[{half}, {bk}]>", "wq_desc": f"tensordesc<bf16[{bk}, {4 * hs}]>",
+                     "wo_desc": f"tensordesc<bf16[{bk}, {hs}]>", "left_desc": f"tensordesc<bf16[{hs}, {half}]>",
+                     "right_desc": f"tensordesc<bf16[{hs}, {half}]>", "og_desc": f"tensordesc<fp16[{half}, {hs}]>",
+                     "rstd_ptr": "*fp32", "mask_ptr": "*i64", "terms_ptr": "*fp32"},
             "pair": {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16"},
             "out": {"p_ptr": "*bf16", "og_ptr": "*fp16", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": f"*{dt}",
                     "y_ptr": "*fp32"}}[kernel]
 
 
 @functools.lru_cache(maxsize=None)
-def compiled(kernel: str, dt: str):
-    """A kernel as ``launch`` compiles it for the ranked cases' shapes (aligned pointers and sizes)."""
-    fn = {"stats": K.trimul_stats_kernel, "proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel,
+def compiled(kernel: str, dt: str, C: int = 384):
+    """A kernel as ``launch`` compiles it for the ranked cases' shapes (aligned pointers and sizes; ``C``
+    picks the centring pass's block)."""
+    fn = {"center": K.trimul_center_kernel, "proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel,
           "out": K.trimul_out_kernel}[kernel]
     cfg = K.PAIR_LARGE
-    consts, warps = {"stats": (dict(BM=K.STATS_BM, BK=K.BK), 4),
-                     "proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=K.PROJ_HS), 8),
+    center_bm, cp = K.center_block(C)
+    consts, warps = {"center": (dict(BM=center_bm, CP=cp), 4),
+                     "proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=K.PROJ_HS, NUM_STAGES=K.PROJ_STAGES,
+                                   NUM_REGS=K.PROJ_REGS, FAST_SIGMOID=True), 4),
                      "pair": (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
                                    NUM_STAGES=cfg.NUM_STAGES), cfg.num_warps),
                      "out": (dict(H=128, BM=K.BM, BN=K.OUT_BN, NUM_STAGES=2), 8)}[kernel]
     ptrs = _pointers(kernel, dt)
     sig = {**ptrs, **dict.fromkeys(INTS[kernel], "i32")}
-    if kernel in ("stats", "out"):
+    if kernel in ("center", "out"):
         sig["eps"] = "fp32"
     sig.update(dict.fromkeys(consts, "constexpr"))
-    src = make_source(fn, sig, consts, aligned=[*ptrs, *INTS[kernel]])
+    aligned = [n for n in [*ptrs, *INTS[kernel]] if not n.endswith("_desc")]
+    src = make_source(fn, sig, consts, aligned=aligned)
     options = {"num_warps": warps, **({"maxnreg": K.OUT_MAXNREG} if kernel == "out" else {})}
     return triton.compile(src, target=SM90, options=options)
 
 
-#: Triton 3.9.0's ptxas only (3.6, 3.7 and 3.8 are within the limits checked below); not diagnosed, and not
-#: measured on a GPU with 3.9.
-SPILLS_ON_39 = {kernel: pytest.mark.xfail(compat.TRITON_VERSION[:2] == (3, 9), strict=True, reason=reason)
-                for kernel, reason in [
-    ("out", "known gap: on Triton 3.9 ptxas spills 4 bytes of the TriMul output kernel at its 128-register cap"),
-    ("proj", "known gap: on Triton 3.9 ptxas spills 196 bytes of the TriMul projection kernel at 255 registers "
-             "(3.6-3.8: at most one word)")]}
-#: (kernel, its wgmma shape, the output path's type, the wgmma operands' type).
-KERNEL_CASES = [("proj", "m64n64k16", "fp16", "bf16"), ("pair", "m64n128k16", "fp16", "bf16"),
-                *[("out", "m64n64k16", dt, dt) for dt in ("fp16", "bf16")]]
-
-
-@pytest.mark.parametrize("kernel, wgmma, dt, mma_dt", [pytest.param(*c, marks=SPILLS_ON_39[c[0]]) if c[0] in SPILLS_ON_39
-                                                       else c for c in KERNEL_CASES])
-def test_kernels_compile_to_wgmma_and_cp_async(kernel, wgmma, dt, mma_dt, tmp_path):
-    k = compiled(kernel, dt)
-    ptx = k.asm["ptx"]
-    ty = {"fp16": "f16", "bf16": "bf16"}[mma_dt]
-    assert set(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.{ty}\.{ty}", ptx)) == {wgmma}
-    assert ptx.count("wgmma.mma_async") == len(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.{ty}", ptx))
-    assert "wgmma.commit_group.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned" in ptx
-    # Weight (and, for the pair GEMM, operand) tiles arrive by 16-byte cp.async, retired by group.
-    assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::128B)? \[[^\]]+\], \[[^\]]+\], 0x10", ptx)
-    assert "cp.async.wait_group" in ptx
-    assert k.metadata.shared <= 232448  # Hopper's 227 KB per block
-    if kernel == "proj":
-        # A comes from registers: the x tile straight from its ring stage, centred and rounded (the wgmma's A
-        # operand is a register list, not a shared-memory descriptor); no row reduction is left in the loop.
-        assert re.search(r"ttng\.warp_group_dot %\S+, %\S+, %\S+ {[^}]*} : tensor<128x64xbf16", k.asm["ttgir"])
-        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16 \{[^}]+\}, \{[^}]+\}, %rd",
-                         ptx)
-        assert "shfl.sync" not in ptx
-    if kernel == "pair":  # B is the transposed view of right's K-contiguous tile
-        assert "ttg.memdesc_trans" in k.asm["ttgir"]
+def _ptxas(ptx: str, tmp_path) -> str:
+    """ptxas -v's report on ``ptx`` (sm_90a)."""
     ptx_file = tmp_path / "k.ptx"
     ptx_file.write_text(ptx)
     out = subprocess.run([compat.ptxas_path(90), "-arch=sm_90a", "-v", str(ptx_file), "-o", str(tmp_path / "k.o")],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    spilled = int(re.search(r"(\d+) bytes spill stores", out.stderr).group(1))
-    # The projection kernel sits at 255 registers (five 128x64 fp32 accumulators and the rows' means): ptxas
-    # keeps one word in local memory across its K loop. More than that would be a regression.
-    assert spilled <= (16 if kernel == "proj" else 0), out.stderr
-    assert "C7515" not in out.stderr, out.stderr  # ptxas would serialize the wgmmas
+    return out.stderr
+
+
+#: Triton 3.9.0's ptxas only (3.6, 3.7 and 3.8 are within the limits checked below); not diagnosed, and not
+#: measured on a GPU with 3.9.
+SPILLS_ON_39 = {"out": pytest.mark.xfail(compat.TRITON_VERSION[:2] == (3, 9), strict=True, reason=(
+    "known gap: on Triton 3.9 ptxas spills 4 bytes of the TriMul output kernel at its 128-register cap"))}
+#: (kernel, its wgmma shapes, the output path's type, the wgmma operands' type).
+KERNEL_CASES = [("proj", {"m64n256k16", "m64n64k16"}, "fp16", "bf16"), ("pair", {"m64n128k16"}, "fp16", "bf16"),
+                *[("out", {f"m64n{K.OUT_BN}k16"}, dt, dt) for dt in ("fp16", "bf16")]]
+
+
+@pytest.mark.parametrize("kernel, wgmma, dt, mma_dt", [pytest.param(*c, marks=SPILLS_ON_39[c[0]]) if c[0] in SPILLS_ON_39
+                                                       else c for c in KERNEL_CASES])
+def test_kernels_compile_to_wgmma(kernel, wgmma, dt, mma_dt, tmp_path):
+    k = compiled(kernel, dt)
+    ptx = k.asm["ptx"]
+    ty = {"fp16": "f16", "bf16": "bf16"}[mma_dt]
+    assert set(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.{ty}\.{ty}", ptx)) == wgmma
+    assert ptx.count("wgmma.mma_async") == len(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.{ty}", ptx))
+    assert "wgmma.commit_group.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned" in ptx
+    assert k.metadata.shared <= 232448  # Hopper's 227 KB per block
+    if kernel == "proj":
+        # Operands arrive by TMA into an mbarrier ring and both come from shared memory; the results leave by
+        # TMA stores; producer and consumers trade registers.
+        assert triton_compat.ptx_tma_load(2) in ptx and "mbarrier.try_wait" in ptx
+        assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+        assert f"setmaxnreg.inc.sync.aligned.u32 \t{K.PROJ_REGS};" in ptx
+        assert not re.search(r"wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.bf16\.bf16 \{[^}]+\}, \{", ptx)
+        # The gates' sigmoids on one MUFU tanh each, not ex2 and rcp.
+        assert "tanh.approx.f32" in ptx and "ex2.approx" not in ptx
+    else:  # weight (and, for the pair GEMM, operand) tiles arrive by 16-byte cp.async, retired by group
+        assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::128B)? \[[^\]]+\], \[[^\]]+\], 0x10", ptx)
+        assert "cp.async.wait_group" in ptx
+    if kernel == "pair":  # B is the transposed view of right's K-contiguous tile
+        assert "ttg.memdesc_trans" in k.asm["ttgir"]
+    report = _ptxas(ptx, tmp_path)
+    assert "0 bytes spill stores" in report, report
+    assert "C7515" not in report, report  # ptxas would serialize the wgmmas
     if kernel == "out":  # two programs per SM: 2 * 256 threads * 128 registers fill the 64K, shared memory fits
-        assert int(re.search(r"Used (\d+) registers", out.stderr).group(1)) <= 128, out.stderr
+        assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 128, report
         assert 2 * (k.metadata.shared + 1024) <= 233472  # Hopper's 228 KB per SM, 1 KB reserved per block
 
 
-def test_stats_kernel_reads_x_in_16_byte_vectors(tmp_path):
-    """The row-statistics pass is a bandwidth pass over x: 16-byte loads, no spills."""
-    k = compiled("stats", "fp16")
-    ptx = k.asm["ptx"]
+@pytest.mark.parametrize("C", [128, 384, 768])
+def test_center_kernel_is_one_pass_over_x_in_16_byte_vectors(C, tmp_path):
+    """The centring pass is a bandwidth pass over x: 16-byte loads of fp32 and stores of bf16, no spills,
+    and no second read of x (the row block stays in registers)."""
+    ptx = compiled("center", "fp16", C).asm["ptx"]
     assert "ld.global.v4.b32" in ptx and not re.search(r"ld\.global\.(b32|f32) ", ptx)
-    ptx_file = tmp_path / "k.ptx"
-    ptx_file.write_text(ptx)
-    out = subprocess.run([compat.ptxas_path(90), "-arch=sm_90a", "-v", str(ptx_file), "-o", str(tmp_path / "k.o")],
-                         capture_output=True, text=True)
-    assert out.returncode == 0 and "0 bytes spill stores" in out.stderr, out.stderr
+    assert len(re.findall(r"ld\.global\.v4\.b32", ptx)) * 4 * 32 * 4 == triton.next_power_of_2(C) * K.center_block(C)[0]
+    assert "st.global.v4.b32" in ptx
+    assert "0 bytes spill stores" in _ptxas(ptx, tmp_path)
 
 
 def _reference(dim=128, hidden=128, seed=0):
@@ -143,10 +152,14 @@ def test_state_dict_of_the_reference_loads_unchanged():
 
 def _packed_reference(fused):
     """What pack_weights must give for ``fused``'s parameters: the input LayerNorm's weight folded into the
-    five transposed projections (bf16), its bias projected (fp32), Wo^T in fp16 (the task's weights)."""
+    five transposed projections (bf16), its bias projected (fp32), Wo^T in fp16 (the task's weights). The
+    projections' columns: per PROJ_HS-wide hidden slice, the four left/right ones side by side, then the out
+    gate's."""
     w = torch.stack([getattr(fused, n).weight for n in PROJECTIONS]).float()
-    return ((w * fused.norm.weight.float()).transpose(1, 2).bfloat16(), w @ fused.norm.bias.float(),
-            fused.to_out.weight.t().half())
+    wt = (w * fused.norm.weight.float()).transpose(1, 2)  # [5, C, H]
+    hs, slices = K.PROJ_HS, w.shape[1] // K.PROJ_HS
+    columns = [wt[j][:, s * hs:(s + 1) * hs] for s in range(slices) for j in range(4)] + [wt[4]]
+    return torch.cat(columns, dim=1).bfloat16(), w @ fused.norm.bias.float(), fused.to_out.weight.t().half()
 
 
 def _same_packing(got, want) -> bool:
@@ -158,9 +171,9 @@ def test_packed_weights_are_cached_until_a_weight_changes():
     first = fused.packed_weights()
     assert fused.packed_weights() is first  # no per-call cast
     proj_t, terms, out_t = first
-    assert proj_t.shape == (5, 128, 128) and terms.shape == (5, 128) and out_t.shape == (128, 128)
+    assert proj_t.shape == (128, 640) and terms.shape == (5, 128) and out_t.shape == (128, 128)
     assert (proj_t.dtype, terms.dtype, out_t.dtype) == (torch.bfloat16, torch.float32, torch.float16)
-    # The order the kernel expects: left_proj, left_gate, right_proj, right_gate, out_gate, transposed.
+    # The column order the kernel expects (left_proj, left_gate, right_proj, right_gate per slice, out_gate).
     assert _same_packing(first, _packed_reference(fused))
     with torch.no_grad():
         fused.right_gate.weight.mul_(2)  # in place: the version counter moves
@@ -239,7 +252,7 @@ def test_untileable_shapes_name_x(shape, msg):
     ref = _reference(C if C % 64 == 0 else 128)
     args = _op_args(torch.zeros(shape, device="meta"), torch.ones(shape[:3], device="meta"), ref.to("meta"))
     if C % 64:  # weights of the right width for this dim, so the tiling check is what fails
-        args[2] = torch.zeros(5, C, 128, dtype=torch.bfloat16, device="meta")
+        args[2] = torch.zeros(C, 5 * 128, dtype=torch.bfloat16, device="meta")
         args[6] = torch.zeros(128, C, dtype=torch.bfloat16, device="meta")
     with pytest.raises(ValueError, match=msg):
         trimul(*args)
@@ -251,7 +264,7 @@ def test_bad_weights_name_the_argument():
     args = _op_args(x, mask, ref)
     for i, value, exc, msg in [(2, args[2].float(), TypeError, "proj_weight_t has dtype torch.float32"),
                                (2, args[2].half(), TypeError, "proj_weight_t has dtype torch.float16"),
-                               (2, args[2][:4], ValueError, r"proj_weight_t must be \[5, dim, hidden\]"),
+                               (2, args[2][:, :512], ValueError, r"proj_weight_t must be \[dim, 5 \* hidden\]"),
                                (3, args[3][:, :64], ValueError, r"proj_terms must be \[5, hidden\]"),
                                (3, args[3].half(), TypeError, "proj_terms has dtype torch.float16"),
                                (6, args[6][:, :64], ValueError, r"out_weight_t must be \[hidden, dim=128\]"),
@@ -271,33 +284,54 @@ def test_fake_implementation_gives_the_output_shape():
     assert y.shape == x.shape and y.dtype == torch.float32 and y.device.type == "meta"
 
 
-def test_launches_go_direct_after_the_first_call_per_specialization(monkeypatch):
-    """The JIT compiles once per specialization; later calls go straight to the compiled launcher, with the
-    constexpr values appended, and a change that Triton specializes on (alignment, an int) goes back to the JIT."""
+def test_launches_go_direct_after_the_first_call_per_pipeline(monkeypatch):
+    """A plan's first launch of a kernel under a pipeline goes through the JIT; later ones straight to the
+    compiled launcher, with host TMA descriptors expanded (once per buffer address) and the constexpr values
+    appended; another pipeline digest goes back to the JIT, as does a set launch hook."""
     import tritium.ops.launch as ops_launch
 
-    jit_calls, direct_calls = [], []
+    jit_calls, direct_calls, encoded = [], [], []
 
     class Kernel:
-        arg_names = ["a_ptr", "n", "BLOCK"]
+        arg_names = ["a_ptr", "a_desc", "n", "BLOCK"]
 
         def __getitem__(self, grid):
             return lambda *args, **consts: jit_calls.append((grid, args, consts)) or "compiled"
 
+    class Direct:
+        descriptor_meta = ["meta"]
+
+        def __init__(self, compiled):
+            self.compiled = compiled
+
+        def __call__(self, grid, stream, args):
+            direct_calls.append((self.compiled, grid, stream, args))
+
+    digest, hooks = ["d1"], [False]
     monkeypatch.setattr(ops_launch, "interpreting", lambda: False)
-    monkeypatch.setattr(compat, "launch_hooks_active", lambda: False)
-    monkeypatch.setattr(compat, "pipeline_digest", lambda kernel: "digest")
+    monkeypatch.setattr(compat, "launch_hooks_active", lambda: hooks[0])
+    monkeypatch.setattr(compat, "pipeline_digest", lambda kernel: digest[0])
     monkeypatch.setattr(compat, "current_stream", lambda device: 7)
-    monkeypatch.setattr(compat, "direct_launch", lambda compiled: lambda grid, stream, args: direct_calls.append(
-        (compiled, grid, stream, args)))
-    monkeypatch.setattr(K, "_direct", {})
-    kernel, buf = Kernel(), torch.zeros(64)
-    K._run(kernel, (4, ), [buf, 16], dict(BLOCK=32, num_warps=4))
-    K._run(kernel, (4, ), [buf, 16], dict(BLOCK=32, num_warps=4))
-    assert len(jit_calls) == 1 and direct_calls == [("compiled", (4, 1, 1), 7, [buf, 16, 32])]
-    K._run(kernel, (4, ), [buf[1:], 16], dict(BLOCK=32, num_warps=4))  # 4-byte aligned: another specialization
-    K._run(kernel, (4, ), [buf, 17], dict(BLOCK=32, num_warps=4))
-    assert len(jit_calls) == 3 and len(direct_calls) == 1
+    monkeypatch.setattr(compat, "direct_launch", Direct)
+    monkeypatch.setattr(compat, "descriptor_args", lambda desc, meta: encoded.append(desc) or [meta, desc.base.data_ptr()])
+    plan = K.Plan(1, 16, 64, 64, torch.device("cpu"))
+    kernel, buf, mats = Kernel(), torch.zeros(64), [torch.zeros(16, 16), torch.zeros(16, 16)]
+
+    def run(mat):
+        plan.run(kernel, (4, ), [buf, K._Desc(mat, (8, 8), 5), 16], dict(BLOCK=32, num_warps=4))
+
+    run(mats[0])
+    assert len(jit_calls) == 1 and type(jit_calls[0][1][1]).__name__ == "TensorDescriptor"
+    for mat in (mats[0], mats[1], mats[0]):
+        run(mat)
+    assert len(jit_calls) == 1 and [c[3] for c in direct_calls] == [[buf, "meta", m.data_ptr(), 16, 32]
+                                                                    for m in (mats[0], mats[1], mats[0])]
+    assert direct_calls[0][:3] == ("compiled", (4, 1, 1), 7) and len(encoded) == 2  # one encoding per address
+    digest[0] = "d2"
+    run(mats[0])
+    hooks[0] = True
+    run(mats[0])
+    assert len(jit_calls) == 3 and len(direct_calls) == 3
 
 
 def test_cpu_tensors_need_the_interpreter():
@@ -351,7 +385,7 @@ def test_bench_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
     def fake_run_case(case, impls, bar=None):
         ms = {name: (i + 1) * case.seqlen / 256 for i, name in enumerate(reversed(impls))}  # tritium: the fastest
         r = {**case._asdict(), "label": case.label, "ms": ms, "check": None,
-             "tritium_stages_ms": {"stats": 0.02, "proj": 0.1, "pair": 0.2, "out": 0.05}}
+             "tritium_stages_ms": {"center": 0.02, "proj": 0.1, "pair": 0.2, "out": 0.05}}
         r.update({f"{n} / tritium": ms[n] / ms["tritium"] for n in impls})
         return r
 
@@ -359,7 +393,7 @@ def test_bench_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(bench, "environment", lambda: {"gpu": "GPU", "torch": "t", "triton": "t"})
     assert bench.main(str(tmp_path), "fast quick") == 0
     out = capsys.readouterr().out
-    assert "| case | compile TF32 | tritium | compile TF32 / tritium | tritium stats / proj / pair / out (ms) | check |" in out
+    assert "| case | compile TF32 | tritium | compile TF32 / tritium | tritium center / proj / pair / out (ms) | check |" in out
     assert "| N256 B2 C128 nomask normal | 2.000 | 1.000 | 2.000 | 0.020 / 0.100 / 0.200 / 0.050 | ok |" in out
     assert "geomean compile TF32 / tritium: 2.000" in out and "geomean tritium: 1.442 ms" in out
     assert (tmp_path / "trimul.png").exists() and (tmp_path / "trimul.json").exists()

@@ -25,7 +25,7 @@ from .report import bar_plot, save_json, table
 
 IMPLS = ("eager fp32", "compile fp32", "eager TF32", "compile TF32", "tritium")
 BASELINE = "compile TF32"
-STAGES = ("stats", "proj", "pair", "out")
+STAGES = ("center", "proj", "pair", "out")
 #: Timed calls per (case, implementation): at least MIN_REPS, more while the budget (seconds) lasts.
 MIN_REPS, MAX_REPS, BUDGET_S, WARMUP = 10, 100, 2.0, 3
 

@@ -12,15 +12,15 @@ The projection GEMM runs in bf16 (it multiplies raw x, which has no bound), left
 in bf16, the out gate in fp16; the output path's type is its packed weight's (fp16 where the weights
 bound its values below fp16's range, else bf16: ``tritium.ops.trimul.choose_dtype``):
 
-0. :func:`trimul_stats_kernel`: each row's LayerNorm mean and 1/sqrt(var + eps), exact chunked moments.
+0. :func:`trimul_center_kernel`: each row's exact LayerNorm mean and 1/sqrt(var + eps); x minus its row
+   mean, rounded to bf16, is the projection GEMM's A operand.
 1. :func:`trimul_proj_kernel`: one GEMM over the five stacked projections, with LayerNorm split around
-   it (LN(x) W^T = rstd ((x - mean) g) W^T + beta W^T, g folded into the packed weights). A program
-   owns BM rows of x and one HS-wide slice of the hidden dimension. The x tiles and the five weights'
-   K x HS tiles arrive through cp.async rings; each x tile goes from shared memory to registers, centred
-   on its rows' means and rounded to bf16, as the A operand of five register-A wgmmas. The epilogue
-   scales by rstd, adds beta W^T, applies mask and sigmoid gates and writes left and right channel-major,
-   [B * H, N, N] (i, k contiguous), so step 3 is a batched row-major GEMM, and sigmoid(out gate)
-   row-major [B * N * N, H].
+   it (LN(x) W^T = rstd ((x - mean) g) W^T + beta W^T, g folded into the packed weights): a persistent
+   warp-specialized GEMM (TMA producer, two consumer warpgroups) over tiles of BM rows and one HS-wide
+   slice of the hidden dimension, an m64n256 wgmma for the four left/right projections and an m64n64
+   one for the out gate. The epilogue scales by rstd, adds beta W^T, applies mask and sigmoid gates and
+   stores by TMA left and right channel-major, [B * H, N, N] (i, k contiguous), so step 3 is a batched
+   row-major GEMM, and sigmoid(out gate) row-major [B * N * N, H].
 2. :func:`trimul_pair_kernel`: the batched GEMM ``out[z] = left[z] @ right[z]^T`` over z = B * H,
    the project's pipelined Hopper GEMM (cp.async ring, async wgmma, one wgmma in flight) with a
    batch index and B read through a transposed shared-memory view. Output [B * H, N, N] in bf16
@@ -42,17 +42,21 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .tiles import grouped_tile
+from .. import compat
+from .tiles import column_subtiles, grouped_tile
 
 #: The x chunk width (the statistics' chunk and the projection GEMM's K step) and the row block of kernels 1 and 3.
 BK = 64
 BM = 128
 #: Hidden widths the kernels tile (kernel 3 holds a whole [BM, H] row block in registers).
 HIDDEN_DIMS = (64, 128)
-#: Rows per program of the row-statistics pass.
-STATS_BM = 64
-#: The projection kernel's hidden slice: five [BM, HS] fp32 accumulators fit in registers.
+#: Elements of x each centring program holds in registers (32 fp32 values a thread at 4 warps).
+CENTER_ELEMS = 4096
+#: The projection kernel's hidden slice (each consumer holds [BM / 2, 5 HS] fp32 accumulators), its ring
+#: depth (3 x 56 KB of operands, plus 48 KB of output staging) and its consumers' registers (setmaxnreg).
 PROJ_HS = 64
+PROJ_STAGES = 3
+PROJ_REGS = 232
 #: The output kernel's column tile and register cap: with 64-wide tiles it fits in 128 registers a thread
 #: without spilling and in 96 KB of shared memory, so two programs share an SM and one's loads and
 #: LayerNorm overlap the other's wgmmas and stores (with 128-wide tiles: 176 registers, one program).
@@ -61,6 +65,7 @@ OUT_MAXNREG = 128
 
 
 class PairConfig(NamedTuple):
+    """The pair GEMM's tiles, pipeline depth and warps (its launch's constexprs and num_warps)."""
     BM: int
     BN: int
     BK: int
@@ -76,138 +81,132 @@ PAIR_TINY = PairConfig(64, 64, 64, 8, 2, 4)
 
 
 @triton.jit
-def _chunk_ok(row_ok, k0, C, BK: tl.constexpr):
-    """Mask of the [BM, BK] x chunk at column ``k0``: its rows exist and the chunk is inside [0, C). The
-    column test is a tensor, not a Python bool: under Triton 3.9's interpreter (where ``k0`` is a Python
-    int) ``tensor & bool`` gives an int32 mask that loads refuse."""
-    return row_ok[:, None] & (tl.full([1, BK], k0, tl.int32) < C)
-
-
-@triton.jit
-def trimul_stats_kernel(x_ptr, stats_ptr, M, C, eps, BM: tl.constexpr, BK: tl.constexpr):
-    """Per row of x [M, C]: fp32 mean and 1/sqrt(var + eps) into ``stats`` [2, M]. Exact two-pass moments
-    per BK chunk, merged with Chan's formula, so huge values neither overflow a sum of squares nor cancel.
-    A pass of its own (x read once more, at full bandwidth) keeps the projection GEMM's loop free of
-    cross-lane reductions."""
+def trimul_center_kernel(x_ptr, xc_ptr, rstd_ptr, M, C, eps, BM: tl.constexpr, CP: tl.constexpr):
+    """Per row of x [M, C]: x - mean, rounded to bf16, into ``xc`` [M, C] and 1/sqrt(var + eps) into ``rstd``
+    [M]. A BM-row block stays in registers (CP: C rounded up to a power of two) between the two passes of
+    exact moments: x is read once, and huge values neither cancel nor overflow a sum of squares before
+    fp32's own limit. Centring before the rounding keeps a large common row offset out of the GEMM's
+    bf16 operand."""
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    cols = tl.arange(0, CP)
     row_ok = rows < M
-    ptrs = x_ptr + (rows.to(tl.int64)[:, None] * C + tl.arange(0, BK)[None, :])
-    mean = tl.zeros((BM, ), tl.float32)
-    m2 = tl.zeros((BM, ), tl.float32)
-    nxt = tl.load(ptrs, mask=row_ok[:, None], other=0.0)  # two tiles in flight
-    for k0 in range(0, C, BK):
-        xt = nxt
-        nxt = tl.load(ptrs + k0 + BK, mask=_chunk_ok(row_ok, k0 + BK, C, BK), other=0.0)
-        c_mean = tl.sum(xt, axis=1) / BK
-        d = xt - c_mean[:, None]
-        seen = k0 * 1.0
-        total = seen + BK
-        delta = c_mean - mean
-        mean = mean + delta * (BK / total)
-        m2 = m2 + tl.sum(d * d, axis=1) + delta * delta * (seen * BK / total)
-    tl.store(stats_ptr + rows, mean, mask=row_ok)
-    tl.store(stats_ptr + M + rows, 1.0 / tl.sqrt(m2 / C + eps), mask=row_ok)
+    ok = row_ok[:, None] & (cols < C)[None, :]
+    offs = rows.to(tl.int64)[:, None] * C + cols[None, :]
+    x = tl.load(x_ptr + offs, mask=ok, other=0.0)
+    mean = tl.sum(x, axis=1) / C
+    d = tl.where(ok, x - mean[:, None], 0.0)
+    tl.store(xc_ptr + offs, d.to(tl.bfloat16), mask=ok)
+    tl.store(rstd_ptr + rows, 1.0 / tl.sqrt(tl.sum(d * d, axis=1) / C + eps), mask=row_ok)
 
 
 @triton.jit
-def _load_x(x_ptrs, x_bufs, step, row_ok, C, BK: tl.constexpr):
-    """K step ``step``'s x tile [BM, BK] (fp32) into x ring stage step % 3 (zero-filled past the last step)."""
-    tlx.async_load(x_ptrs + step * BK, x_bufs[step % 3], mask=_chunk_ok(row_ok, step * BK, C, BK))
+def _sigmoid(x, FAST: tl.constexpr):
+    """sigmoid(x); with FAST, as 0.5 tanh(x / 2) + 0.5 on the hardware's tanh.approx: one MUFU operation
+    where ``tl.sigmoid`` takes two (ex2 and rcp), which bounded the projection epilogue. Its ~2^-11
+    relative error is below the 16-bit roundings that follow. (Not under the interpreter: inline PTX.)"""
+    if FAST:
+        t = tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [x * 0.5], dtype=tl.float32,
+                                      is_pure=True, pack=1)
+        return t * 0.5 + 0.5
+    else:
+        return tl.sigmoid(x)
 
 
 @triton.jit
-def _load_w(w_ptrs, w_bufs, step, w_rows, C, H: tl.constexpr, BK: tl.constexpr):
-    """The five weights' [BK, HS] tiles of K step ``step`` into weight ring stage step % 2 (projection j at
-    w_bufs[5 * stage + j]; zero-filled past the last step)."""
-    ok = w_rows[:, None] < C - step * BK
-    for j in tl.static_range(5):
-        tlx.async_load(w_ptrs + (j * C + step * BK) * H, w_bufs[5 * (step % 2) + j], mask=ok)
-
-
-@triton.jit
-def _projection(acc, rstd, terms_ptr, j: tl.constexpr, hs, H: tl.constexpr):
+def _gated(acc, rstd, terms_ptr, j: tl.constexpr, hs, H: tl.constexpr):
     """``LN(x) @ W_j^T`` = rstd * acc + c_j (see :func:`trimul_proj_kernel`)."""
     return acc * rstd[:, None] + tl.load(terms_ptr + j * H + hs)[None, :]
 
 
 @triton.jit
-def trimul_proj_kernel(x_ptr, stats_ptr, mask_ptr, w_ptr, terms_ptr, left_ptr, right_ptr, og_ptr, M, NN, C,
-                       H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr):
-    """LayerNorm(x) @ [Wl | Wlg | Wr | Wrg | Wog]^T for BM rows and hidden columns h0 .. h0 + HS, gated.
+def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc, rstd_ptr, mask_ptr, terms_ptr,
+                       M, NN, C, H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr,
+                       NUM_STAGES: tl.constexpr, NUM_REGS: tl.constexpr, FAST_SIGMOID: tl.constexpr):
+    """LayerNorm(x) @ [Wl | Wlg | Wr | Wrg | Wog]^T, gated, as a persistent warp-specialized GEMM.
 
-    LayerNorm is split around the GEMM: with the norm's weight g folded into the packed weights
-    (``w_ptr``: [5, C, H] bf16, W_j^T * g) and ``terms_ptr`` [5, H] fp32 holding c_j = W_j beta,
-    ``LN(x) W_j^T = rstd ((x - mean) g) W_j^T + c_j``. The row statistics come from
-    :func:`trimul_stats_kernel` (``stats_ptr`` [2, M]). The wgmmas take A from registers: each x tile, as
-    it leaves the cp.async ring, has its rows' mean subtracted and is rounded to bf16 (x has no bound);
-    rstd scales the accumulators in the epilogue. Rows m = b * NN + (i * N + k).
+    LayerNorm is split around the GEMM: A is x centred on its rows' means in bf16 (``x_desc`` over
+    :func:`trimul_center_kernel`'s output), the norm's weight g is folded into the packed weights and
+    ``terms_ptr`` [5, H] holds c_j = W_j beta, so ``LN(x) W_j^T = rstd (A W_j^T) + c_j``. A tile is BM rows
+    by one HS-wide slice of the hidden dimension (tile t: rows (t // (H / HS)) * BM, slice t % (H / HS), so
+    the programs running at one time share their x rows in L2). Per K step it multiplies by two weight
+    tiles: the four left/right projections' HS columns side by side (``wq_desc``, [BK, 4 HS], one
+    m64n256 wgmma) and the out gate's (``wo_desc``, [BK, HS]).
+
+    * Producer (the default task): TMA loads into a NUM_STAGES ring, ``full``/``empty`` barriers.
+    * Consumers: two warpgroups, each BM/2 rows of every tile; one wgmma group in flight.
+    * Epilogue: rstd, c_j, gates and mask in registers; left and right transposed into shared memory and
+      stored channel-major, [B * H, N * N], by TMA (so the pair GEMM reads row-major [N, N] matrices),
+      the out gate row-major [M, H]. The stores drain under the next tile's main loop.
     """
-    N_SLICES: tl.constexpr = H // HS
-    pid = tl.program_id(0)
-    m0 = (pid // N_SLICES) * BM
-    h0 = (pid % N_SLICES) * HS
-    rows = m0 + tl.arange(0, BM)
-    row_ok = rows < M
-    rows64 = rows.to(tl.int64)
-    cols = tl.arange(0, BK)
-    # Rings: x tiles three deep (step j in x_bufs[j % 3]), the five weight tiles two deep (w_bufs[5 * (j % 2)
-    # + p]). One commit group per K step k: weights of step k + 2 and x of step k + 3, issued once step k's
-    # wgmmas retire and awaited at the end of step k + 1, so each has a step to land.
-    x_bufs = tlx.local_alloc((BM, BK), tl.float32, 3)
-    w_bufs = tlx.local_alloc((BK, HS), tl.bfloat16, 10)
-    w_rows = tl.arange(0, BK)
-    w_ptrs = w_ptr + (w_rows[:, None] * H + h0 + tl.arange(0, HS)[None, :])
-    x_ptrs = x_ptr + (rows64[:, None] * C + cols[None, :])
-    k_tiles = C // BK
-    # Prologue: the groups of steps -2 (w0, x0, x1) and -1 (w1, x2).
-    _load_w(w_ptrs, w_bufs, 0, w_rows, C, H, BK)
-    _load_x(x_ptrs, x_bufs, 0, row_ok, C, BK)
-    _load_x(x_ptrs, x_bufs, 1, row_ok, C, BK)
-    tlx.async_load_commit_group()
-    _load_w(w_ptrs, w_bufs, 1, w_rows, C, H, BK)
-    _load_x(x_ptrs, x_bufs, 2, row_ok, C, BK)
-    tlx.async_load_commit_group()
-    mean = tl.load(stats_ptr + rows, mask=row_ok, other=0.0)
+    HALF: tl.constexpr = BM // 2
+    SLICES: tl.constexpr = H // HS
+    a_bufs = tlx.local_alloc((HALF, BK), tl.bfloat16, 2 * NUM_STAGES)  # stage s: consumer r's rows at 2 * s + r
+    q_bufs = tlx.local_alloc((BK, 4 * HS), tl.bfloat16, NUM_STAGES)
+    o_bufs = tlx.local_alloc((BK, HS), tl.bfloat16, NUM_STAGES)
+    lr_bufs = tlx.local_alloc((HS, HALF), tlx.dtype_of(left_desc), 4)  # consumer r: left 2 * r, right 2 * r + 1
+    og_bufs = tlx.local_alloc((HALF, HS), tlx.dtype_of(og_desc), 2)
+    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    num_tiles = tl.cdiv(M, BM) * SLICES
+    k_tiles = tl.cdiv(C, BK)
 
-    acc_lp = tl.zeros((BM, HS), tl.float32)
-    acc_lg = tl.zeros((BM, HS), tl.float32)
-    acc_rp = tl.zeros((BM, HS), tl.float32)
-    acc_rg = tl.zeros((BM, HS), tl.float32)
-    acc_og = tl.zeros((BM, HS), tl.float32)
-    tlx.async_load_wait_group(1)
-    for k in tl.range(0, k_tiles, num_stages=0):
-        # A straight from the ring stage into registers, centred, in bf16.
-        a = (tlx.local_load(x_bufs[k % 3]) - mean[:, None]).to(tl.bfloat16)
-        w = 5 * (k % 2)
-        acc_lp = tlx.async_dot(a, w_bufs[w + 0], acc_lp)
-        acc_lg = tlx.async_dot(a, w_bufs[w + 1], acc_lg)
-        acc_rp = tlx.async_dot(a, w_bufs[w + 2], acc_rp)
-        acc_rg = tlx.async_dot(a, w_bufs[w + 3], acc_rg)
-        acc_og = tlx.async_dot(a, w_bufs[w + 4], acc_og)
-        acc_lp = tlx.async_dot_wait(0, acc_lp)
-        acc_lg = tlx.async_dot_wait(0, acc_lg)
-        acc_rp = tlx.async_dot_wait(0, acc_rp)
-        acc_rg = tlx.async_dot_wait(0, acc_rg)
-        acc_og = tlx.async_dot_wait(0, acc_og)
-        # Step k's weight and x stages are free (its wgmmas retired).
-        _load_w(w_ptrs, w_bufs, k + 2, w_rows, C, H, BK)
-        _load_x(x_ptrs, x_bufs, k + 3, row_ok, C, BK)
-        tlx.async_load_commit_group()
-        tlx.async_load_wait_group(1)  # step k - 1's group: the weights of step k + 1, x of step k + 2
-    tlx.async_load_wait_group(0)  # the zero-filling copies past the end, before shared memory is reused
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            it = 0
+            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+                m0 = (tile // SLICES) * BM
+                sl = tile % SLICES
+                for k in range(0, k_tiles):
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(empty[s], ((it // NUM_STAGES) & 1) ^ 1)
+                    tlx.barrier_expect_bytes(full[s], (BM * BK + 5 * BK * HS) * 2)
+                    tlx.async_descriptor_load(wq_desc, q_bufs[s], [k * BK, sl * 4 * HS], full[s])
+                    tlx.async_descriptor_load(wo_desc, o_bufs[s], [k * BK, 4 * H + sl * HS], full[s])
+                    tlx.async_descriptor_load(x_desc, a_bufs[2 * s], [m0, k * BK], full[s])
+                    tlx.async_descriptor_load(x_desc, a_bufs[2 * s + 1], [m0 + HALF, k * BK], full[s])
+                    it += 1
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r: tl.constexpr = tlx.async_task_replica_id()
+            it = 0
+            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+                m0 = (tile // SLICES) * BM + r * HALF
+                sl = tile % SLICES
+                acc_q = tl.zeros((HALF, 4 * HS), dtype=tl.float32)
+                acc_o = tl.zeros((HALF, HS), dtype=tl.float32)
+                for k in range(0, k_tiles):
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
+                    acc_q = tlx.async_dot(a_bufs[2 * s + r], q_bufs[s], acc_q)
+                    acc_o = tlx.async_dot(a_bufs[2 * s + r], o_bufs[s], acc_o)
+                    acc_q = tlx.async_dot_wait(2, acc_q)  # step k - 1 retired: its stage can be refilled
+                    acc_o = tlx.async_dot_wait(2, acc_o)
+                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
+                    it += 1
+                acc_q = tlx.async_dot_wait(0, acc_q)
+                acc_o = tlx.async_dot_wait(0, acc_o)
+                tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
 
-    # Epilogue: a row block lies in one batch b (NN % BM == 0): left/right[b * H + h, p] for p = m - b * NN.
-    rstd = tl.load(stats_ptr + M + rows, mask=row_ok, other=0.0)
-    hs = h0 + tl.arange(0, HS)
-    mask = tl.load(mask_ptr + rows64, mask=row_ok, other=0).to(tl.float32)
-    left = _projection(acc_lp, rstd, terms_ptr, 0, hs, H) * tl.sigmoid(_projection(acc_lg, rstd, terms_ptr, 1, hs, H))
-    right = _projection(acc_rp, rstd, terms_ptr, 2, hs, H) * tl.sigmoid(_projection(acc_rg, rstd, terms_ptr, 3, hs, H))
-    b = m0 // NN
-    pair_offs = (b * H + hs[None, :]).to(tl.int64) * NN + (rows - b * NN)[:, None]
-    tl.store(left_ptr + pair_offs, (left * mask[:, None]).to(tlx.dtype_of(left_ptr)), mask=row_ok[:, None])
-    tl.store(right_ptr + pair_offs, (right * mask[:, None]).to(tlx.dtype_of(right_ptr)), mask=row_ok[:, None])
-    og = tl.sigmoid(_projection(acc_og, rstd, terms_ptr, 4, hs, H))
-    tl.store(og_ptr + rows64[:, None] * H + hs[None, :], og.to(tlx.dtype_of(og_ptr)), mask=row_ok[:, None])
+                # A row block lies in one batch b (N * N % BM == 0): left/right[b * H + h, m - b * NN].
+                rows = m0 + tl.arange(0, HALF)
+                rstd = tl.load(rstd_ptr + rows, mask=rows < M, other=0.0)
+                mask = tl.load(mask_ptr + rows.to(tl.int64), mask=rows < M, other=0).to(tl.float32)
+                hs = sl * HS + tl.arange(0, HS)
+                lp, lg, rp, rg = column_subtiles(acc_q, HALF, 4 * HS, 4)
+                left = _gated(lp, rstd, terms_ptr, 0, hs, H) * _sigmoid(_gated(lg, rstd, terms_ptr, 1, hs, H),
+                                                                        FAST_SIGMOID)
+                right = _gated(rp, rstd, terms_ptr, 2, hs, H) * _sigmoid(_gated(rg, rstd, terms_ptr, 3, hs, H),
+                                                                         FAST_SIGMOID)
+                og = _sigmoid(_gated(acc_o, rstd, terms_ptr, 4, hs, H), FAST_SIGMOID)
+                tlx.async_descriptor_store_wait(0)  # the previous tile's stores have left the staging buffers
+                tlx.local_store(lr_bufs[2 * r], tl.trans(left * mask[:, None]).to(tlx.dtype_of(left_desc)))
+                tlx.local_store(lr_bufs[2 * r + 1], tl.trans(right * mask[:, None]).to(tlx.dtype_of(right_desc)))
+                tlx.local_store(og_bufs[r], og.to(tlx.dtype_of(og_desc)))
+                tlx.fence_async_shared()
+                b = m0 // NN
+                tlx.async_descriptor_store(left_desc, lr_bufs[2 * r], [b * H + sl * HS, m0 - b * NN])
+                tlx.async_descriptor_store(right_desc, lr_bufs[2 * r + 1], [b * H + sl * HS, m0 - b * NN])
+                tlx.async_descriptor_store(og_desc, og_bufs[r], [m0, sl * HS])
+            tlx.async_descriptor_store_wait(0)
 
 
 @triton.jit
@@ -315,74 +314,138 @@ def pair_config(N: int) -> PairConfig:
     return PAIR_LARGE if N > 64 else PAIR_TINY
 
 
-#: (kernel, argument key, pipeline digest) -> (DirectLaunch, its constexpr values), or None where the
-#: kernel must keep launching through the JIT.
-_direct: dict = {}
+def center_block(C: int) -> tuple[int, int]:
+    """(rows per program, C rounded up to a power of two) of :func:`trimul_center_kernel`: CENTER_ELEMS
+    elements of x in registers per program."""
+    cp = triton.next_power_of_2(C)
+    return max(1, CENTER_ELEMS // cp), cp
 
 
-def _run(kernel, grid: tuple, args: list, consts: dict) -> None:
-    """``kernel[grid](*args, **consts)``; after the first call with arguments of the same specialization,
-    straight through the compiled kernel's launcher, skipping the JIT's per-call binding (host time
-    before the first kernel of a call is latency). The key holds what Triton specializes on: the int
-    arguments' values, the tensors' dtypes and 16-byte alignment, and the device."""
-    from .. import compat
-    from ..ops.launch import interpreting, jit_launch
-
-    if interpreting() or compat.launch_hooks_active():
-        kernel[grid](*args, **consts)
-        return
-    device = args[0].device.index  # every kernel's first argument is a tensor
-    key = (kernel, tuple((a.dtype, a.data_ptr() % 16 == 0) if hasattr(a, "data_ptr") else a for a in args),
-           tuple(consts.items()), device, compat.pipeline_digest(kernel))
-    entry = _direct.get(key, False)
-    if entry:
-        direct, const_values = entry
-        direct((*grid, 1, 1)[:3], compat.current_stream(device), [*args, *const_values])
-        return
-    if entry is None:
-        kernel[grid](*args, **consts)
-        return
-    _direct[key] = jit_launch(kernel, grid, args, consts)
+class _Desc(NamedTuple):
+    """A host TMA descriptor to be: its tensor, its block and its slot among the plan's descriptors (the key
+    of its cached launcher arguments, with the tensor's address)."""
+    tensor: object
+    block: tuple
+    slot: int
 
 
-def launch(x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float, y=None,
-           stages=None):
-    """Run the four kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32.
+class Plan:
+    """The four launches of every call with one (B, N, C, H, device, 16-byte alignment of the inputs):
+    grids, constexprs, descriptor blocks, and per kernel and pipeline digest the compiled kernel's direct
+    launch (:func:`tritium.ops.launch.jit_launch`). The first launch of a kernel under a pipeline goes
+    through the JIT (compiling, caching and the tritium pipelines as always); later ones straight through
+    its launcher, without the JIT's per-call binding: the host time before a call's first kernel, and
+    between kernels while they are short, is the call's time. Host TMA descriptors encode their tensor's
+    address, so their launcher arguments are kept per address: the caching allocator hands the same
+    intermediate buffers back call after call. Under the interpreter, or while a launch hook is set,
+    every launch goes through the JIT."""
 
-    ``stages``: an optional callable ``stages(name)`` returning a context manager entered around each
-    launch (the benchmark's per-kernel timing).
-    """
-    import contextlib
+    DESCRIPTORS_KEPT = 64
 
-    import torch
+    def __init__(self, B: int, N: int, C: int, H: int, device) -> None:
+        self.B, self.N, self.C, self.H = B, N, C, H
+        self.M, self.NN = B * N * N, N * N
+        self.device = device
+        from ..ops.launch import interpreting, sm_count
 
+        self.interpreting = interpreting()
+        self.center_bm, self.cp = center_block(C)
+        self.center_grid = (triton.cdiv(self.M, self.center_bm), )
+        self.proj_grid = (min(triton.cdiv(self.M, BM) * (H // PROJ_HS), sm_count(device)), )
+        self.pair_cfg = cfg = pair_config(N)
+        self.pair_grid = (triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)
+        self.out_grid = (triton.cdiv(self.M, BM), )
+        self.direct: dict = {}  # (kernel, pipeline digest) -> (DirectLaunch, constexpr values) or None
+        self.descriptors: dict = {}  # (slot, address) -> launcher arguments
+
+    def run(self, kernel, grid: tuple, args: list, consts: dict) -> None:
+        from ..ops.launch import jit_launch
+
+        if self.interpreting or compat.launch_hooks_active():
+            kernel[grid](*[self._host(a) for a in args], **consts)
+            return
+        key = (kernel, compat.pipeline_digest(kernel))
+        entry = self.direct.get(key, False)
+        if entry is False:
+            self.direct[key] = jit_launch(kernel, grid, [self._host(a) for a in args], consts)
+        elif entry is None:
+            kernel[grid](*[self._host(a) for a in args], **consts)
+        else:
+            direct, const_values = entry
+            metas = iter(direct.descriptor_meta)  # the kernel's descriptor parameters, in order
+            expanded = []
+            for a in args:
+                if type(a) is _Desc:
+                    expanded += self._expanded(a, next(metas))
+                else:
+                    expanded.append(a)
+            direct((*grid, 1, 1)[:3], compat.current_stream(self.device.index), [*expanded, *const_values])
+
+    def _host(self, arg):
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        return TensorDescriptor.from_tensor(arg.tensor, list(arg.block)) if type(arg) is _Desc else arg
+
+    def _expanded(self, desc: _Desc, meta) -> list:
+        key = (desc.slot, desc.tensor.data_ptr())
+        args = self.descriptors.get(key)
+        if args is None:
+            if len(self.descriptors) >= self.DESCRIPTORS_KEPT:
+                self.descriptors.clear()
+            args = self.descriptors[key] = compat.descriptor_args(self._host(desc), meta)
+        return args
+
+    def __call__(self, x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float,
+                 stages=None):
+        """y [B, N, N, C] fp32 from checked, contiguous arguments. ``stages``: an optional callable
+        ``stages(name)`` returning a context manager entered around each launch (the benchmark's per-kernel
+        timing)."""
+        import contextlib
+
+        import torch
+
+        M, NN, C, H = self.M, self.NN, self.C, self.H
+        dev = x.device
+        stage = stages or (lambda name: contextlib.nullcontext())
+        xc = torch.empty((M, C), device=dev, dtype=torch.bfloat16)
+        rstd = torch.empty((M, ), device=dev, dtype=torch.float32)
+        with stage("center"):
+            self.run(trimul_center_kernel, self.center_grid, [x, xc, rstd, M, C, eps],
+                     dict(BM=self.center_bm, CP=self.cp, num_warps=4))
+        # left/right in bf16 (their bound grows with the LayerNorm weights), the sigmoid gate in fp16 ([0, 1]).
+        left = torch.empty((self.B * H, NN), device=dev, dtype=torch.bfloat16)
+        right = torch.empty_like(left)
+        og = torch.empty((M, H), device=dev, dtype=torch.float16)
+        half = BM // 2
+        descs = [_Desc(xc, (half, BK), 0), _Desc(w_proj_t, (BK, 4 * PROJ_HS), 1), _Desc(w_proj_t, (BK, PROJ_HS), 2),
+                 _Desc(left, (PROJ_HS, half), 3), _Desc(right, (PROJ_HS, half), 4), _Desc(og, (half, PROJ_HS), 5)]
+        with stage("proj"):
+            self.run(trimul_proj_kernel, self.proj_grid, [*descs, rstd, mask, proj_terms, M, NN, C],
+                     dict(H=H, BM=BM, BK=BK, HS=PROJ_HS, NUM_STAGES=PROJ_STAGES, NUM_REGS=PROJ_REGS,
+                          FAST_SIGMOID=not self.interpreting, num_warps=4))
+        pair = torch.empty_like(left)  # bf16: sums of N products, fp32's range
+        y = torch.empty((self.B, self.N, self.N, C), device=dev, dtype=torch.float32)
+        with stage("pair"):
+            self.run(trimul_pair_kernel, self.pair_grid, [left, right, pair, self.N], self.pair_cfg._asdict())
+        with stage("out"):
+            self.run(trimul_out_kernel, self.out_grid,
+                     [pair, og, out_ln_w, out_ln_b, w_out_t, y, M, NN, C, out_eps],
+                     dict(H=H, BM=BM, BN=OUT_BN, NUM_STAGES=2, num_warps=8, maxnreg=OUT_MAXNREG))
+        return y
+
+
+#: Plans by (B, N, C, H, device, the inputs' 16-byte alignment), most recently used last.
+_plans: dict = {}
+PLANS_KEPT = 64
+
+
+def launch(x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float, stages=None):
+    """Run the four kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32 (see :class:`Plan`)."""
     B, N, _, C = x.shape
-    H = w_out_t.shape[0]
-    M, NN = B * N * N, N * N
-    dev = x.device
-    stage = stages or (lambda name: contextlib.nullcontext())
-    # left/right in bf16 (their bound grows with the LayerNorm weights), the sigmoid gate in fp16 ([0, 1]).
-    left = torch.empty((B * H, N, N), device=dev, dtype=torch.bfloat16)
-    right = torch.empty_like(left)
-    og = torch.empty((M, H), device=dev, dtype=torch.float16)
-    stats = torch.empty((2, M), device=dev, dtype=torch.float32)
-    with stage("stats"):
-        _run(trimul_stats_kernel, (triton.cdiv(M, STATS_BM), ), [x, stats, M, C, eps],
-             dict(BM=STATS_BM, BK=BK, num_warps=4))
-    with stage("proj"):
-        _run(trimul_proj_kernel, (triton.cdiv(M, BM) * (H // PROJ_HS), ),
-             [x, stats, mask, w_proj_t, proj_terms, left, right, og, M, NN, C],
-             dict(H=H, BM=BM, BK=BK, HS=PROJ_HS, num_warps=8))
-    # Allocated once the first kernel is queued: the host time before it is the call's latency.
-    pair = torch.empty_like(left)  # bf16: sums of N products, fp32's range
-    if y is None:
-        y = torch.empty((B, N, N, C), device=dev, dtype=torch.float32)
-    cfg = pair_config(N)
-    with stage("pair"):
-        _run(trimul_pair_kernel, (triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H), [left, right, pair, N],
-             dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
-                  num_warps=cfg.num_warps))
-    with stage("out"):
-        _run(trimul_out_kernel, (triton.cdiv(M, BM), ), [pair, og, out_ln_w, out_ln_b, w_out_t, y, M, NN, C, out_eps],
-             dict(H=H, BM=BM, BN=OUT_BN, NUM_STAGES=2, num_warps=8, maxnreg=OUT_MAXNREG))
-    return y
+    inputs = (x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t)
+    key = (B, N, C, w_out_t.shape[0], x.device, mask.dtype, w_out_t.dtype, *(t.data_ptr() % 16 for t in inputs))
+    plan = _plans.get(key)
+    if plan is None:
+        if len(_plans) >= PLANS_KEPT:
+            _plans.clear()
+        plan = _plans[key] = Plan(B, N, C, w_out_t.shape[0], x.device)
+    return plan(*inputs, eps, out_eps, stages)

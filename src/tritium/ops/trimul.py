@@ -4,8 +4,8 @@ Contract:
 
 * ``x`` [B, N, N, dim] float32; ``mask`` [B, N, N] of any real or bool dtype (multiplied in as fp32).
 * The weights packed once by :func:`pack_weights` from the reference module's parameters:
-  ``proj_weight_t`` [5, dim, hidden] bfloat16 (left_proj, left_gate, right_proj, right_gate, out_gate,
-  each transposed, with the input LayerNorm's weight folded in), ``proj_terms`` [5, hidden] float32
+  ``proj_weight_t`` [dim, 5 * hidden] bfloat16 (left_proj, left_gate, right_proj, right_gate and out_gate,
+  transposed, with the input LayerNorm's weight folded in, in the column order of :func:`pack_weights`), ``proj_terms`` [5, hidden] float32
   (the projections of the input LayerNorm's bias, added after the GEMM) and ``out_weight_t``
   [hidden, dim] in float16 or bfloat16: the type the output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
   Packing is the caller's to cache (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is
@@ -67,7 +67,15 @@ def pack_weights(weights: Mapping[str, torch.Tensor], out_dtype: Optional[torch.
     out_dtype = out_dtype or choose_dtype(weights)
     gamma, beta = weights["norm.weight"].float(), weights["norm.bias"].float()
     w = torch.stack([weights[f"{n}.weight"] for n in PROJECTIONS]).float()  # [5, H, C]
-    proj = (w * gamma).transpose(1, 2).to(torch.bfloat16).contiguous()
+    _, H, C = w.shape
+    if H % kernels.PROJ_HS:
+        raise ValueError(f"tritium.ops.trimul.pack_weights: hidden_dim={H} is not supported; the kernels tile "
+                         f"hidden_dim in {kernels.HIDDEN_DIMS}")
+    wt = (w * gamma).transpose(1, 2)  # [5, C, H]
+    # Per hidden slice of PROJ_HS columns, the four left/right projections side by side (the kernel's one
+    # [BK, 4 * PROJ_HS] tile), then the out gate's H columns.
+    quads = wt[:4].reshape(4, C, H // kernels.PROJ_HS, kernels.PROJ_HS).permute(1, 2, 0, 3).reshape(C, 4 * H)
+    proj = torch.cat([quads, wt[4]], dim=1).to(torch.bfloat16).contiguous()
     return proj, (w @ beta).contiguous(), weights["to_out.weight"].t().to(out_dtype).contiguous()
 
 
@@ -86,8 +94,8 @@ def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, o
     if out_weight_t.dim() != 2 or out_weight_t.shape[1] != C:
         raise ValueError(f"{_OP}: out_weight_t must be [hidden, dim={C}], got {tuple(out_weight_t.shape)}")
     H = out_weight_t.shape[0]
-    if tuple(proj_weight_t.shape) != (5, C, H):
-        raise ValueError(f"{_OP}: proj_weight_t must be [5, dim, hidden] = {[5, C, H]} (see pack_weights), "
+    if tuple(proj_weight_t.shape) != (C, 5 * H):
+        raise ValueError(f"{_OP}: proj_weight_t must be [dim, 5 * hidden] = {[C, 5 * H]} (see pack_weights), "
                          f"got {tuple(proj_weight_t.shape)}")
     if proj_weight_t.dtype != torch.bfloat16:
         raise TypeError(f"{_OP}: proj_weight_t has dtype {proj_weight_t.dtype}; it must be bfloat16 (see pack_weights)")
