@@ -343,11 +343,11 @@ class Plan:
     DESCRIPTORS_KEPT = 64
 
     def __init__(self, B: int, N: int, C: int, H: int, device) -> None:
+        from ..ops.launch import interpreting, sm_count
+
         self.B, self.N, self.C, self.H = B, N, C, H
         self.M, self.NN = B * N * N, N * N
         self.device = device
-        from ..ops.launch import interpreting, sm_count
-
         self.interpreting = interpreting()
         self.center_bm, self.cp = center_block(C)
         self.center_grid = (triton.cdiv(self.M, self.center_bm), )
@@ -433,7 +433,8 @@ class Plan:
         return y
 
 
-#: Plans by (B, N, C, H, device, the inputs' 16-byte alignment), most recently used last.
+#: Plans by (B, N, C, H, device, mask and output-path dtypes, the inputs' offsets from 16-byte alignment);
+#: emptied when PLANS_KEPT are held.
 _plans: dict = {}
 PLANS_KEPT = 64
 
