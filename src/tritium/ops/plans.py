@@ -8,9 +8,10 @@ the same run, eager and CUDA-graph replay, fp16 and bf16; the timing noise is ab
 1. **small**: ``M * N * K <= 512**3`` and K, N and the row strides even: the non-persistent
    cp.async + wgmma pipelined kernel (gemm_pipelined_hopper). At these sizes the time is launch
    latency plus one short K loop, and a pointer kernel needs no TMA descriptors on the host. Tiles:
-   64x64x64, 3 stages (512^3: 0.86/0.87 eager, 0.99 graph; 64x32 0.80), or 64x32x64 when 64x64 tiles
-   would fill at most an eighth of the SMs (256^3, 16 tiles: 64x32 1.00-1.005 eager and 0.99/1.12
-   graph against 64x64's 1.005/0.91 and 0.95/1.06).
+   64x32x64, 4 stages: the best of the class at 256^3 and 512^3 in both dtypes, eager and graph, in
+   the third session's run 6 and again in the fifth session's sweep (512^3 0.95/0.955 eager and
+   1.04/1.05 graph, where 64x64x64 with 3 stages ran 0.81/0.87 and 0.98/0.99; 256^3 1.04/1.11 eager
+   and 1.01/1.14 graph).
 2. **split-K**: ``M * N * K >= 2**31`` and ``2 * tiles128 <= sms``: at least half the GPU would idle,
    and enough work per tile to pay for the zero-fill and the fp32 round trip of the reduction. The
    number of K slices S (1..8, each slice at least 8 BK steps) is the one whose (tile, slice) units
@@ -31,12 +32,13 @@ the same run, eager and CUDA-graph replay, fp16 and bf16; the timing noise is ab
    overall a tie; the next sweep times both.
 6. **few**: ``tiles128 <= sms / 2`` without split-K: ping-pong 64x128 (gemm_ws_pingpong_hopper.SMALL),
    twice the tiles of 128x128 (1024^3, 128 tiles: 0.91/0.92 eager and graph; cooperative 128x64
-   0.90/0.91, split-K <= 0.51).
+   0.90/0.91, split-K <= 0.51; in the fifth session's sweep the pointer kernel's 64x128, 128x64, 64x64
+   and 64x32 tiles with 4 stages ran 0.71-0.93 eager, 0.89-0.91 graph).
 
 Rules 3 and 6 leave a consumer warpgroup idle or halve the programs. The dual-K kernel
 (gemm_ws_dualk_hopper: both consumers on one tile, alternate K steps, reduced through shared memory
 with no workspace) targets them; it is in :data:`SWEEP_SPACE` and the autotune candidates, and no rule
-picks it until a sweep has measured it.
+picks it: in two sweeps it lost wherever it ran (1024^3: 0.67-0.89 eager).
 
 :func:`shape_class` names these rules; :data:`SWEEP_SPACE` lists, per rule, the configs
 ``scripts/gpu_gemm_sweep.py`` times on the GPU, whose per-class winners are what the rules should
@@ -76,10 +78,10 @@ SPLIT_K_MIN_WORK = 2**31
 SPLIT_K_MIN_STEPS = 8
 SPLIT_K_MAX = 8
 
-#: The small-problem path's tiles: 64x64x64, 3 stages, 4 warps (one warpgroup per CTA); 64x32 for the
-#: smallest problems (rule 1).
+#: The small-problem path's tiles (rule 1): 64x32x64, 4 stages, 4 warps (one warpgroup per CTA); and
+#: 64x64x64 with 3 stages, the pointer kernel's general-purpose tile (autotune candidates, tests).
 SMALL_TILE = PointerConfig(64, 64, 64, 8, 3, 4)
-TINY_TILE = PointerConfig(64, 32, 64, 8, 3, 4)
+TINY_TILE = PointerConfig(64, 32, 64, 8, 4, 4)
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,7 @@ def choose(M: int, N: int, K: int, sms: int, even: bool = True) -> Plan:
     """The heuristic of the module docstring; ``even``: :func:`even_layout` of the operands."""
     kind = shape_class(M, N, K, sms, even)
     if kind == "small":
-        return Plan("small", TINY_TILE if 8 * triton.cdiv(M, 64) * triton.cdiv(N, 64) <= sms else SMALL_TILE)
+        return Plan("small", TINY_TILE)
     if kind == "splitk":
         return Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=split_k_slices(M, N, K, sms)))
     return {"large": LARGE_PLAN, "mid": Plan("pingpong", pingpong.LARGE), "partial": Plan("cooperative", coop.SMALL),
@@ -263,12 +265,13 @@ SWEEP_SPACE: dict[str, list[Plan]] = {
     "few": [_ws("pingpong", 64, 128, stages=6, subtiles=2), _ws("cooperative", 128, 64, stages=6, subtiles=2),
             _ws("dualk", 64, 128, stages=6, subtiles=2), _ws("dualk", 64, 128, stages=4, subtiles=2),
             _ws("dualk", 64, 64, stages=6, subtiles=1), _ws("dualk", 64, 128, stages=6, subtiles=2, group=1),
-            _split(128, 128, 2), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4))],
+            _split(128, 128, 2), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4)), Plan("small", TINY_TILE),
+            Plan("small", PointerConfig(64, 64, 64, 8, 4, 4)), Plan("small", PointerConfig(128, 64, 64, 8, 4, 4))],
     "splitk": [*(_split(128, 128, s) for s in (2, 3, 4, 5, 6, 8)), _split(128, 128, 5, stages=6),
                *(_split(128, 256, s, stages=3) for s in (2, 3, 4)), _ws("pingpong", 64, 128, stages=6, subtiles=2),
                _ws("pingpong", 64, 256, stages=4), _ws("cooperative", 128, 128, stages=5, subtiles=2)],
     "small": [Plan("small", SMALL_TILE), Plan("small", TINY_TILE), Plan("small", PointerConfig(64, 128, 64, 8, 3, 4)),
-              Plan("small", PointerConfig(64, 64, 128, 8, 2, 4)), Plan("small", PointerConfig(64, 32, 64, 8, 4, 4)),
+              Plan("small", PointerConfig(64, 64, 128, 8, 2, 4)), Plan("small", PointerConfig(64, 32, 64, 8, 3, 4)),
               _ws("pingpong", 64, 64, stages=4, subtiles=1), _ws("dualk", 64, 64, stages=4, subtiles=1),
               _ws("dualk", 64, 32, stages=4, subtiles=1), _ws("dualk", 64, 128, stages=4, subtiles=2)],
 }
