@@ -20,8 +20,8 @@ H200_SMS = 132
 
 
 @pytest.mark.parametrize("shape,kernel,config", [
-    ((256, 256, 256), "small", plans.TINY_TILE),  # 16 tiles of 64x64: 32 of 64x32
-    ((512, 512, 512), "small", plans.SMALL_TILE),
+    ((256, 256, 256), "small", plans.TINY_TILE),
+    ((512, 512, 512), "small", plans.TINY_TILE),
     ((1024, 1024, 1024), "pingpong", plans.pingpong.SMALL),  # 64 tiles of 128x128: 128 of 64x128
     ((2048, 2048, 2048), "pingpong", plans.pingpong.LARGE),  # 256 tiles: about two per program
     ((4096, 4096, 4096), "cooperative", plans.LARGE_PLAN.config),
@@ -447,3 +447,24 @@ def test_gpu_sweep_best_plan_per_class():
     assert best["large"]["best_plan"] == ["cooperative", [2]] and abs(best["large"]["best_geomean"] - 1 / 0.9) < 1e-9
     assert abs(best["large"]["op_geomean"] - (1 / 1.1) ** 0.5) < 1e-9
     assert best["small"]["best_plan"] == ["pingpong", [1]] and best["small"]["shapes"] == ["256x256x256 fp16"]
+
+
+def test_programmatic_dependent_launch_up_to_2048_cubed(monkeypatch):
+    """Problems up to PDL_MAX_WORK launch with ``launch_pdl`` and the kernels' PDL branch together (one
+    without the other would read before the previous kernel's writes are visible, or not overlap); larger
+    ones and the interpreter (which cannot run griddepcontrol) without."""
+    from tritium.ops import launch
+
+    def consts(M, N, K, plan):
+        a, b = torch.empty((M, K), dtype=torch.float16), torch.empty((K, N), dtype=torch.float16)
+        call = launch.Call(plan, a, b, torch.float16)
+        got = call._jit_args(*call.prepare(a, b))[1]
+        assert got["PDL"] is got["launch_pdl"] is call.pdl
+        return call.pdl
+
+    monkeypatch.setattr(launch, "_INTERPRET", False)
+    assert consts(64, 24, 256, plans.Plan("small", plans.TINY_TILE))
+    assert consts(2048, 2048, 2048, plans.Plan("pingpong", plans.pingpong.LARGE))
+    assert not consts(4096, 2048, 2048, plans.LARGE_PLAN)
+    monkeypatch.setattr(launch, "_INTERPRET", True)
+    assert not consts(64, 24, 256, plans.Plan("small", plans.TINY_TILE))

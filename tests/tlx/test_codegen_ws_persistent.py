@@ -143,3 +143,24 @@ def test_dualk_compiles_without_spills(cfg, dtype):
     assert sorted(waits) == [str(full), str(free)] and sorted(arrives) == [str(full), str(free), str(free)]
     assert ptx.count(TMA_STORE) == cfg.EPILOGUE_SUBTILES
     assert dualk.descriptor_blocks(cfg)[2] == [cfg.BM, cfg.BN // cfg.EPILOGUE_SUBTILES]
+
+
+@pytest.mark.parametrize("name,cfg", [("cooperative", coop.SMALL), ("pingpong", pingpong.SMALL),
+                                      ("dualk", dualk.DEFAULT)])
+@pytest.mark.parametrize("pdl", [True, False])
+def test_programmatic_dependent_launch_waits_before_any_memory_access(name, cfg, pdl):
+    """With PDL (launched with ``launch_pdl``), the kernel's first instructions wait for the previous grid
+    (griddepcontrol.wait) before any global memory access or TMA, then let the next grid launch; without it,
+    neither instruction is there."""
+    module, kernel = COMPILED[name]
+    a, b, c = module.descriptor_blocks(cfg)
+    sig = {"a_desc": f"tensordesc<fp16{a}>", "b_desc": f"tensordesc<fp16{b}>", "c_desc": f"tensordesc<fp16{c}>",
+           "M": "i32", "N": "i32", "K": "i32", **{f: "constexpr" for f in cfg._fields}, "PDL": "constexpr"}
+    ptx = triton.compile(ASTSource(kernel, sig, {**cfg._asdict(), "PDL": pdl}), target=SM90,
+                         options={"num_warps": 4, "launch_pdl": pdl}).asm["ptx"]
+    body = ptx[ptx.index(".entry"):]
+    if not pdl:
+        assert "griddepcontrol" not in body
+        return
+    wait, first_access = body.index("griddepcontrol.wait"), re.search(r"cp\.async|ld\.global|st\.global|red\.", body)
+    assert wait < first_access.start() and wait < body.index("griddepcontrol.launch_dependents")

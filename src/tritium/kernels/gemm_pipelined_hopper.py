@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 import tritium.tlx as tlx
-from .tiles import Config, grouped_tile, launch_gemm
+from .tiles import Config, grouped_tile, launch_gemm, sync_grid_dependency
 
 
 #: The published configuration, and one for small problems (more CTAs).
@@ -23,7 +23,9 @@ SMALL = Config(64, 128, 64, 8, 4, 4)
 def matmul_kernel_pipelined_hopper(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                                    stride_cm, stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
                                    BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-                                   NUM_STAGES: tl.constexpr, STRIDE_ALIGN: tl.constexpr = 8):
+                                   NUM_STAGES: tl.constexpr, STRIDE_ALIGN: tl.constexpr = 8,
+                                   PDL: tl.constexpr = False):
+    sync_grid_dependency(PDL)
     pid_m, pid_n = grouped_tile(tl.program_id(axis=0), tl.cdiv(M, BLOCK_SIZE_M), tl.cdiv(N, BLOCK_SIZE_N),
                                 GROUP_SIZE_M)
 

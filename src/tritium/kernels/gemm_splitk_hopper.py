@@ -26,7 +26,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .tiles import column_subtiles, grouped_tile, load_tiles
+from .tiles import column_subtiles, grouped_tile, load_tiles, sync_grid_dependency
 
 
 class Config(NamedTuple):
@@ -48,7 +48,8 @@ DEFAULT = Config(128, 128, 64, 8, 4, 4, 232, 4)
 @triton.jit
 def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                          GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
-                         NUM_REGS: tl.constexpr, SPLIT_K: tl.constexpr):
+                         NUM_REGS: tl.constexpr, SPLIT_K: tl.constexpr, PDL: tl.constexpr = False):
+    sync_grid_dependency(PDL)
     HALF_M: tl.constexpr = BM // 2
     EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
     dtype = tlx.dtype_of(a_desc)

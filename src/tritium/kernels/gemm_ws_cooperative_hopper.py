@@ -27,7 +27,7 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, pick_tile
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, pick_tile, sync_grid_dependency
 
 #: 128x256 tiles (each consumer a 64x256 wgmma accumulator), 4 stages, 64-column store slices:
 #: 4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -39,7 +39,8 @@ SMALL = Config(128, 128, 64, 8, 5, 2, 232)
 @triton.jit
 def matmul_kernel_ws_cooperative(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                                  BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
-                                 EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr):
+                                 EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
+    sync_grid_dependency(PDL)
     HALF_M: tl.constexpr = BM // 2
     EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
     dtype = tlx.dtype_of(a_desc)

@@ -35,7 +35,7 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, sync_grid_dependency
 
 #: 64x128 tiles (each consumer a 64x128 fp32 accumulator), 6 stages, 2 store slices: 6 x 24 KiB of
 #: operands + 32 KiB of fp32 partial + 2 x 8 KiB of staging = 192 KiB of shared memory.
@@ -51,7 +51,8 @@ RED_THREADS = tl.constexpr(2 * 4 * 32)
 @triton.jit
 def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                            GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
-                           NUM_REGS: tl.constexpr):
+                           NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
+    sync_grid_dependency(PDL)
     tl.static_assert(NUM_STAGES >= 4 and NUM_STAGES % 2 == 0,
                      "matmul_kernel_ws_dualk: NUM_STAGES must be even and at least 4 (see the module docstring)")
     EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES

@@ -31,7 +31,7 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, pick_tile
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, pick_tile, sync_grid_dependency
 
 #: 128x128 tiles per consumer (a 128x128 fp32 accumulator: 128 registers per thread), 6 stages,
 #: 32-column store slices: 6 x 32 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -48,7 +48,8 @@ TURN_THREADS = tl.constexpr(2 * 4 * 32)
 @triton.jit
 def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                               BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
-                              EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr):
+                              EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
+    sync_grid_dependency(PDL)
     EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
     dtype = tlx.dtype_of(a_desc)
     out_dtype = tlx.dtype_of(c_desc)

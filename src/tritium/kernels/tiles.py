@@ -31,6 +31,18 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
 
 
 @triton.jit
+def sync_grid_dependency(PDL: tl.constexpr):
+    """With ``PDL`` (the kernel launched with ``launch_pdl``, programmatic dependent launch): wait until the
+    previous kernel in the stream has completed and its writes are visible, then let the next kernel
+    launch, so that its prologue overlaps this kernel's tail. Called first thing, before any global
+    memory access (a warp-specialized kernel's other tasks touch memory only after the producer's first
+    load, which comes after the wait). Without ``PDL``, nothing (nor can the interpreter run it)."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
+
+
+@triton.jit
 def load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
                NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, SPLIT_K: tl.constexpr = 1):

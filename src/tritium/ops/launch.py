@@ -12,6 +12,10 @@ the tensor's address, so each Call keeps the launcher arguments of the last few 
 operand keyed by address (the rest of what a descriptor encodes is fixed by the Call): a tensor at a
 reused address, as the caching allocator hands out, costs no new CUtensorMap.
 
+Small problems (up to :data:`PDL_MAX_WORK`) launch with programmatic dependent launch: the kernel's
+launch and prologue overlap the previous kernel's tail, and its first instruction waits for that kernel
+to complete (the kernels' ``PDL`` constexpr, always set together with the ``launch_pdl`` option).
+
 Honoured on every call: the device (part of the key, launches go to the current stream of the
 operands' device), the pipelines in effect for the kernel (:func:`tritium.compat.pipeline_digest`:
 another pipeline means another compiled kernel, compiled through the JIT), and launch hooks (when a
@@ -40,6 +44,11 @@ from .plans import VARIANTS, Plan
 #: Calls kept (least recently used dropped first), and descriptors kept per operand of a Call.
 CALL_CACHE_SIZE = 1024
 DESCRIPTORS_PER_OPERAND = 8
+#: Problems up to this much work (M * N * K) launch with programmatic dependent launch: the kernel waits
+#: for the previous one in the stream (``tiles.sync_grid_dependency``) while its own launch and prologue
+#: overlap that kernel's tail. On the H200, in CUDA-graph replay of back-to-back calls, this made 256^3 to
+#: 2048^3 2 to 22% faster and 4096^3 and 8192^3 1 to 3% slower (docs/benchmarks.md, fifth session).
+PDL_MAX_WORK = 2048 ** 3
 
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
 
@@ -165,6 +174,7 @@ class Call:
             cfg = plan.config
             self.grid = (triton.cdiv(M, cfg.BLOCK_SIZE_M) * triton.cdiv(N, cfg.BLOCK_SIZE_N), 1, 1)
             self.pointer_args = [M, N, K, *self.strides[0], *self.strides[1], N, 1]
+        self.pdl = not _INTERPRET and M * N * K <= PDL_MAX_WORK
         # C is returned as it is when it already is the result: N columns of out_dtype
         self.c_is_result = self.c_shape[1] == N and self.c_dtype == out_dtype
 
@@ -237,7 +247,7 @@ class Call:
 
     def _jit_args(self, a, b, c) -> tuple[list, dict]:
         """Positional arguments and keyword constexprs of the kernel, as ``kernel[grid](...)`` takes them."""
-        consts = self.variant.constexprs(self.plan.config)
+        consts = {**self.variant.constexprs(self.plan.config), "PDL": self.pdl, "launch_pdl": self.pdl}
         if self.variant.tma:
             return [*(self._host_descriptor(i, t) for i, t in enumerate((a, b, c))), self.M, self.N, self.K], consts
         align = pipelined._stride_align(self.strides[0][0], self.strides[1][0], self.K, self.N)
