@@ -48,8 +48,8 @@ def compiled(kernel: str, dt: str, C: int = 384):
     fn = {"center": K.trimul_center_kernel, "proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel,
           "out": K.trimul_out_kernel}[kernel]
     cfg = K.PAIR_LARGE
-    center_bm, cp = K.center_block(C)
-    consts, warps = {"center": (dict(BM=center_bm, CP=cp), 4),
+    center_bm, cp, center_warps = K.center_block(C)
+    consts, warps = {"center": (dict(BM=center_bm, CP=cp), center_warps),
                      "proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=K.PROJ_HS, NUM_STAGES=K.PROJ_STAGES,
                                    NUM_REGS=K.PROJ_REGS, FAST_SIGMOID=True), 4),
                      "pair": (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
@@ -117,13 +117,14 @@ def test_kernels_compile_to_wgmma(kernel, wgmma, dt, mma_dt, tmp_path):
         assert 2 * (k.metadata.shared + 1024) <= 233472  # Hopper's 228 KB per SM, 1 KB reserved per block
 
 
-@pytest.mark.parametrize("C", [128, 384, 768])
+@pytest.mark.parametrize("C", [128, 384, 768, K.MAX_DIM])
 def test_center_kernel_is_one_pass_over_x_in_16_byte_vectors(C, tmp_path):
     """The centring pass is a bandwidth pass over x: 16-byte loads of fp32 and stores of bf16, no spills,
     and no second read of x (the row block stays in registers)."""
     ptx = compiled("center", "fp16", C).asm["ptx"]
     assert "ld.global.v4.b32" in ptx and not re.search(r"ld\.global\.(b32|f32) ", ptx)
-    assert len(re.findall(r"ld\.global\.v4\.b32", ptx)) * 4 * 32 * 4 == triton.next_power_of_2(C) * K.center_block(C)[0]
+    rows, cp, warps = K.center_block(C)
+    assert len(re.findall(r"ld\.global\.v4\.b32", ptx)) * 4 * 32 * warps == cp * rows
     assert "st.global.v4.b32" in ptx
     assert "0 bytes spill stores" in _ptxas(ptx, tmp_path)
 
@@ -246,7 +247,8 @@ def test_bad_input_names_the_argument(edit, exc, msg, device):
 
 
 @pytest.mark.parametrize("shape, msg", [((1, 24, 24, 128), r"N=24\) must be a multiple of 16"),
-                                        ((1, 32, 32, 96), r"dim=96\) must be a multiple of 64")])
+                                        ((1, 32, 32, 96), r"dim=96\) must be a multiple of 64"),
+                                        ((1, 16, 16, K.MAX_DIM + 64), rf"dim={K.MAX_DIM + 64}\) is above")])
 def test_untileable_shapes_name_x(shape, msg):
     C = shape[-1]
     ref = _reference(C if C % 64 == 0 else 128)

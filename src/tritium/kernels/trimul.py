@@ -30,7 +30,7 @@ bound its values below fp16's range, else bf16: ``tritium.ops.trimul.choose_dtyp
    out gate, and multiplies by Wo^T (K = H, one register-A wgmma per BN columns of the output, Wo^T
    tiles through a cp.async ring), writing y fp32. Two programs share an SM (:data:`OUT_MAXNREG`).
 
-Tiling: C must be a multiple of BK = 64, H 64 or 128, N a multiple of 16 (so that BM = 128 rows of
+Tiling: C must be a multiple of BK = 64 and at most MAX_DIM, H 64 or 128, N a multiple of 16 (so that BM = 128 rows of
 a batch never straddle two batches and every row is 32-byte aligned). :func:`check_shapes` says so.
 """
 from __future__ import annotations
@@ -50,8 +50,10 @@ BK = 64
 BM = 128
 #: Hidden widths the kernels tile (kernel 3 holds a whole [BM, H] row block in registers).
 HIDDEN_DIMS = (64, 128)
-#: Elements of x each centring program holds in registers (32 fp32 values a thread at 4 warps).
+#: Elements of x each centring program holds in registers (32 fp32 values a thread at 4 warps), and the
+#: largest dim it takes: one row, up to 16 warps (a longer row would spill).
 CENTER_ELEMS = 4096
+MAX_DIM = 16384
 #: The projection kernel's hidden slice (each consumer holds [BM / 2, 5 HS] fp32 accumulators), its ring
 #: depth (3 x 56 KB of operands, plus 48 KB of output staging) and its consumers' registers (setmaxnreg).
 PROJ_HS = 64
@@ -303,6 +305,9 @@ def check_shapes(B: int, N: int, C: int, H: int, op: str) -> None:
     if C % BK:
         raise ValueError(f"{op}: x's last dimension (dim={C}) must be a multiple of {BK}: the projection GEMM "
                          f"steps through it {BK} columns at a time")
+    if C > MAX_DIM:
+        raise ValueError(f"{op}: x's last dimension (dim={C}) is above {MAX_DIM}: the LayerNorm pass holds a "
+                         "whole row in registers")
     if N % 16:
         raise ValueError(f"{op}: x's sequence dimensions (N={N}) must be a multiple of 16: the kernels take "
                          f"{BM}-row blocks of N * N rows and 32-byte aligned rows of N elements")
@@ -314,11 +319,11 @@ def pair_config(N: int) -> PairConfig:
     return PAIR_LARGE if N > 64 else PAIR_TINY
 
 
-def center_block(C: int) -> tuple[int, int]:
-    """(rows per program, C rounded up to a power of two) of :func:`trimul_center_kernel`: CENTER_ELEMS
-    elements of x in registers per program."""
+def center_block(C: int) -> tuple[int, int, int]:
+    """(rows per program, C rounded up to a power of two, warps) of :func:`trimul_center_kernel`: at least
+    CENTER_ELEMS elements of x per program, 32 a thread."""
     cp = triton.next_power_of_2(C)
-    return max(1, CENTER_ELEMS // cp), cp
+    return max(1, CENTER_ELEMS // cp), cp, max(4, cp // 1024)
 
 
 class _Desc(NamedTuple):
@@ -349,7 +354,7 @@ class Plan:
         self.M, self.NN = B * N * N, N * N
         self.device = device
         self.interpreting = interpreting()
-        self.center_bm, self.cp = center_block(C)
+        self.center_bm, self.cp, self.center_warps = center_block(C)
         self.center_grid = (triton.cdiv(self.M, self.center_bm), )
         self.proj_grid = (min(triton.cdiv(self.M, BM) * (H // PROJ_HS), sm_count(device)), )
         self.pair_cfg = cfg = pair_config(N)
@@ -410,7 +415,7 @@ class Plan:
         rstd = torch.empty((M, ), device=dev, dtype=torch.float32)
         with stage("center"):
             self.run(trimul_center_kernel, self.center_grid, [x, xc, rstd, M, C, eps],
-                     dict(BM=self.center_bm, CP=self.cp, num_warps=4))
+                     dict(BM=self.center_bm, CP=self.cp, num_warps=self.center_warps))
         # left/right in bf16 (their bound grows with the LayerNorm weights), the sigmoid gate in fp16 ([0, 1]).
         left = torch.empty((self.B * H, NN), device=dev, dtype=torch.bfloat16)
         right = torch.empty_like(left)

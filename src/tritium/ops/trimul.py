@@ -10,7 +10,7 @@ Contract:
   [hidden, dim] in float16 or bfloat16: the type the output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
   Packing is the caller's to cache (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is
   timed.
-* Tiling limits: dim a multiple of 64, N a multiple of 16, hidden 64 or 128
+* Tiling limits: dim a multiple of 64 and at most 16384, N a multiple of 16, hidden 64 or 128
   (:func:`tritium.kernels.trimul.check_shapes`).
 * Returns a new float32 [B, N, N, dim] tensor. Forward only (no autograd formula).
 * Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake implementation runs the
