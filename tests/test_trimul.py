@@ -315,7 +315,8 @@ def test_launches_go_direct_after_the_first_call_per_pipeline(monkeypatch):
     monkeypatch.setattr(compat, "pipeline_digest", lambda kernel: digest[0])
     monkeypatch.setattr(compat, "current_stream", lambda device: 7)
     monkeypatch.setattr(compat, "direct_launch", Direct)
-    monkeypatch.setattr(compat, "descriptor_args", lambda desc, meta: encoded.append(desc) or [meta, desc.base.data_ptr()])
+    monkeypatch.setattr(compat, "descriptor_args",
+                        lambda desc, meta: encoded.append(desc) or [meta, desc.base.data_ptr()])
     plan = K.Plan(1, 16, 64, 64, torch.device("cpu"))
     kernel, buf, mats = Kernel(), torch.zeros(64), [torch.zeros(16, 16), torch.zeros(16, 16)]
 
@@ -395,7 +396,8 @@ def test_bench_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(bench, "environment", lambda: {"gpu": "GPU", "torch": "t", "triton": "t"})
     assert bench.main(str(tmp_path), "fast quick") == 0
     out = capsys.readouterr().out
-    assert "| case | compile TF32 | tritium | compile TF32 / tritium | tritium center / proj / pair / out (ms) | check |" in out
+    assert ("| case | compile TF32 | tritium | compile TF32 / tritium | tritium center / proj / pair / out (ms) "
+            "| check |") in out
     assert "| N256 B2 C128 nomask normal | 2.000 | 1.000 | 2.000 | 0.020 / 0.100 / 0.200 / 0.050 | ok |" in out
     assert "geomean compile TF32 / tritium: 2.000" in out and "geomean tritium: 1.442 ms" in out
     assert (tmp_path / "trimul.png").exists() and (tmp_path / "trimul.json").exists()

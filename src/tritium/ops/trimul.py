@@ -4,10 +4,11 @@ Contract:
 
 * ``x`` [B, N, N, dim] float32; ``mask`` [B, N, N] of any real or bool dtype (multiplied in as fp32).
 * The weights packed once by :func:`pack_weights` from the reference module's parameters:
-  ``proj_weight_t`` [dim, 5 * hidden] bfloat16 (left_proj, left_gate, right_proj, right_gate and out_gate,
-  transposed, with the input LayerNorm's weight folded in, in the column order of :func:`pack_weights`), ``proj_terms`` [5, hidden] float32
-  (the projections of the input LayerNorm's bias, added after the GEMM) and ``out_weight_t``
-  [hidden, dim] in float16 or bfloat16: the type the output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
+  ``proj_weight_t`` [dim, 5 * hidden] bfloat16 (left_proj, left_gate, right_proj, right_gate and
+  out_gate, transposed, with the input LayerNorm's weight folded in, in the column order of
+  :func:`pack_weights`), ``proj_terms`` [5, hidden] float32 (the projections of the input LayerNorm's
+  bias, added after the GEMM) and ``out_weight_t`` [hidden, dim] in float16 or bfloat16: the type the
+  output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
   Packing is the caller's to cache (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is
   timed.
 * Tiling limits: dim a multiple of 64 and at most 16384, N a multiple of 16, hidden 64 or 128
