@@ -47,7 +47,7 @@ DESCRIPTORS_PER_OPERAND = 8
 #: Problems up to this much work (M * N * K) launch with programmatic dependent launch: the kernel waits
 #: for the previous one in the stream (``tiles.sync_grid_dependency``) while its own launch and prologue
 #: overlap that kernel's tail. On the H200, in CUDA-graph replay of back-to-back calls, this made 256^3 to
-#: 2048^3 2 to 22% faster and 4096^3 and 8192^3 1 to 3% slower (docs/benchmarks.md, fifth session).
+#: 2048^3 2 to 21% faster and 4096^3 and 8192^3 0.2 to 3% slower (docs/benchmarks.md, fifth session).
 PDL_MAX_WORK = 2048 ** 3
 
 _INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
