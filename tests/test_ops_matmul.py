@@ -2,6 +2,7 @@
 argument errors, the fake implementation (meta tensors, torch.compile tracing), the compat pieces of
 the direct launch; and test_ops_matmul_interp.py run in a TRITON_INTERPRET=1 process."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,13 +79,34 @@ def test_autotune_cache_round_trip(tmp_path, monkeypatch):
     best = plans.tune(run, [*times, split], lambda fn: times[fn()])
     assert best == plans.Plan("cooperative", plans.coop.SMALL)
     plans.record_plan(key, best)
-    plans._loaded_from = None  # as a new process would: read the file
+    plans.AUTOTUNE.forget()  # as a new process would: read the file
     assert plans.cached_plan(key) == best and type(plans.cached_plan(key).config) is plans.coop.Config
     with pytest.raises(RuntimeError, match="out of resources"):
         plans.tune(run, [split], lambda fn: fn())
     plans.set_autotune(True)
     assert plans.autotune_enabled()
     plans.set_autotune(None)
+
+
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"k": 3}', '{"k": ["pingpong", [1, 2]]}'])
+def test_unreadable_autotune_cache_is_set_aside_with_a_warning(tmp_path, monkeypatch, text):
+    path = tmp_path / "tune.json"
+    path.write_text(text)
+    monkeypatch.setenv("TRITIUM_GEMM_AUTOTUNE_CACHE", str(path))
+    plans.AUTOTUNE.forget()
+    with pytest.warns(RuntimeWarning, match=f"autotune cache {re.escape(str(path))} is not a plan cache"):
+        assert plans.cached_plan("k") is None
+    plan = plans.Plan("cooperative", plans.coop.SMALL)
+    plans.record_plan("k", plan)  # rewrites the file as a cache
+    plans.AUTOTUNE.forget()
+    assert plans.cached_plan("k") == plan
+
+
+def test_set_autotune_takes_a_bool_or_none():
+    generation = plans.AUTOTUNE.generation
+    with pytest.raises(TypeError, match="set_autotune: enabled must be True, False or None, not 'yes'"):
+        plans.set_autotune("yes")
+    assert plans.AUTOTUNE.generation == generation and plans.autotune_enabled() in (True, False)
 
 
 def _meta(*shape, dtype=torch.float16):

@@ -108,7 +108,7 @@ CALL_CACHE_SIZE = 1024
 def _compute(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -> torch.Tensor:
     """The op's real implementation. A layout seen before (same shapes, strides, base alignment,
     dtypes, device: what the checks and the plan depend on) reuses its :class:`launch.Call` at once."""
-    key = (*launch.call_key(a, b, out_dtype), b.dtype, b.device, plans.generation)
+    key = (*launch.call_key(a, b, out_dtype), b.dtype, b.device, plans.AUTOTUNE.generation)
     call = _calls.get(key)
     if call is None:
         _check(a, b, out_dtype)

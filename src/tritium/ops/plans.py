@@ -58,6 +58,7 @@ import functools
 import json
 import os
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -303,67 +304,93 @@ def candidates(M: int, N: int, K: int, sms: int, even: bool = True) -> list[Plan
 # ------------------------------------------------------------------------------------------------
 # The on-disk autotune cache
 
-_lock = threading.Lock()
-_autotune: bool | None = None  # None: read TRITIUM_GEMM_AUTOTUNE
-_memory: dict[str, Plan] = {}
-_loaded_from: Path | None = None
-
-
 #: ``TRITIUM_GEMM_AUTOTUNE``, read once at import (the op consults the setting on every call).
 _ENV_AUTOTUNE = os.environ.get("TRITIUM_GEMM_AUTOTUNE", "") == "1"
-#: Bumped by :func:`set_autotune`: plans chosen under another setting are not reused.
-generation = 0
-
-
-def set_autotune(enabled: bool | None) -> None:
-    """Turn autotuning on or off for this process (None: follow ``TRITIUM_GEMM_AUTOTUNE`` again, as
-    read when tritium.ops was imported)."""
-    global _autotune, generation
-    _autotune = enabled
-    generation += 1
-
-
-def autotune_enabled() -> bool:
-    return _autotune if _autotune is not None else _ENV_AUTOTUNE
-
-
-def cache_path() -> Path:
-    default = Path.home() / ".cache" / "tritium" / "gemm_autotune.json"
-    return Path(os.environ.get("TRITIUM_GEMM_AUTOTUNE_CACHE", default))
 
 
 def cache_key(device_name: str, dtype: str, out_dtype: str, M: int, N: int, K: int) -> str:
     return f"{device_name}|{dtype}|{out_dtype}|{M}x{N}x{K}"
 
 
-def _load() -> dict[str, Plan]:
-    global _memory, _loaded_from
-    path = cache_path()
-    if _loaded_from != path:
-        _memory = {}
-        if path.exists():
-            raw = json.loads(path.read_text())
-            _memory = {k: Plan.from_json(v) for k, v in raw.items() if v[0] in VARIANTS}
-        _loaded_from = path
-    return _memory
+class AutotuneCache:
+    """Whether the op autotunes, and the plans it chose, in memory and in one JSON file.
+
+    The file is ``$TRITIUM_GEMM_AUTOTUNE_CACHE`` (default ``~/.cache/tritium/gemm_autotune.json``), read
+    again whenever that variable names another file. A file that cannot be read as a cache is set
+    aside with a warning naming it: the cache only saves tuning time, so it never fails a matmul.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._enabled: bool | None = None  # None: follow TRITIUM_GEMM_AUTOTUNE
+        self._memory: dict[str, Plan] = {}
+        self._loaded_from: Path | None = None
+        #: Bumped by :meth:`set_enabled`: calls planned under another setting are not reused.
+        self.generation = 0
+
+    def set_enabled(self, enabled: bool | None) -> None:
+        """Turn autotuning on or off for this process.
+
+        Args:
+            enabled: True or False; None follows ``TRITIUM_GEMM_AUTOTUNE`` again, as read when
+                tritium.ops was imported.
+        """
+        if enabled is not None and not isinstance(enabled, bool):
+            raise TypeError(f"tritium.ops.plans.set_autotune: enabled must be True, False or None, not {enabled!r}")
+        self._enabled = enabled
+        self.generation += 1
+
+    def enabled(self) -> bool:
+        return self._enabled if self._enabled is not None else _ENV_AUTOTUNE
+
+    @staticmethod
+    def path() -> Path:
+        default = Path.home() / ".cache" / "tritium" / "gemm_autotune.json"
+        return Path(os.environ.get("TRITIUM_GEMM_AUTOTUNE_CACHE", default))
+
+    def forget(self) -> None:
+        """Drop what is in memory: the next lookup reads the file, as a new process would."""
+        with self._lock:
+            self._loaded_from = None
+
+    def _load(self) -> dict[str, Plan]:
+        path = self.path()
+        if self._loaded_from != path:
+            self._memory = {}
+            if path.exists():
+                try:
+                    raw = json.loads(path.read_text())
+                    self._memory = {k: Plan.from_json(v) for k, v in raw.items() if v[0] in VARIANTS}
+                except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+                    warnings.warn(f"tritium.ops.matmul: the autotune cache {path} is not a plan cache ({e!r}); "
+                                  "ignoring it (the next tuned shape rewrites it)", RuntimeWarning, stacklevel=3)
+            self._loaded_from = path
+        return self._memory
+
+    def lookup(self, key: str) -> Plan | None:
+        """The autotuned plan of ``key`` (see :func:`cache_key`), if one was recorded."""
+        with self._lock:
+            return self._load().get(key)
+
+    def record(self, key: str, plan: Plan) -> None:
+        """Remember ``plan`` for ``key`` in memory and on disk (written atomically: tmp file + rename)."""
+        with self._lock:
+            memory = self._load()
+            memory[key] = plan
+            path = self.path()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({k: v.to_json() for k, v in sorted(memory.items())}, indent=1))
+            tmp.replace(path)
 
 
-def cached_plan(key: str) -> Plan | None:
-    """The autotuned plan of ``key`` (see :func:`cache_key`), if one was recorded."""
-    with _lock:
-        return _load().get(key)
-
-
-def record_plan(key: str, plan: Plan) -> None:
-    """Remember ``plan`` for ``key`` in memory and on disk (written atomically: tmp file + rename)."""
-    with _lock:
-        memory = _load()
-        memory[key] = plan
-        path = cache_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({k: v.to_json() for k, v in sorted(memory.items())}, indent=1))
-        tmp.replace(path)
+#: The process's autotune state; the functions below are its methods.
+AUTOTUNE = AutotuneCache()
+set_autotune = AUTOTUNE.set_enabled
+autotune_enabled = AUTOTUNE.enabled
+cache_path = AUTOTUNE.path
+cached_plan = AUTOTUNE.lookup
+record_plan = AUTOTUNE.record
 
 
 def tune(run: Callable[[Plan], Any], plans: list[Plan], time_ms: Callable[[Callable[[], Any]], float]) -> Plan:
