@@ -219,6 +219,61 @@ def test_key_follows_globals_helpers_and_mutated_closures(monkeypatch):
     assert _digest(uses_table) != first
 
 
+class _Settings:
+    VALUE = 1
+
+    @staticmethod
+    def get():
+        return 10
+
+    def scaled(self):
+        return 100
+
+
+class _Tagger(_Settings):
+    def __call__(self, mod, ctx):
+        return self.scaled()
+
+
+def test_key_follows_class_attributes_methods_and_helper_module_attributes(tmp_path, monkeypatch):
+    def reads_class(mod, ctx):
+        return _Settings.VALUE + _Settings.get()
+    before = _digest(reads_class)
+    monkeypatch.setattr(_Settings, "VALUE", 2)
+    after_attribute = _digest(reads_class)
+    monkeypatch.setattr(_Settings, "get", staticmethod(lambda: 11))
+    assert len({before, after_attribute, _digest(reads_class)}) == 3
+
+    tagger = _digest(_Tagger())  # a callable object whose __call__ calls an inherited method
+    monkeypatch.setattr(_Settings, "scaled", lambda self: 200)
+    assert _digest(_Tagger()) != tagger
+
+    (tmp_path / "pass_helper_mod.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import pass_helper_mod
+
+    def reads_module(mod, ctx):
+        return pass_helper_mod.VALUE
+    first = _digest(reads_module)
+    monkeypatch.setattr(pass_helper_mod, "VALUE", 2)
+    second = _digest(reads_module)
+    monkeypatch.setattr(pass_helper_mod, "OTHER", 3, raising=False)  # a name the pass does not use
+    assert first != second == _digest(reads_module)
+
+
+def test_installed_packages_count_by_version_not_contents():
+    import json
+
+    def uses_json(mod, ctx):
+        return json.dumps(json.JSONDecoder)
+    digest = _digest(uses_json)
+    json.JSONDecoder.tritium_probe = 1  # an installed class is taken as its package's release
+    try:
+        assert _digest(uses_json) == digest
+    finally:
+        del json.JSONDecoder.tritium_probe
+
+
 def test_state_tritium_cannot_see_needs_an_explicit_cache_key():
     from tritium.plugins.passes import PythonPass, Unfingerprintable
     opaque = object()

@@ -7,7 +7,11 @@ import enum
 import functools
 import hashlib
 import logging
+import os
 import re
+import site
+import sys
+import sysconfig
 import threading
 import types
 from dataclasses import dataclass, field
@@ -80,9 +84,9 @@ class _Fingerprint:
             self.value(obj.__func__)
             self.value(obj.__self__)
         elif isinstance(obj, types.ModuleType):
-            self.feed("module", f"{obj.__name__}=={getattr(obj, '__version__', '')}")
+            self.feed("module", f"{obj.__name__}=={_package_version(obj.__name__)}")
         elif isinstance(obj, type):
-            self.feed("class", f"{obj.__module__}.{obj.__qualname__}")
+            self.cls(obj)
         elif isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             self.feed("builtin", f"{getattr(obj, '__module__', '')}.{obj.__qualname__}")
         elif isinstance(obj, CodeType):
@@ -102,22 +106,62 @@ class _Fingerprint:
         self.code(fn.__code__)
         self.value(fn.__defaults__)
         self.value(fn.__kwdefaults__)
+        names = _code_digest(fn.__code__)[1]
         for cell in fn.__closure__ or ():
             try:
-                self.value(cell.cell_contents)
+                contents = cell.cell_contents
             except ValueError:  # an empty cell
                 self.feed("empty")
-        for name in _code_digest(fn.__code__)[1]:
+                continue
+            self.value(contents)
+            self.module_attributes(contents, names)
+        for name in names:
             if name in fn.__globals__:
                 self.feed("global", name)
                 self.value(fn.__globals__[name])
+                self.module_attributes(fn.__globals__[name], names)
+
+    def module_attributes(self, helper: Any, names: tuple[str, ...]) -> None:
+        """The attributes of a module outside the installed packages (a plugin's helper module) that code
+        naming ``names`` may read: ``helper.VALUE`` reads VALUE, which the module's name does not cover."""
+        if not isinstance(helper, types.ModuleType) or _installed_module(helper.__name__):
+            return
+        namespace = vars(helper)
+        for name in names:
+            if name in namespace:
+                attr = namespace[name]
+                self.feed("attribute", name)
+                if isinstance(attr, types.ModuleType):
+                    if id(attr) not in self.seen:
+                        self.value(attr)
+                        self.module_attributes(attr, names)
+                else:
+                    self.value(attr)
+
+    def cls(self, cls: type) -> None:
+        """A class by its package's version if installed, else by its bases and everything in its
+        namespace: class attributes and methods decide what its instances and static calls do."""
+        self.feed("class", f"{cls.__module__}.{cls.__qualname__}")
+        if _installed_module(cls.__module__):
+            return self.feed("version", _package_version(cls.__module__))
+        for base in cls.__bases__:
+            if base is not object:
+                self.value(base)
+        for name in sorted(cls.__dict__):
+            attr = cls.__dict__[name]
+            if isinstance(attr, (staticmethod, classmethod)):
+                attr = attr.__func__
+            elif isinstance(attr, property):
+                attr = (attr.fget, attr.fset, attr.fdel)
+            elif name.startswith("__") and name.endswith("__") and not isinstance(attr, types.FunctionType):
+                continue  # the class machinery's own entries (__dict__, __weakref__, __module__, ...)
+            self.feed("member", name)
+            self.value(attr)
 
     def instance(self, obj: Any) -> None:
         cls = type(obj)
-        self.feed("instance", f"{cls.__module__}.{cls.__qualname__}")
-        call = getattr(cls, "__call__", None)
-        if isinstance(call, types.FunctionType):
-            self.function(call)
+        self.feed("instance")
+        self.value(cls)
         state = getattr(obj, "__dict__", None)
         slots = [n for k in cls.__mro__ for n in getattr(k, "__slots__", ()) if hasattr(obj, n)]
         if state is not None or slots:
@@ -165,6 +209,37 @@ def _code_digest(code: CodeType) -> tuple[str, tuple[str, ...]]:
         _CODE_DIGESTS.clear()
     result = _CODE_DIGESTS[code] = (f.h.hexdigest(), tuple(sorted(names)))
     return result
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    roots.update(site.getsitepackages() if hasattr(site, "getsitepackages") else ())
+    return tuple(os.path.realpath(r) + os.sep for r in roots)
+
+
+def _installed_module(name: str) -> bool:
+    """Whether module ``name`` is the standard library's or an installed package's (its behaviour changes
+    with its version), not code of the user's own (a plugin file, a package being developed, a notebook)."""
+    module = sys.modules.get(name)
+    if module is None or name in sys.builtin_module_names:
+        return True
+    file = getattr(module, "__file__", None)
+    if file is None:
+        origin = getattr(getattr(module, "__spec__", None), "origin", None)
+        return origin in ("built-in", "frozen")
+    return _installed_file(file)
+
+
+@functools.lru_cache(maxsize=4096)
+def _installed_file(file: str) -> bool:
+    return os.path.realpath(file).startswith(_library_roots())
+
+
+def _package_version(name: str) -> str:
+    top = sys.modules.get(name.partition(".")[0])
+    return str(getattr(top, "__version__", ""))
 
 
 def _describe(obj: Any) -> str:
