@@ -170,3 +170,56 @@ def test_override_stage_must_return_the_stage_output():
                                             r"stage's output \(an MLIR module\)"):
         compile_add(p)
     check_recovered()
+
+
+@pytest.mark.parametrize("stage,at", [("ttir", "start"), ("ttgir", "end")])
+def test_a_module_without_the_kernel_is_a_pass_error_not_an_abort(dump_dir, stage, at):
+    @mlir_pass(name="empty_module")
+    def empty_module(mod, ctx):
+        return tp.parse_module("module {\n}\n", mod.context)
+
+    with pytest.raises(PassError, match=f"pass 'empty_module' in stage '{stage}': returned a module without the "
+                                        "kernel function @add_kernel"):
+        compile_add(Pipeline("e").insert(stage, empty_module, at=at))
+    check_recovered()
+
+
+@pytest.mark.parametrize("edit,stage,change", [
+    (lambda p: p.disable("ttgir", "ttir.convert_to_ttgpuir"), "ttgir", "disabled ttir.convert_to_ttgpuir"),
+    (lambda p: p.insert("ttir", tp.StockPass("ttgpuir.coalesce"), at="start"), "ttir", "inserted ttgpuir.coalesce"),
+    (lambda p: p.disable("llir", "nvidia.ttgpuir.to_llvmir"), "llir", "disabled nvidia.ttgpuir.to_llvmir"),
+])
+def test_a_stage_failing_under_stock_pass_edits_names_the_pipeline_and_its_edits(edit, stage, change):
+    with pytest.raises(tp.StageError, match=f"stage '{stage}' failed under the edits of pipeline 'broken' "
+                                            f"\\({change}\\): RuntimeError: ") as info:
+        compile_add(edit(Pipeline("broken")))
+    assert isinstance(info.value.error, RuntimeError) and info.value.__cause__ is info.value.error
+    check_recovered()
+
+
+def test_text_from_a_start_pass_or_a_stage_function_the_stage_rejects_names_its_author(dump_dir):
+    @text_pass("ptx", name="blank_ptx")
+    def blank_ptx(text, ctx):
+        return ""
+
+    with pytest.raises(PassError, match="pass 'blank_ptx' in stage 'cubin': stage 'cubin' rejected the ptx this "
+                                        "pass returned: PTXASError"):
+        compile_add(Pipeline("s").insert("cubin", blank_ptx, at="start"))
+    with pytest.raises(tp.StageError, match="pipeline 'o': stage 'cubin' rejected the output of the stage function "
+                                            "it gave stage 'ptx': PTXASError"):
+        compile_add(Pipeline("o").override_stage("ptx", lambda src, metadata, ctx: "garbage"))
+    check_recovered()
+
+
+def test_added_stages_and_pipeline_overrides_are_checked():
+    with pytest.raises(PipelineError, match="pipeline 'a': the added stage 'audit' returned int; it must return "
+                                            r"the stage's output \(an MLIR module\)"):
+        compile_add(Pipeline("a").add_stage("audit", lambda src, metadata, ctx: 42, after="ttgir"))
+
+    def garbage(stages, ctx):
+        stages["cubin"] = 42
+    with pytest.raises(PipelineError, match="pipeline 'g': override_pipeline left 'cubin' -> int in the stages"):
+        compile_add(Pipeline("g").override_pipeline(garbage))
+    with pytest.raises(PipelineError, match="pipeline 'c': override_pipeline removed stage.*'ttir'"):
+        compile_add(Pipeline("c").override_pipeline(lambda stages, ctx: stages.clear()))
+    check_recovered()

@@ -12,7 +12,7 @@ from triton import knobs
 import tritium.plugins as tp
 from tritium import compat
 from tritium.plugins import CompileReport, DeferredPlugin, Pipeline, Plugin, PluginManager, TritiumError, mlir_pass
-from tritium.plugins.inspection import make_source, parse_target
+from tritium.plugins.inspection import compile_kernel, make_source, parse_target
 from kernels import KERNELS
 
 
@@ -186,3 +186,61 @@ def test_a_deferred_module_that_registers_itself_loads_into_any_manager(tmp_path
         assert lp.origin == "entry point selfreg = test" and mine.deferred_plugins() == []
     finally:
         sys.modules.pop("selfreg", None)
+
+
+def test_a_failed_plugin_import_undoes_what_the_module_registered_and_activated(tmp_path):
+    path = tmp_path / "half_loaded.py"
+    source = ("import tritium.plugins as tp\n"
+              "p = tp.Pipeline('half').disable('ttgir', 'ttgpuir.coalesce')\n"
+              "tp.register(tp.Plugin('half_loaded', '1.0', pipelines={'half': p}))\n"
+              "tp.activate(p)\n")
+    path.write_text(source + "raise RuntimeError('broken on purpose')\n")
+    before = ([lp.plugin.name for lp in tp.loaded_plugins()], tp.active_pipeline(), tp.pipelines_key()[0])
+    with pytest.raises(tp.PluginLoadError, match="half_loaded.py raised RuntimeError: broken on purpose"):
+        tp.load_plugin(path)
+    assert ([lp.plugin.name for lp in tp.loaded_plugins()], tp.active_pipeline(), tp.pipelines_key()[0]) == before
+    path.write_text(source + "tritium_plugin = tp.get_plugin('half_loaded')\n")
+    try:
+        assert tp.load_plugin(path).name == "half_loaded"  # no leftover: not refused as a duplicate
+    finally:
+        tp.deactivate()
+        tp.unload_plugin("half_loaded")
+
+
+def test_an_unknown_pipeline_name_leaves_deferred_plugins_unloaded():
+    mine = PluginManager("mine")
+    mine.announce(DeferredPlugin("policy", "tritium.examples.pipeline_policy"), "test")
+    with pytest.raises(tp.PluginLoadError, match="pipeline 'no-such' is not contributed by any loaded plugin; "
+                                                 "known: policy:"):
+        mine.find_pipeline("no-such")
+    assert mine.loaded_plugins() == [] and [s.name for s, _ in mine.deferred_plugins()] == ["policy"]
+    assert mine.pipelines_key() == ("", "")
+    assert mine.find_pipeline("policy:no-swp").name == "no-swp"  # it still loads when asked for by name
+
+
+def test_a_pipeline_belongs_to_one_plugin():
+    shared = tagging("shared")
+    owner = Plugin("owner", "1.0", pipelines={"shared": shared})
+    digest = shared.digest()
+    with pytest.raises(tp.PluginLoadError, match="plugin 'other': pipeline 'tag-shared' .* belongs to plugin "
+                                                 "'owner' already"):
+        Plugin("other", "1.0", pipelines={"shared": shared})
+    assert shared.plugin is owner and shared.digest() == digest and shared.origin() == "owner:tag-shared"
+    (pass_,) = shared.python_passes()
+    with pytest.raises(tp.PluginLoadError, match="pass 'tag_shared' belongs to plugin 'owner' already"):
+        Plugin("other", "1.0", passes={"tag": pass_})
+
+
+def test_compile_kernel_refuses_a_pipeline_or_report_no_manager_would_apply():
+    fn, sig, const = KERNELS["add"]
+    tp.disable()
+    try:
+        with pytest.raises(TritiumError, match="compile_kernel: pipeline .* no plugin manager is enabled"):
+            compile_kernel(fn, sig, "sm90", constexprs=const, pipeline=tagging("x"))
+        with pytest.raises(TritiumError, match="compile_kernel: a report was asked for, but no plugin manager"):
+            compile_kernel(fn, sig, "sm90", constexprs=const, report=CompileReport())
+        assert compile_kernel(fn, sig, "sm90", constexprs=const, pipeline=None).asm["ptx"]
+    finally:
+        tp.enable()
+    with pytest.raises(TypeError, match="report must be a tritium.plugins.CompileReport or None, not str"):
+        compile_kernel(fn, sig, "sm90", constexprs=const, report="report")

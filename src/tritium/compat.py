@@ -481,6 +481,13 @@ def ptxas_path(arch: int) -> str:
 # --------------------------------------------------------------------------------------------
 # MLIR modules
 # --------------------------------------------------------------------------------------------
+def entry_function_name(mod: Any) -> Optional[str]:
+    """The name of the module's public (kernel) function, '' if it has none; None where this Triton's
+    bindings cannot tell."""
+    get = getattr(mod, "get_entry_func_name", None)
+    return get() if get is not None else None
+
+
 def is_mlir_module(obj: Any) -> bool:
     return isinstance(obj, ir.module)
 

@@ -16,6 +16,14 @@ class PipelineError(TritiumError):
     """A pipeline edit does not fit the pipeline Triton really runs."""
 
 
+class StageError(PipelineError):
+    """A stage that pipelines edit failed in Triton's own code; ``error`` is what Triton raised."""
+
+    def __init__(self, message: str, error: BaseException) -> None:
+        super().__init__(message)
+        self.error = error
+
+
 class PassError(TritiumError):
     """A pass raised, or left IR that fails verification."""
 

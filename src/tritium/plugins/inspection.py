@@ -11,7 +11,7 @@ from triton import knobs
 from triton.backends.compiler import GPUTarget
 
 from .. import compat
-from .errors import PipelineError
+from .errors import PipelineError, TritiumError
 from .manager import PipelineLike, bound_pipeline, default_manager, enabled_manager
 from .runner import CompileReport
 
@@ -81,8 +81,19 @@ def compile_kernel(fn: Any, signature: Mapping[str, str], target: GPUTarget | st
     """
     if isinstance(target, str):
         target = parse_target(target)
-    manager = enabled_manager() or default_manager()
+    if report is not None and not isinstance(report, CompileReport):
+        raise TypeError(f"compile_kernel: report must be a tritium.plugins.CompileReport or None, not "
+                        f"{type(report).__name__}")
+    manager = enabled_manager()
     bound = bound_pipeline(fn)
+    if manager is None:
+        if bound is None and (pipeline is _UNSET or pipeline is None) and report is None:
+            manager = default_manager()  # nothing asked of tritium: a plain compile
+        else:
+            asked = "a report" if report is not None else f"pipeline {(bound or pipeline)!r}"
+            raise TritiumError(f"compile_kernel: {asked} was asked for, but no plugin manager is enabled "
+                               "(tritium.plugins.disable() was called), so Triton would compile without it; "
+                               "call tritium.plugins.enable() first")
     if bound is not None and pipeline is not _UNSET and manager.resolve_pipeline(pipeline) is not bound:
         raise PipelineError(f"kernel {fn.__name__!r} is bound to pipeline {bound.origin()!r}; unbind it with "
                             "tritium.plugins.bind(None, kernel) to compile it under another pipeline")

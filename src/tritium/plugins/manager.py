@@ -157,6 +157,28 @@ class PluginManager:
         previous = self._from_deferred.get(spec.name)
         self._from_deferred[spec.name] = (spec, origin, plugin or (previous[2] if previous else None))
 
+    @contextlib.contextmanager
+    def _undone_on_error(self) -> Iterator[None]:
+        """Inside the block, an exception restores the plugins, deferred entries and global pipeline of this
+        manager and of the default one (a plugin module registers itself with the default one), so a
+        failed load or lookup leaves nothing half-done behind."""
+        managers = {id(m): m for m in (self, _default)}.values()
+        with self._lock:
+            saved = [(m, dict(m._loaded), dict(m._deferred), m._global) for m in managers]
+        try:
+            yield
+        except BaseException:
+            # _from_deferred is kept: it remembers the plugin objects that entry points gave, and a module that
+            # registered itself on its first import will not do so again
+            for m, loaded, deferred, global_ in saved:
+                with m._lock:
+                    changed = m._loaded.keys() != loaded.keys() or any(
+                        m._loaded[k].plugin is not v.plugin for k, v in loaded.items())
+                    m._loaded, m._deferred, m._global = loaded, deferred, global_
+                    if changed:
+                        m._notify()
+            raise
+
     def register(self, plugin: Plugin, origin: str = "explicit") -> Plugin:
         """Add a plugin object; its name must be new (loading the very same object again is a no-op).
 
@@ -203,8 +225,9 @@ class PluginManager:
             return list(self._deferred.values())
 
     def load_deferred(self, name: Optional[str] = None) -> list[Plugin]:
-        """Load the deferred plugin ``name`` (all of them with None); unknown names are ignored."""
-        with self._lock:
+        """Load the deferred plugin ``name`` (all of them with None); unknown names are ignored. A plugin that
+        fails to load leaves the manager as it was before this call."""
+        with self._lock, self._undone_on_error():
             names = [name] if name is not None else list(self._deferred)
             return [self._load_deferred(n) for n in names if n in self._deferred]
 
@@ -240,15 +263,19 @@ class PluginManager:
     def find_pipeline(self, name: str) -> Pipeline:
         """A pipeline contributed by a loaded plugin, as ``name`` or ``plugin:name``.
 
-        Deferred plugins load first: the one named by ``plugin:``, or all of them for a bare name."""
-        self.load_deferred(name.split(":", 1)[0] if ":" in name else None)
-        with self._lock:
-            matches = [p for lp in self._loaded.values() for key, p in lp.plugin.pipelines.items()
-                       if name in (key, f"{lp.plugin.name}:{key}")]
-            known = [f"{lp.plugin.name}:{key}" for lp in self._loaded.values() for key in lp.plugin.pipelines]
-        if len(matches) != 1:
-            why = "is ambiguous" if matches else "is not contributed by any loaded plugin"
-            raise PluginLoadError(f"pipeline {name!r} {why}; known: {', '.join(known) or 'none'}")
+        Deferred plugins load first: the one named by ``plugin:``, or all of them for a bare name; a name that
+        is not found leaves them as they were."""
+        if not isinstance(name, str) or not name:
+            raise PipelineError(f"a pipeline name must be a non-empty string, got {name!r}")
+        with self._undone_on_error():
+            self.load_deferred(name.split(":", 1)[0] if ":" in name else None)
+            with self._lock:
+                matches = [p for lp in self._loaded.values() for key, p in lp.plugin.pipelines.items()
+                           if name in (key, f"{lp.plugin.name}:{key}")]
+                known = [f"{lp.plugin.name}:{key}" for lp in self._loaded.values() for key in lp.plugin.pipelines]
+            if len(matches) != 1:
+                why = "is ambiguous" if matches else "is not contributed by any loaded plugin"
+                raise PluginLoadError(f"pipeline {name!r} {why}; known: {', '.join(known) or 'none'}")
         return matches[0]
 
     def load_plugin(self, spec: Any, origin: Optional[str] = None) -> Plugin:
@@ -258,7 +285,15 @@ class PluginManager:
             spec: a Plugin object, a module, a ``.py`` path, a package folder, a module name or a native
                 ``.so`` (Triton 3.9+).
             origin: where it came from, for listings and errors (derived from ``spec`` by default).
+
+        Raises:
+            PluginLoadError: the plugin cannot be loaded; whatever its module registered or activated while
+                being imported is undone.
         """
+        with self._undone_on_error():
+            return self._load_plugin(spec, origin)
+
+    def _load_plugin(self, spec: Any, origin: Optional[str]) -> Plugin:
         if isinstance(spec, (str, os.PathLike)):
             text = os.fspath(spec)
             origin = origin or f"path {text}"

@@ -58,6 +58,7 @@ class Plugin:
         if not isinstance(self.version, str) or not self.version:
             raise PluginLoadError(f"plugin {self.name!r}: version must be a non-empty string")
         self._check_fields()
+        self._check_ownership()
         for p in [*self.pipelines.values(), *self.auto_pipelines]:
             p.plugin = self
         for pass_ in self.passes.values():
@@ -98,6 +99,21 @@ class Plugin:
             fail("description", f"expected a string, got {type(self.description).__name__}")
         if isinstance(self.native_passes, str) or not all(isinstance(n, str) for n in self.native_passes):
             fail("native_passes", "expected a sequence of stock pass names")
+
+    def _check_ownership(self) -> None:
+        """A pipeline or pass names one plugin in keys and errors: taking over another plugin's would change
+        that plugin's cache key and make its errors name this one."""
+        for key, p in [*self.pipelines.items(), *(("auto_pipelines", p) for p in self.auto_pipelines)]:
+            if p.plugin is not None and p.plugin is not self:
+                raise PluginLoadError(f"plugin {self.name!r}: pipeline {p.name!r} ({key}) belongs to plugin "
+                                      f"{p.plugin.name!r} already; a pipeline belongs to one plugin, so build "
+                                      "another Pipeline for this one")
+        passes = [*self.passes.values(), *(q for p in self.all_pipelines() for q in p.python_passes())]
+        for pass_ in passes:
+            if pass_.plugin not in (None, self.name):
+                raise PluginLoadError(f"plugin {self.name!r}: pass {pass_.name!r} belongs to plugin "
+                                      f"{pass_.plugin!r} already; give this plugin its own copy "
+                                      "(dataclasses.replace(pass_, plugin=None))")
 
     def all_pipelines(self) -> list[Pipeline]:
         seen: dict[int, Pipeline] = {}

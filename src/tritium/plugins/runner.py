@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .. import compat, knobs, log
-from .errors import PassError, PipelineError
+from .errors import PassError, PipelineError, StageError
 from .passes import Pass, PythonPass, StockPass
 from .pipeline import STAGE_INPUT, STAGE_OUTPUT, Anchor, Edit, Pipeline
 
@@ -66,8 +66,9 @@ class StageContext:
     language: Any
     capability: Any
     metadata: dict = field(default_factory=dict)
-    #: The last Python text pass of this compilation and its output: ``(pass, stage, text)``, so the
-    #: stage that consumes that text can name the pass when it rejects it. Shared by all stages.
+    #: The last text a pipeline wrote in this compilation: ``(author, stage, text)``, the author a Python text
+    #: pass or the pipeline whose stage function returned it, so the stage that consumes that text can name
+    #: its author when it rejects it. Shared by all stages.
     text_edit: list = field(default_factory=list)
 
     @property
@@ -91,6 +92,7 @@ def _dump(ir_or_text: Any, stage: str, pass_name: str) -> str:
 
 def run_python_pass(p: PythonPass, value: Any, ctx: StageContext) -> Any:
     """Run a Python pass, turning any failure into a :class:`PassError` with the IR dumped."""
+    kernel = compat.entry_function_name(value) if p.kind == "mlir" else None
     try:
         out = p(value, ctx)
     except Exception as e:
@@ -119,6 +121,10 @@ def run_python_pass(p: PythonPass, value: Any, ctx: StageContext) -> Any:
     if not result.verify():
         raise PassError("produced IR that fails verification", plugin=p.plugin, pass_name=p.name,
                         stage=ctx.stage, dump=_dump(result, ctx.stage, p.name))
+    if kernel and compat.entry_function_name(result) != kernel:
+        raise PassError(f"returned a module without the kernel function @{kernel} (the backend reads the kernel "
+                        "from it by that name)", plugin=p.plugin, pass_name=p.name, stage=ctx.stage,
+                        dump=_dump(result, ctx.stage, p.name))
     return result
 
 
@@ -161,11 +167,16 @@ class StageRunner:
                              self.added_by.origin() if self.added_by else "")
         if report is not None:
             report.stages.append(record)
-        edited = self.ctx.text_edit
-        if not edited or edited[2] is not src:
-            out = _StageRun(self, edits, ctx, record, report).run(src, metadata)
-        else:
-            out = self._run_consuming_text(edits, ctx, record, report, src, metadata)
+        run = _StageRun(self, edits, ctx, record, report)
+        try:
+            out = run.run(src, metadata)
+        except (PassError, PipelineError):
+            raise
+        except Exception as e:
+            blamed = self._blame(e, run, [p for p, _ in edits])
+            if blamed is None:
+                raise
+            raise blamed from e
         if edits or self.added_by is not None:
             changes = [f"{r.status} {r.name}" for r in record.passes if r.status != "stock"]
             if record.status != "stock":
@@ -173,19 +184,34 @@ class StageRunner:
             log.note_stage(self.name, [p.origin() for p in active] or [self.added_by.origin()], changes)
         return out
 
-    def _run_consuming_text(self, edits: list, ctx: StageContext, record: StageRecord,
-                            report: Optional[CompileReport], src: Any, metadata: dict) -> Any:
-        edited = self.ctx.text_edit
-        try:  # this stage consumes text a Python pass wrote: if it rejects it, name that pass
-            return _StageRun(self, edits, ctx, record, report).run(src, metadata)
-        except (PassError, PipelineError):
-            raise
-        except Exception as e:
-            p, stage, _ = edited
-            first = str(e).strip().splitlines()
-            raise PassError(f"stage {self.name!r} rejected the {p.kind} this pass returned: {type(e).__name__}: "
-                            f"{first[0] if first else ''}", plugin=p.plugin, pass_name=p.name, stage=stage,
-                            dump=_dump(src, stage, p.name)) from e
+    def _blame(self, e: Exception, run: "_StageRun", editing: list[Pipeline]) -> Optional[Exception]:
+        """The error naming who made this stage fail: the author of the text it was consuming when it failed,
+        else the pipelines that edit it. None keeps Triton's own error, with a note naming those pipelines,
+        for the error types Triton's autotuner catches by type (a config that does not fit is skipped)."""
+        first = str(e).strip().splitlines()
+        what = f"{type(e).__name__}: {first[0] if first else ''}"
+        if run.consumed is not None:
+            author, stage, text = run.consumed
+            if isinstance(author, PythonPass):
+                return PassError(f"stage {self.name!r} rejected the {author.kind} this pass returned: {what}",
+                                 plugin=author.plugin, pass_name=author.name, stage=stage,
+                                 dump=_dump(text, stage, author.name))
+            return StageError(f"pipeline {author.origin()!r}: stage {self.name!r} rejected the output of the "
+                              f"stage function it gave stage {stage!r}: {what}", e)
+        editing = list(dict.fromkeys([*editing, *([self.added_by] if self.added_by else [])]))
+        if not editing:
+            return None
+        names = ", ".join(repr(p.origin()) for p in editing)
+        changes = [f"{r.status} {r.name}" for r in run.record.passes if r.status != "stock"]
+        if run.record.status != "stock":
+            changes.insert(0, f"stage {run.record.status}")
+        message = (f"stage {self.name!r} failed under the edits of pipeline {names} "
+                   f"({'; '.join(changes) or 'no edit applied yet'}): {what}")
+        if type(e).__module__.startswith("triton."):
+            if hasattr(e, "add_note"):  # Python 3.11+
+                e.add_note(f"tritium: {message}")
+            return None
+        return StageError(message, e)
 
 
 class _StageRun:
@@ -196,6 +222,8 @@ class _StageRun:
         self.counts: Counter = Counter()
         self.matched: set[int] = set()
         self.first_use: dict[int, str] = {}
+        #: While the stage function runs: the ``text_edit`` it is consuming, if a pipeline wrote its input.
+        self.consumed: Optional[list] = None
 
     # -- stage level ----------------------------------------------------------------------------
     def run(self, src: Any, metadata: dict) -> Any:
@@ -208,8 +236,11 @@ class _StageRun:
             pipeline, edit = overrides[-1]
             self.record.status, self.record.origin = "overridden", pipeline.origin()
             custom = ("override of", pipeline, edit.fn)
+        edited = self.ctx.text_edit
+        self.consumed = list(edited) if edited and edited[2] is src else None
         with compat.intercept_pass_managers(self._run_pass_manager):
             out = self.runner.fn(src, metadata) if custom is None else self._run_custom(custom, src, metadata)
+        self.consumed = None
         out = self._run_at("end", out)
         self._check_anchors()
         return out
@@ -223,11 +254,15 @@ class _StageRun:
         except Exception as e:
             raise PipelineError(f"pipeline {pipeline.origin()!r}: the {what} stage {self.runner.name!r} raised "
                                 f"{type(e).__name__}: {e}") from e
-        expected = _STAGE_OUTPUT.get(self.runner.name)
+        # a stock stage's output has its known kind; an added stage passes on the kind of IR it was given
+        expected = _STAGE_OUTPUT.get(self.runner.name) or next(
+            (kind for kind in _STAGE_OUTPUT.values() if kind[0](src)), None)
         if out is None or (expected is not None and not expected[0](out)):
             raise PipelineError(f"pipeline {pipeline.origin()!r}: the {what} stage {self.runner.name!r} returned "
                                 f"{type(out).__name__}; it must return the stage's output"
                                 + (f" ({expected[1]})" if expected else ""))
+        if isinstance(out, (str, bytes)) and out is not src:
+            self.ctx.text_edit[:] = [pipeline, self.runner.name, out]
         return out
 
     def _run_at(self, where: str, value: Any) -> Any:
@@ -380,11 +415,28 @@ def apply_pipelines(pipelines: tuple[Pipeline, ...], report: Optional[CompileRep
     for pipeline in pipelines:
         for edit in pipeline.edits:
             if edit.op == "override_pipeline":
+                before = list(stages)
                 try:
                     edit.fn(stages, ctx)
                 except Exception as e:
                     raise PipelineError(f"pipeline {pipeline.origin()!r}: override_pipeline raised "
                                         f"{type(e).__name__}: {e}") from e
+                _check_stages(pipeline, before, stages)
+
+
+def _check_stages(pipeline: Pipeline, before: list[str], stages: dict) -> None:
+    """Triton runs every stage in the dict by name, from the source's own stage on: each must stay, and
+    each entry must be a stage function."""
+    missing = [name for name in before if name not in stages]
+    if missing:
+        raise PipelineError(f"pipeline {pipeline.origin()!r}: override_pipeline removed stage(s) "
+                            f"{', '.join(map(repr, missing))}; Triton needs every stage it had (wrap a stage's "
+                            "function, or use override_stage, instead)")
+    for name, fn in stages.items():
+        if not isinstance(name, str) or not callable(fn):
+            raise PipelineError(f"pipeline {pipeline.origin()!r}: override_pipeline left {name!r} -> "
+                                f"{type(fn).__name__} in the stages; each entry must be a stage name and a "
+                                "function (src, metadata) -> output")
 
 
 __all__ = ["apply_pipelines", "StageContext", "CompileReport", "StageRecord", "PassRecord",

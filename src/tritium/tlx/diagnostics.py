@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
-from tritium.plugins.errors import PassError, TritiumError
+from tritium.plugins.errors import PassError, StageError, TritiumError
 
 #: ``file:line:col: error: message`` as MLIR's source-manager handler prints it.
 _DIAG = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<kind>error|warning|note|remark): (?P<msg>.*)$")
@@ -158,6 +158,8 @@ def reporting_stage(stage: str, fn: Callable[[Any, dict], Any], is_tlx: Callable
         with captured_stderr() as read:
             try:
                 out = fn(src, metadata)
+            except StageError as e:  # Triton's own failure, which the plugin core put in pipeline terms
+                error = e.error
             except Exception as e:  # noqa: BLE001 - decided below, re-raised either way
                 error = e
             text = read()
