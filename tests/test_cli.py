@@ -181,3 +181,31 @@ def test_file_in_a_package_imports_with_its_relative_imports(tmp_path, capsys, m
     assert main(["pipeline", "mypkg.sub.kern:k", "--signature", "*fp32:16", "--target", "hip:gfx942"]) == 0
     assert main(["pipeline", "mypkg.nope:k", "--signature", "*fp32"]) == 2
     assert "no file or module 'mypkg.nope'" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input names the flag, the name or value at fault, and what is allowed
+# --------------------------------------------------------------------------------------------
+SIG = ["--signature", "*fp32,*fp32,*fp32,i32"]
+
+
+def _refused(capsys, *args) -> str:
+    assert main(["pipeline", *args]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("tritium pipeline: "), (out, err)
+    assert "--traceback" not in err, err
+    return err
+
+
+def test_unknown_diff_around_or_stage_is_refused_before_the_report(tmp_path, capsys, monkeypatch):
+    err = _refused(capsys, ADD, *SIG, "-D", "BLOCK=256", "--diff-around", "no.such.pass")
+    assert "--diff-around no.such.pass: pass 'no.such.pass' did not run in this compilation; passes that ran: " in err
+    assert "ttgpuir.coalesce, " in err
+    err = _refused(capsys, ADD, *SIG, "-D", "BLOCK=256", "--show", "nope")
+    assert "--show nope: no stage output 'nope'; have source, ttir, ttgir" in err
+    plugin = tmp_path / "p.py"  # a disabled pass did not run
+    plugin.write_text("from tritium.plugins import Plugin, Pipeline\ntritium_plugin = Plugin('offp', '0.1', "
+                      "pipelines={'nc': Pipeline('nc').disable('ttgir', 'ttgpuir.coalesce')})\n")
+    monkeypatch.setenv("TRITIUM_PLUGIN_PATHS", str(plugin))
+    err = _refused(capsys, ADD, *SIG, "-D", "BLOCK=256", "--pipeline", "offp:nc", "--diff-around", "ttgpuir.coalesce")
+    assert "pass 'ttgpuir.coalesce' did not run" in err and "ttgpuir.coalesce," not in err.split("ran: ")[1]

@@ -186,15 +186,22 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
         raise CommandError(str(e)) from None
     compiled, report = pipeline_report(kernel, signature, target, constexprs=constexprs, options=options,
                                        pipeline=pipeline, diff_around=diff, aligned=aligned)
+    diffs = []  # made before printing anything, so that a pass that did not run is the only output
+    for name in diff:
+        try:
+            diffs.append((name, diff_around(report, name)))
+        except KeyError as e:
+            raise CommandError(f"--diff-around {name}: {e.args[0]}") from None
+    for stage in args.show or ():
+        if stage not in compiled.asm:
+            raise CommandError(f"--show {stage}: no stage output {stage!r}; have {', '.join(compiled.asm)}")
     print(f"# {args.kernel} on {args.target}, pipeline {pipeline.origin()}  "
           f"(+ inserted, - disabled, ~ replaced)")
     print(format_report(report))
-    for name in diff:
+    for name, text in diffs:
         print(f"\n# IR around {name}")
-        print(diff_around(report, name))
+        print(text)
     for stage in args.show or ():
-        if stage not in compiled.asm:
-            raise CommandError(f"no stage output {stage!r}; have {', '.join(compiled.asm)}")
         print(f"\n# output of stage {stage}")
         output = compiled.asm[stage]
         print(output if isinstance(output, str) else f"<{len(output)} bytes>")

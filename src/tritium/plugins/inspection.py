@@ -146,5 +146,13 @@ def diff_around(report: CompileReport, pass_name: str) -> str:
             body = "\n".join(diff)
             out.append(body if body else f"--- {stage.name}: {label} changed nothing")
     if not out:
-        raise KeyError(f"pass {pass_name!r} did not run in this compilation")
+        raise KeyError(f"pass {pass_name!r} did not run in this compilation; passes that ran: "
+                       f"{', '.join(passes_run(report))}")
     return "\n".join(out)
+
+
+def passes_run(report: CompileReport) -> list[str]:
+    """Names of the passes that ran, in order and once each (``name@2`` as ``name``): what
+    :func:`diff_around` can show, listed when it is asked for another."""
+    ran = (p.name.split("@")[0] for s in report.stages for p in s.passes if p.status not in ("disabled", "replaced"))
+    return list(dict.fromkeys(ran))
