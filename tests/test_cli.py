@@ -197,6 +197,11 @@ def _refused(capsys, *args) -> str:
     return err
 
 
+def test_kernel_must_be_a_jit_function(capsys):
+    err = _refused(capsys, f"{HERE}/kernels.py:FakeDriver", "--signature", "i32")
+    assert "kernels.py:FakeDriver is not a @triton.jit function (it is class FakeDriver)" in err
+
+
 def test_unknown_diff_around_or_stage_is_refused_before_the_report(tmp_path, capsys, monkeypatch):
     err = _refused(capsys, ADD, *SIG, "-D", "BLOCK=256", "--diff-around", "no.such.pass")
     assert "--diff-around no.such.pass: pass 'no.such.pass' did not run in this compilation; passes that ran: " in err

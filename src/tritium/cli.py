@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from triton.runtime import JITFunction
+
 from . import plugins
 from .plugins.inspection import TARGET_FORMS, diff_around, format_report, parse_target, pipeline_report
 
@@ -43,7 +45,11 @@ def _load_kernel(spec: str) -> Any:
         module = _import(path, path)
     if not hasattr(module, name):
         raise CommandError(f"{path} has no kernel {name!r}")
-    return getattr(module, name)
+    kernel = getattr(module, name)
+    if not isinstance(kernel, JITFunction):  # Gluon kernels are JITFunctions too
+        got = f"class {kernel.__name__}" if isinstance(kernel, type) else f"a {type(kernel).__name__} object"
+        raise CommandError(f"{spec} is not a @triton.jit function (it is {got})")
+    return kernel
 
 
 def _import_file(file: Path) -> Any:
