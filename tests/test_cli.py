@@ -202,6 +202,15 @@ def test_kernel_must_be_a_jit_function(capsys):
     assert "kernels.py:FakeDriver is not a @triton.jit function (it is class FakeDriver)" in err
 
 
+@pytest.mark.parametrize("sig,says", [
+    ("*fp99,*fp32,*fp32,i32", "--signature x_ptr=*fp99: '*fp99' is not a Triton type; use one of u1, "),
+    ("x_ptr=*fp32,x_ptr=*fp16,y_ptr=*fp32,out_ptr=*fp32,n=i32", "--signature gives 'x_ptr' twice"),
+])
+def test_signature_types_and_names_are_checked(capsys, sig, says):
+    err = _refused(capsys, ADD, "--signature", sig, "-D", "BLOCK=256")
+    assert says in err, err
+
+
 def test_unknown_diff_around_or_stage_is_refused_before_the_report(tmp_path, capsys, monkeypatch):
     err = _refused(capsys, ADD, *SIG, "-D", "BLOCK=256", "--diff-around", "no.such.pass")
     assert "--diff-around no.such.pass: pass 'no.such.pass' did not run in this compilation; passes that ran: " in err

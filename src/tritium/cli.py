@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import triton.language as tl
+from triton._utils import BITWIDTH_DICT
 from triton.runtime import JITFunction
 
 from . import plugins
@@ -110,6 +112,19 @@ def _parse_value(text: str) -> Any:
     return text
 
 
+def _triton_type(text: str) -> Any:
+    """The type a signature entry names, by Triton's own parser (``*fp16``, ``i32``, ``tensordesc<...>``), or None."""
+    try:
+        return tl.str_to_ty(text, None)
+    except (KeyError, IndexError, ValueError):
+        return None
+
+
+def _scalar_types() -> list[str]:
+    """The scalar type names Triton's parser takes (``i32``, ``fp16``, ...), to list when an entry names none."""
+    return [name for name in BITWIDTH_DICT if _triton_type(name) is not None]
+
+
 def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
     """``--signature`` as ``triton.tools.compile`` writes it, returning ``(signature, aligned arguments)``.
 
@@ -128,6 +143,10 @@ def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> 
         unknown = [n for n, _ in pairs if n not in names]
         if unknown:
             raise CommandError(f"--signature names no argument {unknown[0]!r}; arguments: {', '.join(names)}")
+        given = [n for n, _ in pairs]
+        twice = [n for i, n in enumerate(given) if n in given[:i]]
+        if twice:
+            raise CommandError(f"--signature gives {twice[0]!r} twice")
     elif len(items) in (len(names), len(runtime)):
         pairs = list(zip(names if len(items) == len(names) else runtime, items))
     else:
@@ -151,6 +170,9 @@ def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> 
         if hint == "1":
             _set_constexpr(constexprs, name, 1)
             continue
+        if _triton_type(base) is None:
+            raise CommandError(f"--signature {name}={entry}: {base!r} is not a Triton type; use one of "
+                               f"{', '.join(_scalar_types())}, with * for a pointer (*fp16)")
         if hint == "16":
             aligned.append(name)
         sig[name] = base
