@@ -202,6 +202,61 @@ def test_kernel_must_be_a_jit_function(capsys):
     assert "kernels.py:FakeDriver is not a @triton.jit function (it is class FakeDriver)" in err
 
 
+@pytest.mark.parametrize("defines,says", [
+    (["BLOCK=256", "NOPE=3"], "-D NOPE: not an argument of kernel add_kernel; its arguments: x_ptr, y_ptr, out_ptr, n, "
+                              "BLOCK"),
+    (["BLOCK=abc"], "-D BLOCK=abc: not a constexpr value; write a number, True, False, None, a type (u1, "),
+    (["BLOCK=256", "BLOCK=128"], "-D/--define gives 'BLOCK' twice (256 and 128)"),
+])
+def test_bad_defines_name_the_define(capsys, defines, says):
+    err = _refused(capsys, ADD, *SIG, *[a for d in defines for a in ("-D", d)])
+    assert says in err, err
+
+
+def test_define_values_numbers_bools_types_and_quoted_strings(tmp_path, capsys):
+    kern = tmp_path / "defined.py"
+    kern.write_text(textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def k(x_ptr, DT: tl.constexpr, ACT: tl.constexpr, TWICE: tl.constexpr, BLOCK: tl.constexpr = 64):
+            offs = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + offs).to(DT)
+            if ACT == "relu":
+                x = tl.maximum(x, 0)
+            if TWICE:
+                x = x * 2
+            tl.store(x_ptr + offs, x)
+    """))
+    k = [f"{kern}:k", "--signature", "*fp32"]
+    ttir = _ttir_of(capsys, *k, "-D", "DT=bf16", "-D", 'ACT="relu"', "-D", "TWICE=True")
+    assert "bf16" in ttir and "maxnumf" in ttir and "mulf" in ttir
+    ttir = _ttir_of(capsys, *k, "-D", "DT=tl.float16", "-D", "ACT=''", "-D", "TWICE=False")
+    assert "f16" in ttir and "maxnumf" not in ttir and "mulf" not in ttir
+
+
+@pytest.mark.parametrize("options,says", [
+    (["num_warps=abc"], "-O num_warps=abc: expected an int"),
+    (["enable_fp_fusion=yes"], "-O enable_fp_fusion=yes: expected True or False"),
+    (["num_warps=3"], "-O num_warps=3: num_warps must be a power of 2"),
+    (["bogus_option=1"], "-O bogus_option: not a compile option of the cuda backend; its options: num_warps, "),
+    (["num_warps=4", "num_warps=8"], "-O/--option gives 'num_warps' twice"),
+])
+def test_bad_options_name_the_option(capsys, options, says):
+    err = _refused(capsys, ADD, *SIG, "-D", "BLOCK=256", *[a for o in options for a in ("-O", o)])
+    assert says in err, err
+
+
+def test_options_are_the_backends(capsys):
+    err = _refused(capsys, ADD, *SIG, "-D", "BLOCK=256", "--target", "gfx942", "-O", "num_ctas_x=1")
+    assert "not a compile option of the hip backend" in err and "waves_per_eu" in err
+    args = ["pipeline", ADD, *SIG, "-D", "BLOCK=256", "-O", "num_warps=8", "-O", "maxnreg=None", "-O",
+            "enable_fp_fusion=False", "-O", "supported_fp8_dtypes=fp8e5,fp8e4nv", "--show", "ttgir"]
+    assert main(args) == 0, capsys.readouterr().err
+    assert '"ttg.num-warps" = 8' in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("sig,says", [
     ("*fp99,*fp32,*fp32,i32", "--signature x_ptr=*fp99: '*fp99' is not a Triton type; use one of u1, "),
     ("x_ptr=*fp32,x_ptr=*fp16,y_ptr=*fp32,out_ptr=*fp32,n=i32", "--signature gives 'x_ptr' twice"),

@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import os
 import sys
+import typing
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import triton.language as tl
 from triton._utils import BITWIDTH_DICT
+from triton.backends.compiler import GPUTarget
+from triton.compiler.compiler import make_backend
 from triton.runtime import JITFunction
 
 from . import plugins
@@ -93,23 +97,57 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-def _assignments(items: Sequence[str], flag: str) -> dict[str, Any]:
-    out = {}
+def _assignments(items: Sequence[str], flag: str) -> dict[str, str]:
+    """``NAME=VALUE`` items as written; a name given twice is refused rather than the last one winning."""
+    out: dict[str, str] = {}
     for item in items:
         name, eq, value = item.partition("=")
-        if not eq or not name.strip():
+        name = name.strip()
+        if not eq or not name:
             raise CommandError(f"{flag} expects NAME=VALUE, got {item!r}")
-        out[name.strip()] = _parse_value(value.strip())
+        if name in out:
+            raise CommandError(f"{flag} gives {name!r} twice ({out[name]} and {value.strip()})")
+        out[name] = value.strip()
     return out
 
 
-def _parse_value(text: str) -> Any:
+def _number(text: str) -> Optional[int | float]:
+    """A number as ``triton.tools.compile`` reads one (an int, else a float), or None."""
     for cast in (int, float):
         try:
             return cast(text)
         except ValueError:
             pass
-    return text
+    return None
+
+
+def _defines(kernel: Any, items: Sequence[str]) -> dict[str, Any]:
+    """``-D NAME=VALUE``, checked here: Triton fails late, naming neither a NAME that is no argument nor the
+    value that is no constexpr."""
+    out = {}
+    for name, text in _assignments(items, "-D/--define").items():
+        if name not in kernel.arg_names:
+            raise CommandError(f"-D {name}: not an argument of kernel {kernel.__name__}; its arguments: "
+                               f"{', '.join(kernel.arg_names)}")
+        out[name] = _constexpr_value(f"-D {name}", text)
+    return out
+
+
+def _constexpr_value(what: str, text: str) -> Any:
+    """A constexpr's value: a number, True, False, None, a type (``fp16``, ``tl.float16``) or a quoted string
+    (``'"relu"'``). A bare word is refused, since a constexpr that is a string by mistake fails deep in codegen."""
+    number = _number(text)
+    if number is not None:
+        return number
+    if text in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[text]
+    dtype = getattr(tl, text[3:], None) if text.startswith("tl.") else text in _scalar_types() and _triton_type(text)
+    if isinstance(dtype, tl.dtype):
+        return dtype
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    raise CommandError(f"{what}={text}: not a constexpr value; write a number, True, False, None, a type "
+                       f"({', '.join(_scalar_types())} or tl.NAME) or a quoted string ('\"{text}\"')")
 
 
 def _triton_type(text: str) -> Any:
@@ -123,6 +161,56 @@ def _triton_type(text: str) -> Any:
 def _scalar_types() -> list[str]:
     """The scalar type names Triton's parser takes (``i32``, ``fp16``, ...), to list when an entry names none."""
     return [name for name in BITWIDTH_DICT if _triton_type(name) is not None]
+
+
+def _options(items: Sequence[str], target: GPUTarget) -> dict[str, Any]:
+    """``-O NAME=VALUE``, each a field of the backend's options, its value read as the field's type: Triton
+    ignores a name it does not know and fails late on a value of the wrong type."""
+    backend = make_backend(target)
+    fields = _option_fields(backend)
+    given = _assignments(items, "-O/--option")
+    out = {}
+    for name, text in given.items():
+        if name not in fields:
+            raise CommandError(f"-O {name}: not a compile option of the {target.backend} backend; its options: "
+                               f"{', '.join(fields)}")
+        out[name] = _option_value(f"-O {name}={text}", fields[name], text)
+    try:  # the backend's own checks (num_warps a power of 2, ...), before compiling
+        backend.parse_options(dict(out))
+    except Exception as e:
+        raise CommandError(f"-O {' '.join(f'{n}={t}' for n, t in given.items())}: {_first_line(e)}") from e
+    return out
+
+
+def _option_fields(backend: Any) -> dict[str, Any]:
+    """The backend's compile options and their types: the fields of the dataclass its ``parse_options`` returns."""
+    options_type = type(backend.parse_options({}))
+    hints = typing.get_type_hints(options_type)
+    return {f.name: hints.get(f.name, type(f.default)) for f in dataclasses.fields(options_type)}
+
+
+def _option_value(what: str, hint: Any, text: str) -> Any:
+    """``text`` as a value of an option typed ``hint``: int, float, bool, str, a tuple of str (comma-separated),
+    or Optional of one (``None``)."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is typing.Union and type(None) in args:
+        if text == "None":
+            return None
+        hint = next(a for a in args if a is not type(None))
+    if typing.get_origin(hint) is tuple:
+        return tuple(s.strip() for s in text.split(",") if s.strip())
+    if hint is bool:
+        if text in ("True", "False"):
+            return text == "True"
+        raise CommandError(f"{what}: expected True or False")
+    if hint in (int, float):
+        try:
+            return hint(text)
+        except ValueError:
+            raise CommandError(f"{what}: expected {'an int' if hint is int else 'a float'}") from None
+    if hint is str:
+        return text
+    raise CommandError(f"{what}: an option of type {getattr(hint, '__name__', hint)} cannot be given here")
 
 
 def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> tuple[dict[str, str], list[str]]:
@@ -156,8 +244,8 @@ def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> 
     aligned: list[str] = []
     for name, entry in pairs:
         base, colon, hint = (x.strip() for x in entry.partition(":"))
-        value = _parse_value(base)
-        if not isinstance(value, str):
+        value = _number(base)
+        if value is not None:
             if colon:
                 raise CommandError(f"--signature {name}={entry}: a constant takes no hint")
             _set_constexpr(constexprs, name, value)
@@ -194,24 +282,24 @@ def _set_constexpr(constexprs: dict[str, Any], name: str, value: Any) -> None:
 def _cmd_pipeline(args: argparse.Namespace) -> int:
     plugins.discover(strict=False)
     kernel = _load_kernel(args.kernel)
-    constexprs = _assignments(args.define, "-D/--define")
+    try:
+        target = parse_target(args.target)
+    except ValueError as e:
+        raise CommandError(str(e)) from None
+    constexprs = _defines(kernel, args.define)
     signature, aligned = _signature(kernel, args.signature, constexprs)
     for param in kernel.params:  # constexprs not given take the kernel's defaults
         if param.is_constexpr and param.name not in constexprs:
             if not param.has_default:
                 raise CommandError(f"constexpr {param.name!r} has no default: give it with -D {param.name}=VALUE")
             constexprs[param.name] = param.default
-    options = _assignments(args.option, "-O/--option")
+    options = _options(args.option, target)
     pipeline: Any = plugins.bound_pipeline(kernel)
     if args.pipeline:
         pipeline = plugins.resolve_pipeline(args.pipeline)
     if pipeline is None:
         pipeline = plugins.Pipeline("stock")
     diff = tuple(args.diff_around or ())
-    try:
-        target = parse_target(args.target)
-    except ValueError as e:
-        raise CommandError(str(e)) from None
     compiled, report = pipeline_report(kernel, signature, target, constexprs=constexprs, options=options,
                                        pipeline=pipeline, diff_around=diff, aligned=aligned)
     diffs = []  # made before printing anything, so that a pass that did not run is the only output
