@@ -342,9 +342,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="sm90", help=f"{TARGET_FORMS}; default sm90")
     p.add_argument("--signature", help="as triton.tools.compile: '*fp16:16, i32, 128' (one entry per argument, "
                    "or per non-constexpr argument, or NAME=ENTRY pairs); :16 = divisible by 16, a number = constexpr")
-    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE", help="constexpr value")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME=VALUE",
+                   help="constexpr value: a number, True, False, None, a type (fp16, tl.float16) or a quoted string")
     p.add_argument("-O", "--option", action="append", default=[], metavar="NAME=VALUE",
-                   help="compile option, e.g. num_warps=8")
+                   help="compile option of the target's backend (a field of its options), e.g. num_warps=8")
     p.add_argument("--pipeline", help="a plugin pipeline name (default: the kernel's bound pipeline, else stock)")
     p.add_argument("--diff-around", action="append", metavar="PASS", help="print the IR diff made by PASS")
     p.add_argument("--show", action="append", metavar="STAGE", help="print a stage's output (e.g. ttgir, ptx)")
