@@ -397,6 +397,23 @@ def test_async_task_arguments_stock_cannot_express_are_errors(kernel, constants,
     assert message in compile_error(kernel, {"out_ptr": "*i32"}, constants, line)
 
 
+@triton.jit
+def _runtime_warps(out_ptr, n):
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(out_ptr, 1)
+        with tlx.async_task(num_warps=n):
+            tl.store(out_ptr + 1, 2)
+
+
+@compiled
+def test_runtime_num_warps_is_described_by_its_type():
+    """A runtime value is named by its type, as other TLX checks do, not by an object repr with an address."""
+    text = compile_error(_runtime_warps, {"out_ptr": "*i32", "n": "i32"}, {}, "num_warps=n")
+    assert "num_warps must be a power-of-two compile-time int, got int32" in text
+    assert "object at 0x" not in text
+
+
 # --------------------------------------------------------------------------------------------
 # async_tasks arguments
 # --------------------------------------------------------------------------------------------

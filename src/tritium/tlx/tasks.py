@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import triton.language as tl
+from .args import describe, is_int
 from .barriers import check_target
 from .emit import emit, tlx_builtin
 from .triton_compat import (SubRegion, builder_state, compile_options, kernel_state, unwrap_if_constexpr, visit_body,
@@ -30,15 +31,13 @@ _MODULE_STATE = "ws_state"  # in kernel_state: regions seen so far
 
 #: ``setmaxnreg`` takes a multiple of 8 in this range (PTX ISA); the fork only checks the multiple of 8.
 MIN_REGS, MAX_REGS = 24, 256
+#: Warps of one CTA: 1024 threads per block on NVIDIA, the only target of ``async_tasks`` (sm_90 and newer).
+MAX_CTA_WARPS = 1024 // 32
 
 
 # --------------------------------------------------------------------------------------------
 # Arguments (shared with the interpreter, tlx/interp_tasks.py)
 # --------------------------------------------------------------------------------------------
-def _plain_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 @dataclass(frozen=True)
 class TaskConfig:
     """One ``async_task``: ``default`` runs on the kernel's own warps (``num_warps`` is then ``None``)."""
@@ -77,15 +76,17 @@ def task_config(args: Sequence[Any], num_warps: Any = None, num_regs: Any = None
                 "register request for the default region (requestedRegisters covers only the other tasks); "
                 "the default task gets the registers the other tasks leave, as in the TLX fork's 3.7.4 "
                 "release, which rejects this argument too. Remove it from the default task")
-    elif not _plain_int(num_warps) or num_warps < 1 or num_warps & (num_warps - 1):
-        raise ValueError(f"tlx.async_task: num_warps must be a power-of-two compile-time int, got {num_warps!r}")
-    if regs is not None and (not _plain_int(regs) or not MIN_REGS <= regs <= MAX_REGS or regs % 8):
+    elif not is_int(num_warps) or num_warps < 1 or num_warps & (num_warps - 1):
+        raise ValueError(f"tlx.async_task: num_warps must be a power-of-two compile-time int, got "
+                         f"{describe(num_warps)}")
+    if regs is not None and (not is_int(regs) or not MIN_REGS <= regs <= MAX_REGS or regs % 8):
         raise ValueError(f"tlx.async_task: num_regs (registers) must be a multiple of 8 in [{MIN_REGS}, {MAX_REGS}] "
-                         f"(setmaxnreg), got {regs!r}")
-    if not _plain_int(replicate) or replicate < 1:
-        raise ValueError(f"tlx.async_task: replicate must be a positive compile-time int, got {replicate!r}")
-    if start is not None and (not _plain_int(start) or start < 0):
-        raise ValueError(f"tlx.async_task: warp_group_start_id must be a non-negative compile-time int, got {start!r}")
+                         f"(setmaxnreg), got {describe(regs)}")
+    if not is_int(replicate) or replicate < 1:
+        raise ValueError(f"tlx.async_task: replicate must be a positive compile-time int, got {describe(replicate)}")
+    if start is not None and (not is_int(start) or start < 0):
+        raise ValueError(f"tlx.async_task: warp_group_start_id must be a non-negative compile-time int, got "
+                         f"{describe(start)}")
     return TaskConfig(default, num_warps, regs, replicate, start)
 
 
@@ -115,10 +116,11 @@ def region_config(warp_specialize: Any = True, exclusive: Any = False, no_ending
     values = [unwrap_if_constexpr(v) for v in (warp_specialize, exclusive, no_ending_cluster_sync)]
     for name, value in zip(("warp_specialize", "exclusive", "no_ending_cluster_sync"), values):
         if not isinstance(value, bool):
-            raise ValueError(f"tlx.async_tasks: {name} must be a compile-time bool, got {value!r}")
+            raise ValueError(f"tlx.async_tasks: {name} must be a compile-time bool, got {describe(value)}")
     suspend = unwrap_if_constexpr(mbarrier_try_wait_suspend_ns)
-    if suspend is not None and (not _plain_int(suspend) or suspend < 0):
-        raise ValueError(f"tlx.async_tasks: mbarrier_try_wait_suspend_ns must be a non-negative int, got {suspend!r}")
+    if suspend is not None and (not is_int(suspend) or suspend < 0):
+        raise ValueError(f"tlx.async_tasks: mbarrier_try_wait_suspend_ns must be a non-negative int, got "
+                         f"{describe(suspend)}")
     return RegionConfig(values[1], values[2], suspend)
 
 
