@@ -554,3 +554,32 @@ def alias_member_left_out(x_ptr):
     a = tlx.local_alloc((16, 16), tl.float32, 2, reuse=spec)
     tlx.local_alloc((16, 16), tl.float16, 2, reuse=spec)
     spec.set_buffer_overlap(tlx.reuse_group(a))
+
+
+# -- warp specialization (tlx/tasks.py) ---------------------------------------------------------
+@triton.jit
+def task_warps_over_cta_limit(x_ptr):
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(x_ptr, 1.0)
+        with tlx.async_task(num_warps=64):
+            tl.store(x_ptr + 1, 2.0)
+
+
+@triton.jit
+def task_replicas_over_cta_limit(x_ptr):
+    with tlx.async_tasks():
+        with tlx.async_task("default", replicate=2):
+            tl.store(x_ptr, 1.0)
+        with tlx.async_task(num_warps=8, replicate=4):
+            tl.store(x_ptr + 1, 2.0)
+
+
+@triton.jit
+def task_runtime_warps(x_ptr):
+    n = tl.load(x_ptr).to(tl.int32)
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(x_ptr, 1.0)
+        with tlx.async_task(num_warps=n):
+            tl.store(x_ptr + 1, 2.0)

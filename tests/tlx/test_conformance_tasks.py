@@ -414,6 +414,31 @@ def test_runtime_num_warps_is_described_by_its_type():
     assert "object at 0x" not in text
 
 
+@triton.jit
+def _cta_warps(out_ptr, W: tl.constexpr, R: tl.constexpr):
+    with tlx.async_tasks():
+        with tlx.async_task("default", replicate=R):
+            tl.store(out_ptr, 1)
+        with tlx.async_task(num_warps=W):
+            tl.store(out_ptr + 1, 2)
+        with tlx.async_task(num_warps=8):
+            tl.store(out_ptr + 2, 3)
+
+
+@compiled
+def test_tasks_fill_a_cta_up_to_its_32_warps():
+    """The kernel's warps and the partitions', padded to warp groups, are the CTA's; 1024 threads is the limit,
+    found when compiling rather than at launch (the misuse cases are in test_op_checks.py)."""
+    sig = {"out_ptr": "*i32"}
+    assert compile_kernel(_cta_warps, sig, {"W": 16, "R": 1}, num_warps=8).metadata.num_warps == 8 + 16 + 8
+    assert compile_kernel(_cta_warps, sig, {"W": 16, "R": 2}, num_warps=4).metadata.num_warps == 4 + 4 + 16 + 8
+    assert compile_kernel(_cta_warps, sig, {"W": 1, "R": 1}, num_warps=4).metadata.num_warps == 4 + 12  # 1 + 8 padded
+    with pytest.raises(CompilationError) as info:
+        compile_kernel(_cta_warps, sig, {"W": 16, "R": 2}, num_warps=8)  # 8 + 8 (the default's replica) + 16 + 8
+    assert "a CTA of 40 warps (1280 threads)" in str(info.value)
+    assert "a CTA has at most 32 warps (1024 threads)" in str(info.value)
+
+
 # --------------------------------------------------------------------------------------------
 # async_tasks arguments
 # --------------------------------------------------------------------------------------------

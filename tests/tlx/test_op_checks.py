@@ -117,6 +117,12 @@ CASES = {
     "fp8_name_of_fp16": ("ValueError", "tlx.get_fp8_format_name only supports"),
     "ballot_bad_mask": ("ValueError", "tlx.vote_ballot_sync: mask must be a compile-time 32-bit lane mask"),
     "ballot_tensor_pred": ("NotImplementedError", "tlx.vote_ballot_sync: pred must be a scalar, got a tensor"),
+    # warp specialization: the kernel's 4 warps plus the tasks' must fit a CTA (1024 threads)
+    "task_warps_over_cta_limit": ("ValueError", "tlx.async_tasks: the tasks make a CTA of 68 warps (2176 threads): "
+                                  "the kernel's num_warps=4 plus 64 for the tlx.async_task copies"),
+    "task_replicas_over_cta_limit": ("ValueError", "a CTA of 40 warps (1280 threads)"),  # 4 + 4 (replica) + 4 x 8
+    "task_runtime_warps": ("ValueError", "tlx.async_task: num_warps must be a power-of-two compile-time int, "
+                           "got int32"),
 }
 
 

@@ -199,7 +199,7 @@ class AsyncTasks:
                                                               tuple(kernel_locals)):
             if all(bool(eval(cond, frame.f_globals, kernel_locals)) == branch for cond, branch in guards):
                 tasks.append((eval(config_code, frame.f_globals, kernel_locals), body_code))
-        check_tasks([task.config for task, _ in tasks])
+        check_tasks([task.config for task, _ in tasks], triton_compat.interpreter_num_warps())
         for index, (task, body_code) in enumerate(tasks):
             namespace: dict = {}
             exec(body_code, frame.f_globals, namespace)

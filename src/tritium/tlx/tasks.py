@@ -124,6 +124,12 @@ def region_config(warp_specialize: Any = True, exclusive: Any = False, no_ending
     return RegionConfig(values[1], values[2], suspend)
 
 
+def whole_warp_groups(warps: int) -> int:
+    """``warps`` rounded up to whole warp groups of 4: what stock ``allocate_warp_groups`` adds to a kernel
+    for partitions of ``warps`` warps in all."""
+    return -(-warps // 4) * 4
+
+
 def stock_start_ids(num_warps: Sequence[int], base: int, max_extra: int) -> list[int]:
     """The first warp of each partition, as stock ``allocate_warp_groups`` (Triton 3.6) places them.
 
@@ -133,7 +139,7 @@ def stock_start_ids(num_warps: Sequence[int], base: int, max_extra: int) -> list
     num_warps. It overwrites any ``warpGroupStartIds`` it finds.
     """
     sizes = list(num_warps)
-    pad = -(-max_extra // 4) * 4 - sum(sizes)
+    pad = whole_warp_groups(max_extra) - sum(sizes)
     while pad > 0:
         sizes.append(1 << (pad.bit_length() - 1))
         pad -= sizes[-1]
@@ -164,10 +170,20 @@ def partitions(configs: Sequence[TaskConfig], module_warps: int) -> list[Partiti
     return out
 
 
-def check_tasks(configs: Sequence[TaskConfig]) -> None:
-    """The fork's rules for the tasks of one region (compiled and interpreted alike)."""
+def check_tasks(configs: Sequence[TaskConfig], module_warps: int) -> None:
+    """The fork's rules for the tasks of one region (compiled and interpreted alike), and the CTA's size:
+    the partitions' warps are added to the kernel's ``module_warps``, and a CTA over the limit would only
+    fail at launch."""
     if sum(c.default for c in configs) > 1:
         raise ValueError("tlx.async_tasks: there can be only one async_task('default')")
+    extra = whole_warp_groups(sum(p.num_warps for p in partitions(configs, module_warps)))
+    if module_warps + extra > MAX_CTA_WARPS:
+        raise ValueError(
+            f"tlx.async_tasks: the tasks make a CTA of {module_warps + extra} warps "
+            f"({(module_warps + extra) * 32} threads): the kernel's num_warps={module_warps} plus {extra} for the "
+            "tlx.async_task copies (num_warps times replicate; replicas of the default task take the kernel's "
+            f"num_warps), rounded up to whole warp groups of 4; a CTA has at most {MAX_CTA_WARPS} warps "
+            f"({MAX_CTA_WARPS * 32} threads). Lower the tasks' num_warps or replicate, or the kernel's num_warps")
     copies = [c for c in configs for _ in range(c.replicate - c.default)]  # one per partition
     for name, field in (("num_regs (registers)", "num_regs"), ("warp_group_start_id", "warp_group_start_id")):
         given = sum(getattr(c, field) is not None for c in copies)
@@ -252,7 +268,7 @@ class _AsyncTasks:
         if state.exclusive and len(state.regions) > 1:
             raise ValueError("tlx.async_tasks(exclusive=True) requires exactly one warp-specialized region in the "
                              f"kernel, found {len(state.regions)}")
-        check_tasks(configs)
+        check_tasks(configs, warps)
         max_extra = max((sum(p.num_warps for p in partitions(c, warps)) for c in state.regions), default=0)
         for other in state.regions:  # a larger region pads the others: their start ids may move
             parts = partitions(other, warps)
