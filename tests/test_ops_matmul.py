@@ -129,6 +129,11 @@ def test_fake_implementation_on_meta_tensors():
     (_meta(4, 3), _meta(3, 5, dtype=torch.bfloat16), {}, TypeError,
      r"b has dtype torch.bfloat16 but a has torch.float16"),
     (_meta(4, 3), _meta(3, 5), {"out_dtype": torch.int8}, TypeError, r"out_dtype torch.int8 is not supported"),
+    (_meta(4, 3), _meta(3, 5), {"out_dtype": "float32"}, TypeError,
+     r"out_dtype must be a torch.dtype \(torch.float16, torch.bfloat16 or torch.float32\) or None, got the str "
+     r"'float32'"),
+    (_meta(4, 3), _meta(3, 5), {"out_dtype": torch.float64}, TypeError,
+     r"out_dtype torch.float64 is not supported with torch.float16 inputs"),
     (torch.zeros(4, 3, dtype=torch.float16), torch.zeros(3, 5, dtype=torch.float16), {}, ValueError,
      r"a is a CPU tensor; the kernels run on CUDA devices, or on the CPU only under TRITON_INTERPRET=1"),
     (torch.zeros(4, 3, dtype=torch.float16), _meta(3, 5), {}, ValueError, r"b is on meta but a is on cpu"),

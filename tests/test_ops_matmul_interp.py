@@ -116,6 +116,21 @@ def test_gradcheck_float64():
     assert torch.autograd.gradcheck(matmul, (a, b), eps=1e-3, atol=1e-4, rtol=1e-3)
 
 
+def test_out_dtype_is_checked_as_on_a_gpu():
+    """The interpreter's only extra is float64 inputs with a float64 result: fp16 inputs do not get a
+    float64 result a GPU would refuse, and out_dtype is a torch.dtype, not its name."""
+    a, b = _operands(4, 4, 8, torch.float16, False)
+    with pytest.raises(TypeError, match=r"out_dtype torch.float64 is not supported with torch.float16 inputs; use "
+                       r"torch.float16, torch.bfloat16 or torch.float32 \(torch.float64 needs float64 inputs\)"):
+        matmul(a, b, torch.float64)
+    for x in (a, a.clone().requires_grad_()):  # the direct call and the dispatcher
+        with pytest.raises(TypeError, match=r"out_dtype must be a torch.dtype .* got the str 'float32'"):
+            matmul(x, b, "float32")
+    with pytest.raises(TypeError, match=r"float64 inputs \(interpreter only\) give a float64 result"):
+        matmul(a.double(), b.double(), torch.float32)
+    assert matmul(a.double(), b.double(), torch.float64).dtype == torch.float64
+
+
 def test_backward_and_torch_compile_fullgraph():
     a, b = _operands(24, 16, 8, torch.float16, False)
     a.requires_grad_(True)

@@ -3,8 +3,8 @@
 Contract:
 
 * ``a`` [M, K] and ``b`` [K, N], both float16 or both bfloat16, on one CUDA device (or on the CPU
-  under ``TRITON_INTERPRET=1``, where float64 is accepted too, so that ``torch.autograd.gradcheck``
-  can run through the kernels); any M, N, K >= 0 (ragged, K = 1, empty).
+  under ``TRITON_INTERPRET=1``, where float64 inputs are accepted too, with a float64 result, so that
+  ``torch.autograd.gradcheck`` can run through the kernels); any M, N, K >= 0 (ragged, K = 1, empty).
 * fp32 accumulation; the result is a new contiguous [M, N] tensor of ``out_dtype`` (float16,
   bfloat16 or float32), by default the inputs' dtype.
 * Layouts: row-major operands (unit column stride, any row stride) are read in place. Any other
@@ -39,8 +39,17 @@ _IN_DTYPES = (torch.float16, torch.bfloat16)
 _OUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
+def _check_out_dtype_type(out_dtype: object) -> None:
+    """``out_dtype`` is a ``torch.dtype`` or ``None``: a dtype's name (``"float32"``) is not one, and the
+    dispatcher's own refusal of it names no argument."""
+    if out_dtype is not None and not isinstance(out_dtype, torch.dtype):
+        raise TypeError(f"{_OP}: out_dtype must be a torch.dtype (torch.float16, torch.bfloat16 or torch.float32) "
+                        f"or None, got the {type(out_dtype).__name__} {out_dtype!r}")
+
+
 def _check(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -> None:
-    """Argument checks shared by the real and the fake implementation."""
+    """Argument checks shared by the real and the fake implementation. The interpreter accepts what a GPU
+    accepts, plus float64 inputs with a float64 result (for gradcheck) and nothing else in float64."""
     for name, t in (("a", a), ("b", b)):
         if t.dim() != 2:
             raise ValueError(f"{_OP}: {name} must be a 2-D matrix, got shape {tuple(t.shape)}")
@@ -54,8 +63,14 @@ def _check(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -
                         + (" (float64 under the interpreter)" if interp else ""))
     if b.dtype != a.dtype:
         raise TypeError(f"{_OP}: b has dtype {b.dtype} but a has {a.dtype}; both must have the same dtype")
-    if out_dtype is not None and out_dtype not in _OUT_DTYPES + ((torch.float64, ) if interp else ()):
-        raise TypeError(f"{_OP}: out_dtype {out_dtype} is not supported; use float16, bfloat16 or float32")
+    _check_out_dtype_type(out_dtype)
+    if a.dtype == torch.float64:
+        if out_dtype not in (None, torch.float64):
+            raise TypeError(f"{_OP}: float64 inputs (interpreter only) give a float64 result; out_dtype "
+                            f"{out_dtype} is not supported with them")
+    elif out_dtype is not None and out_dtype not in _OUT_DTYPES:
+        raise TypeError(f"{_OP}: out_dtype {out_dtype} is not supported with {a.dtype} inputs; use torch.float16, "
+                        "torch.bfloat16 or torch.float32" + (" (torch.float64 needs float64 inputs)" if interp else ""))
     if b.device != a.device:
         raise ValueError(f"{_OP}: b is on {b.device} but a is on {a.device}; both must be on one device")
     if a.device.type == "cpu" and not interp:
@@ -63,9 +78,6 @@ def _check(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -
                          "TRITON_INTERPRET=1 (set before triton is imported)")
     if a.device.type not in ("cuda", "cpu", "meta"):
         raise ValueError(f"{_OP}: a is on {a.device}; the kernels run on CUDA devices")
-    if a.dtype == torch.float64 and out_dtype not in (None, torch.float64):
-        raise TypeError(f"{_OP}: float64 inputs (interpreter only) give a float64 result; out_dtype {out_dtype} "
-                        "is not supported with them")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -177,4 +189,5 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = 
     ``torch.ops.tritium.matmul``, or its implementation directly where :func:`direct_ok` allows."""
     if direct_ok(a, b):
         return _compute(a, b, out_dtype)
+    _check_out_dtype_type(out_dtype)  # before the dispatcher, which refuses a non-dtype in its own words
     return torch.ops.tritium.matmul(a, b, out_dtype)
