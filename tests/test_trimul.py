@@ -215,6 +215,21 @@ def test_packing_names_missing_weights():
             fn(params)
 
 
+def test_packing_names_misshapen_weights():
+    """Each wrong weight is named with the shape it needs, in the sizes the other weights agree on."""
+    params = dict(_reference(128, 64).named_parameters())
+    for edits, msg in [({"left_proj.weight": params["left_proj.weight"][:, :32]},
+                        r"left_proj.weight must be \[hidden_dim, dim\] = \[64, 128\], got \[64, 32\] "
+                        r"\(dim=128 and hidden_dim=64"),
+                       ({"norm.weight": params["norm.weight"][:10]},
+                        r"norm.weight must be \[dim\] = \[128\], got \[10\]"),
+                       ({"to_out.weight": params["to_out.weight"].t(), "to_out_norm.bias": params["norm.bias"]},
+                        r"to_out_norm.bias must be \[hidden_dim\] = \[64\], got \[128\]; "
+                        r"to_out.weight must be \[dim, hidden_dim\] = \[128, 64\], got \[64, 128\]")]:
+        with pytest.raises(ValueError, match=r"tritium.ops.trimul.pack_weights: " + msg):
+            pack_weights({**params, **edits})
+
+
 def test_module_rejects_shapes_the_kernels_cannot_tile():
     with pytest.raises(ValueError, match="dim=100 must be a multiple of 64"):
         TriMul(100)

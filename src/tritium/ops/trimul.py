@@ -38,11 +38,36 @@ _PARAMS = ("norm.weight", "norm.bias", "left_proj.weight", "right_proj.weight", 
            "right_gate.weight", "out_gate.weight", "to_out_norm.weight", "to_out_norm.bias", "to_out.weight")
 
 
+#: Each parameter's shape in the reference module, in its ``dim`` and ``hidden_dim``.
+_SHAPES = {"norm.weight": ("dim", ), "norm.bias": ("dim", ),
+           **{f"{n}.weight": ("hidden_dim", "dim") for n in PROJECTIONS},
+           "to_out_norm.weight": ("hidden_dim", ), "to_out_norm.bias": ("hidden_dim", ),
+           "to_out.weight": ("dim", "hidden_dim")}
+
+
 def _require(weights: Mapping[str, torch.Tensor], caller: str) -> None:
     missing = [k for k in _PARAMS if k not in weights]
     if missing:
         raise KeyError(f"tritium.ops.trimul.{caller}: the weights lack {missing}; pass the reference module's "
                        f"parameters by name (its state_dict or named_parameters()), which are {list(_PARAMS)}")
+
+
+def _check_weight_shapes(weights: Mapping[str, torch.Tensor]) -> None:
+    """Every weight has the reference module's shape for one ``dim`` and ``hidden_dim``, else the packing
+    fails in torch's words, naming no weight. The sizes are those most weights agree on, so a wrong weight
+    is the one named, not the right ones it disagrees with."""
+    votes: dict[str, list[int]] = {"dim": [], "hidden_dim": []}
+    for name, dims in _SHAPES.items():
+        shape = tuple(weights[name].shape)
+        if len(shape) == len(dims):
+            for d, n in zip(dims, shape):
+                votes[d].append(n)
+    size = {d: max(v, key=v.count) if v else None for d, v in votes.items()}  # no Counter: Dynamo traces this
+    bad = [f"{name} must be [{', '.join(dims)}] = {[size[d] for d in dims]}, got {list(weights[name].shape)}"
+           for name, dims in _SHAPES.items() if tuple(weights[name].shape) != tuple(size[d] for d in dims)]
+    if bad:
+        raise ValueError(f"tritium.ops.trimul.pack_weights: {'; '.join(bad)} (dim={size['dim']} and "
+                         f"hidden_dim={size['hidden_dim']}: what most weights have)")
 
 
 def choose_dtype(weights: Mapping[str, torch.Tensor]) -> torch.dtype:
@@ -65,6 +90,7 @@ def pack_weights(weights: Mapping[str, torch.Tensor], out_dtype: Optional[torch.
     (a ``state_dict``, or the task's weights dict); ``out_weight_t`` in ``out_dtype`` (default
     :func:`choose_dtype`)."""
     _require(weights, "pack_weights")
+    _check_weight_shapes(weights)
     out_dtype = out_dtype or choose_dtype(weights)
     gamma, beta = weights["norm.weight"].float(), weights["norm.bias"].float()
     w = torch.stack([weights[f"{n}.weight"] for n in PROJECTIONS]).float()  # [5, H, C]
