@@ -230,6 +230,16 @@ def test_packing_names_misshapen_weights():
             pack_weights({**params, **edits})
 
 
+def test_x_of_another_dim_than_the_weights_is_named():
+    """x is what disagrees with the weights, not the packed out_weight_t the module passes on."""
+    x, mask = torch.zeros(1, 16, 16, 128), torch.ones(1, 16, 16)
+    with pytest.raises(ValueError, match=r"^TriMul: x's last dimension 128 does not match the module's dim 64$"):
+        TriMul(64, hidden_dim=64)(x, mask)
+    with pytest.raises(ValueError, match=r"tritium.ops.trimul: x's last dimension 128 does not match the weights' "
+                       r"dim 64 \(proj_weight_t is \[64, 320\], out_weight_t \[64, 64\]\)"):
+        trimul(*_op_args(x.to("meta"), mask.to("meta"), _reference(64, 64).to("meta")))
+
+
 def test_module_rejects_shapes_the_kernels_cannot_tile():
     with pytest.raises(ValueError, match="dim=100 must be a multiple of 64"):
         TriMul(100)

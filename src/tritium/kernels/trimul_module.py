@@ -61,5 +61,8 @@ class TriMul(TriMulReference):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         from ..ops.trimul import trimul
         proj_t, terms, out_t = self.packed_weights()
+        if x.dim() and x.shape[-1] != out_t.shape[1]:  # the op would blame its packed out_weight_t
+            raise ValueError(f"TriMul: x's last dimension {x.shape[-1]} does not match the module's dim "
+                             f"{out_t.shape[1]}")
         return trimul(x, mask, proj_t, terms, self.to_out_norm.weight, self.to_out_norm.bias, out_t,
                       self.norm.eps, self.to_out_norm.eps)

@@ -118,6 +118,10 @@ def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, o
                          f"got {tuple(mask.shape)}")
     if mask.is_complex():
         raise TypeError(f"{_OP}: mask has dtype {mask.dtype}; use a real or bool mask")
+    weights_dim = proj_weight_t.shape[0] if proj_weight_t.dim() == 2 else None
+    if out_weight_t.dim() == 2 and out_weight_t.shape[1] == weights_dim != C:  # the weights agree: x is off
+        raise ValueError(f"{_OP}: x's last dimension {C} does not match the weights' dim {weights_dim} "
+                         f"(proj_weight_t is {list(proj_weight_t.shape)}, out_weight_t {list(out_weight_t.shape)})")
     if out_weight_t.dim() != 2 or out_weight_t.shape[1] != C:
         raise ValueError(f"{_OP}: out_weight_t must be [hidden, dim={C}], got {tuple(out_weight_t.shape)}")
     H = out_weight_t.shape[0]
