@@ -176,3 +176,17 @@ def test_replace_module_body_round_trip():
     assert mod.get_operation().get_str_attr("tritium.name") == "seven"
     assert mod.get_operation().get_bool_attr("tritium.flag") is True
     assert mod.verify()
+
+
+def test_signature_type_names_and_entry_function_name_read_this_triton():
+    """The CLI lists the signature types from Triton's table; the pass runner checks a pass kept the kernel."""
+    import triton.language as tl
+    from triton._C.libtriton import ir
+    names = compat.signature_type_names()
+    assert {"i32", "fp16", "bf16", "fp32"} <= set(names)
+    assert all(tl.str_to_ty(n, None) is not None for n in ("i32", "fp16"))
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    kernel = compat.parse_module("module {\n  tt.func public @k() {\n    tt.return\n  }\n}\n", ctx)
+    assert compat.entry_function_name(kernel) == "k"
+    assert compat.entry_function_name(compat.parse_module("module {\n}\n", ctx)) == ""

@@ -227,8 +227,8 @@ def test_a_pipeline_belongs_to_one_plugin():
         Plugin("other", "1.0", pipelines={"shared": shared})
     assert shared.plugin is owner and shared.digest() == digest and shared.origin() == "owner:tag-shared"
     (pass_,) = shared.python_passes()
-    with pytest.raises(tp.PluginLoadError, match="pass 'tag_shared' belongs to plugin 'owner' already"):
-        Plugin("other", "1.0", passes={"tag": pass_})
+    Plugin("other", "1.0", passes={"tag": pass_})  # a pass may serve two plugins; its errors name the first
+    assert pass_.plugin == "owner"
 
 
 def test_compile_kernel_refuses_a_pipeline_or_report_no_manager_would_apply():

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import triton.language as tl
-from triton._utils import BITWIDTH_DICT
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 from triton.runtime import JITFunction
 
-from . import plugins
+from . import compat, plugins
 from .plugins.inspection import TARGET_FORMS, diff_around, format_report, parse_target, pipeline_report
 
 
@@ -160,7 +159,7 @@ def _triton_type(text: str) -> Any:
 
 def _scalar_types() -> list[str]:
     """The scalar type names Triton's parser takes (``i32``, ``fp16``, ...), to list when an entry names none."""
-    return [name for name in BITWIDTH_DICT if _triton_type(name) is not None]
+    return [name for name in compat.signature_type_names() if _triton_type(name) is not None]
 
 
 def _options(items: Sequence[str], target: GPUTarget) -> dict[str, Any]:

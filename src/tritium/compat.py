@@ -481,6 +481,12 @@ def ptxas_path(arch: int) -> str:
 # --------------------------------------------------------------------------------------------
 # MLIR modules
 # --------------------------------------------------------------------------------------------
+def signature_type_names() -> list[str]:
+    """The scalar type names a kernel signature may use (``i32``, ``fp16``, ...), as Triton's own table has them."""
+    from triton._utils import BITWIDTH_DICT
+    return list(BITWIDTH_DICT)
+
+
 def entry_function_name(mod: Any) -> Optional[str]:
     """The name of the module's public (kernel) function, '' if it has none; None where this Triton's
     bindings cannot tell."""

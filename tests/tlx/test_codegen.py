@@ -220,3 +220,26 @@ def test_errors_name_the_kernel_line(kernel, target, message, line):
     text = str(info.value)
     assert message in text
     assert line in text  # Triton prints the offending source line
+
+
+@triton.jit
+def _carried_view_kernel(out_ptr, N: tl.constexpr, USE_BEFORE_REBIND: tl.constexpr):
+    bufs = tlx.local_alloc((N, ), tl.float32, 2)
+    cur = bufs[0]
+    for i in range(0, 3):
+        if USE_BEFORE_REBIND:
+            tlx.local_store(cur, tl.full((N, ), 1.0, tl.float32) * i)  # iteration i would need view i % 2
+        cur = bufs[(i + 1) % 2]
+        tlx.local_store(cur, tl.full((N, ), 2.0, tl.float32) * i)  # the view made in this iteration: fine
+    tl.store(out_ptr + tl.arange(0, N), tlx.local_load(bufs[0]))
+
+
+def test_a_view_carried_by_a_loop_is_refused_where_it_is_used():
+    """Ops fix their buffer when traced, so a view rebound in a loop and used from the previous iteration
+    would always be the first one: refused at the use (the interpreter, which runs it, agrees with the fork)."""
+    src = ASTSource(_carried_view_kernel, {"out_ptr": "*fp32"}, {"N": 32, "USE_BEFORE_REBIND": True})
+    with pytest.raises(CompilationError, match="(?s)tlx.local_store\\(cur,.*TLX buffer view was rebound inside a "
+                                               "loop and is used where its value depends on the iteration"):
+        triton.compile(src, target=SM90)
+    fresh = ASTSource(_carried_view_kernel, {"out_ptr": "*fp32"}, {"N": 32, "USE_BEFORE_REBIND": False})
+    assert "ttg.local_store" in triton.compile(fresh, target=SM90).asm["ttgir"]

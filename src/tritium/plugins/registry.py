@@ -61,10 +61,9 @@ class Plugin:
         self._check_ownership()
         for p in [*self.pipelines.values(), *self.auto_pipelines]:
             p.plugin = self
-        for pass_ in self.passes.values():
-            object.__setattr__(pass_, "plugin", self.name)
-        for pipeline in self.all_pipelines():
-            for pass_ in pipeline.python_passes():
+        # a pass may serve several plugins (it names no key): errors name the first plugin built around it
+        for pass_ in [*self.passes.values(), *(q for p in self.all_pipelines() for q in p.python_passes())]:
+            if pass_.plugin is None:
                 object.__setattr__(pass_, "plugin", self.name)
 
     def _check_fields(self) -> None:
@@ -101,19 +100,13 @@ class Plugin:
             fail("native_passes", "expected a sequence of stock pass names")
 
     def _check_ownership(self) -> None:
-        """A pipeline or pass names one plugin in keys and errors: taking over another plugin's would change
-        that plugin's cache key and make its errors name this one."""
+        """A pipeline's plugin is part of its cache key and names it in errors: taking over another plugin's
+        pipeline would change that plugin's key and make its errors name this one."""
         for key, p in [*self.pipelines.items(), *(("auto_pipelines", p) for p in self.auto_pipelines)]:
             if p.plugin is not None and p.plugin is not self:
                 raise PluginLoadError(f"plugin {self.name!r}: pipeline {p.name!r} ({key}) belongs to plugin "
                                       f"{p.plugin.name!r} already; a pipeline belongs to one plugin, so build "
                                       "another Pipeline for this one")
-        passes = [*self.passes.values(), *(q for p in self.all_pipelines() for q in p.python_passes())]
-        for pass_ in passes:
-            if pass_.plugin not in (None, self.name):
-                raise PluginLoadError(f"plugin {self.name!r}: pass {pass_.name!r} belongs to plugin "
-                                      f"{pass_.plugin!r} already; give this plugin its own copy "
-                                      "(dataclasses.replace(pass_, plugin=None))")
 
     def all_pipelines(self) -> list[Pipeline]:
         seen: dict[int, Pipeline] = {}

@@ -39,7 +39,7 @@ from triton.runtime.interpreter import ASTTransformer, InterpreterBuilder, Tenso
 from ..compat import TRITON_VERSION, new_pass_manager, run_plain, stock_pass_builder
 
 __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_running", "compile_options",
-           "dot_input_precision", "builder_state", "kernel_state", "kernel_module", "type_builder",
+           "dot_input_precision", "builder_state", "kernel_state", "kernel_module", "type_builder", "unflattening_loop_carry",
            "statement_location", "with_statement", "visit_body", "SubRegion", "interpreter_semantic",
            "interpreter_builder", "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer",
            "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load",
@@ -98,6 +98,23 @@ def _code_generator(builder: Any) -> CodeGenerator:
             return gen
         frame = frame.f_back
     raise RuntimeError("TLX ops can only be used inside a @triton.jit kernel being compiled")
+
+
+#: The CodeGenerator methods that hand a loop's carried values to the loop body and past the loop.
+_LOOP_VISITORS = ("visit_For", "visit_While")
+
+
+def unflattening_loop_carry() -> bool:
+    """Whether the value a type's ``_unflatten_ir`` is building is a loop's carry: a block argument of its
+    body (or before-region) or a result of the loop. The first frame above the unflattening ones
+    (``unflatten_ir_values``, nested ``_unflatten_ir``) says who asked: ``visit_For``/``visit_While`` for a
+    carry; a helper call's results, an ``if``'s results and a scope cloned for a sub-region come from
+    elsewhere."""
+    frame = sys._getframe(2)  # the caller's caller: the _unflatten_ir asking is frame 1
+    while frame is not None and "unflatten" in frame.f_code.co_name:
+        frame = frame.f_back
+    return (frame is not None and frame.f_code.co_name in _LOOP_VISITORS
+            and isinstance(frame.f_locals.get("self"), CodeGenerator))
 
 
 def kernel_module(semantic: Any) -> Any:

@@ -37,7 +37,8 @@ class buffered_tensor_type(base_type):
         self.barrier = barrier
 
     def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["buffered_tensor", int]:
-        return buffered_tensor(handles[cursor], self), cursor + 1
+        carried = triton_compat.unflattening_loop_carry()
+        return buffered_tensor(handles[cursor], loop_carried_type(self) if carried else self), cursor + 1
 
     def _flatten_ir_types(self, builder: ir.builder, out: List[ir.type]) -> None:
         out.append(builder.get_int32_ty())  # a buffer is a dummy i32 in TTIR
@@ -57,6 +58,26 @@ class buffered_tensor_type(base_type):
         shape = "_".join(map(str, self.shape))
         alloc = "_".join(map(str, self.alloc_shape))
         return f"TLXB{self.element_ty.mangle()}S{shape}A{alloc}N{self.num}I{self.id}{'M' if self.barrier else ''}B"
+
+
+class loop_carried_type(buffered_tensor_type):
+    """A buffer view that a loop carries: the variable was rebound to another view inside the loop.
+
+    TLX ops name a view by the placeholder that made it (its ``id``), fixed when the op is traced, so
+    a use of the carried value would always see the view from before the loop. Reading its ``id``
+    (which every TLX op and helper call does) is therefore an error; carrying it unused is not.
+    """
+
+    def __init__(self, carried: buffered_tensor_type) -> None:
+        self.__dict__.update((k, v) for k, v in vars(carried).items() if k != "id")
+
+    @property
+    def id(self) -> int:
+        what = "mbarrier" if self.barrier else "buffer"
+        raise TypeError(f"this TLX {what} view was rebound inside a loop and is used where its value depends on "
+                        f"the iteration (or after the loop); tritium fixes the {what} an op uses when the op is "
+                        f"traced, so it cannot follow a view carried by the loop. Make the view from the loop's "
+                        f"own index where it is used (tlx.local_view(bufs, i % NUM))")
 
 
 class tlx_value(base_value):
