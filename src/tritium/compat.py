@@ -579,7 +579,14 @@ def replace_module_body(old: Any, new: Any) -> None:
 
 
 def ast_source(fn: Any, signature: dict, constexprs: dict, attrs: dict) -> Any:
-    """Triton's or Gluon's AST source for ``fn``: Gluon keeps its source class in a private module."""
+    """Triton's or Gluon's AST source for ``fn``: Gluon keeps its source class in a private module.
+
+    Constexpr parameters left out take their defaults, as a launch binds them: Triton 3.6 reads an omitted
+    constexpr's default itself, 3.7+ give it no type and fail."""
+    for param in fn.params:
+        if param.is_constexpr and param.has_default and param.name not in constexprs:
+            constexprs = {**constexprs, param.name: param.default}
+            signature = {**signature, param.name: "constexpr"}
     if getattr(fn, "is_gluon", lambda: False)():
         from triton.experimental.gluon._runtime import GluonASTSource
         return GluonASTSource(fn, signature, constexprs, attrs)

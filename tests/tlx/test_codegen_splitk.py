@@ -7,7 +7,7 @@ import re
 import pytest
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+from tritium.plugins.inspection import make_source
 
 from tritium.kernels import gemm_splitk_hopper as splitk
 from tritium.tlx import triton_compat
@@ -23,7 +23,7 @@ def test_split_k_compiles_to_reduce_add_stores(dtype):
     a, b, c = splitk.descriptor_blocks(cfg)
     sig = {"a_desc": f"tensordesc<{dtype}{a}>", "b_desc": f"tensordesc<{dtype}{b}>", "c_desc": f"tensordesc<fp32{c}>",
            "M": "i32", "N": "i32", "K": "i32", **{f: "constexpr" for f in cfg._fields}}
-    k = triton.compile(ASTSource(splitk.matmul_kernel_splitk, sig, cfg._asdict()), target=SM90,
+    k = triton.compile(make_source(splitk.matmul_kernel_splitk, sig, cfg._asdict()), target=SM90,
                        options={"num_warps": 4})
     ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
     assert not list(placeholders(ttgir)) and ttgir.count("ttg.warp_specialize(") == 1

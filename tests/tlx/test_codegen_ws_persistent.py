@@ -9,7 +9,7 @@ import re
 import pytest
 import triton
 from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
+from tritium.plugins.inspection import make_source
 
 from tritium.kernels import gemm_ws_cooperative_hopper as coop
 from tritium.kernels import gemm_ws_dualk_hopper as dualk
@@ -31,7 +31,7 @@ def compile_gemm(name: str, cfg, dtype: str = "fp16"):
     sig = {"a_desc": f"tensordesc<{dtype}{a}>", "b_desc": f"tensordesc<{dtype}{b}>",
            "c_desc": f"tensordesc<{dtype}{c}>", "M": "i32", "N": "i32", "K": "i32"}
     sig.update({f: "constexpr" for f in cfg._fields})
-    return triton.compile(ASTSource(kernel, sig, cfg._asdict()), target=SM90, options={"num_warps": 4})
+    return triton.compile(make_source(kernel, sig, cfg._asdict()), target=SM90, options={"num_warps": 4})
 
 
 CASES = [("cooperative", coop.LARGE, "fp16"), ("cooperative", coop.SMALL, "bf16"),
@@ -156,7 +156,7 @@ def test_programmatic_dependent_launch_waits_before_any_memory_access(name, cfg,
     a, b, c = module.descriptor_blocks(cfg)
     sig = {"a_desc": f"tensordesc<fp16{a}>", "b_desc": f"tensordesc<fp16{b}>", "c_desc": f"tensordesc<fp16{c}>",
            "M": "i32", "N": "i32", "K": "i32", **{f: "constexpr" for f in cfg._fields}, "PDL": "constexpr"}
-    ptx = triton.compile(ASTSource(kernel, sig, {**cfg._asdict(), "PDL": pdl}), target=SM90,
+    ptx = triton.compile(make_source(kernel, sig, {**cfg._asdict(), "PDL": pdl}), target=SM90,
                          options={"num_warps": 4, "launch_pdl": pdl}).asm["ptx"]
     body = ptx[ptx.index(".entry"):]
     if not pdl:

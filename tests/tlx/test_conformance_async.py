@@ -15,7 +15,6 @@ from async_copy_kernels import (TILE, helper_views_copy_kernel, bad_eviction, ba
                                 other_without_mask, prefetch_kernel, prefetch_tensormap, prefetch_tensormap_desc,
                                 two_groups_kernel, unaligned_gemm)
 
-DIV16 = [["tt.divisibility", 16]]
 
 BUFFER_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "n": "i32"}
 
@@ -31,16 +30,14 @@ def _targets():
 
 def _compile(fn, signature, constexprs, aligned, target, forget=True, **options):
     """Compile ``fn`` for ``target``; returns (kernel, AsyncCopyFallbackWarning messages)."""
-    from triton.compiler import ASTSource
+    from tritium.plugins.inspection import make_source
     from tritium.tlx.copy_fallback import AsyncCopyFallbackWarning, forget_warnings
     if forget:
         forget_warnings()  # warnings are once per process and kernel line; tests start fresh
-    names = list(fn.arg_names)
-    sig = {n: signature.get(n, "constexpr") for n in names}
-    attrs = {(names.index(n), ): DIV16 for n in aligned}
+    sig = {n: signature.get(n, "constexpr") for n in fn.arg_names if n in signature or n in constexprs}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        k = triton.compile(ASTSource(fn, sig, constexprs, attrs), target=_targets()[target], options=options)
+        k = triton.compile(make_source(fn, sig, constexprs, aligned), target=_targets()[target], options=options)
     return k, [str(w.message) for w in caught if issubclass(w.category, AsyncCopyFallbackWarning)]
 
 
