@@ -17,6 +17,7 @@ from interp_shim import interpret_mode
 from sync_kernels import (ballot, ballot_tensor, cluster_amd, cluster_barrier_outside_tasks, cluster_barrier_tasks,
                           cluster_misuse, cluster_ops, fp8_name, named_misuse, named_pingpong, named_runtime, redux,
                           warp_barrier_square)
+import tritium.tlx as tlx
 from tritium import compat
 from tritium.plugins.errors import PassError
 
@@ -243,3 +244,28 @@ def test_cluster_barrier_outside_the_tasks_of_a_ws_kernel_is_refused():
     # Triton parks the task warps in its task switch until the region starts: they could never arrive.
     msg = compile_error(cluster_barrier_outside_tasks, {"out_ptr": "*i32"}, {}, "tlx.cluster_barrier()")
     assert "outside the async_tasks of a warp-specialized kernel the task warps wait" in msg
+
+
+@triton.jit
+def _phased_barriers(out_ptr):
+    if tl.program_id(axis=0) == 258:
+        return
+    first = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    second = tlx.alloc_barriers(num_barriers=1, arrive_count=2)
+    tlx.barrier_arrive(second[0])
+    tlx.barrier_wait(bar=second[0], phase=1)
+    third = tlx.alloc_barriers(num_barriers=1, arrive_count=3)  # made after the second one's last use
+    tlx.barrier_arrive(third[0])
+    tlx.barrier_wait(bar=third[0], phase=1)
+    tlx.barrier_arrive(first[0])
+    tlx.barrier_wait(bar=first[0], phase=0)
+    tl.store(out_ptr, 1)
+
+
+def test_barriers_keep_their_own_shared_memory_to_the_end():
+    """PTX wants mbarrier.inval before an mbarrier's memory is reused: no barrier may take a dead one's slot
+    (the fork's test_barrier_live_range)."""
+    ptx = compile_kernel(_phased_barriers, {"out_ptr": "*i32"}, {}).asm["ptx"]
+    inits = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[(%r\d+)\], (\d)", ptx)
+    assert sorted(count for _, count in inits) == ["1", "2", "3"]
+    assert len({register for register, _ in inits}) == 3, inits

@@ -78,6 +78,7 @@ class _Lowering:
         self.fresh = 0
         self.marks: list[str] = []  # location aliases made by :meth:`mark`, appended to the module
         self.text = ""  # the module being lowered (for source locations in errors)
+        self.barriers: list[tuple[str, str, str]] = []  # this function's barrier allocations: (indent, name, type)
         self.desc_ptr: dict[Any, str] = {}  # descriptor (SSA name or slot placeholder id) -> its tensor map's address
 
     def value(self, name: str, have: str, want: str, lines: list[str], p: Placeholder) -> str:
@@ -356,12 +357,21 @@ class _Lowering:
         out.append(f"{ind}{h} = ttng.warp_group_dot_wait {value} {{pendings = {a['pendings']} : i32}} : {a['acc']}{loc}")
         self.result(p, h, a["acc"], out)
 
+    def barriers_kept(self, ret: str) -> list[str]:
+        """Deallocations, before a return, of the barriers allocated in the same block above it: they keep
+        each barrier's shared memory its own to the end. Otherwise the allocator reuses a barrier's slot once
+        its last use is past, for another barrier or for data, and PTX requires ``mbarrier.inval`` before
+        an mbarrier's memory is reused."""
+        ind = ret[:len(ret) - len(ret.lstrip())]
+        return [f"{ind}ttg.local_dealloc {h} : {ty}" for b_ind, h, ty in self.barriers if b_ind == ind]
+
     def _fence_async_shared(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}ttng.fence_async_shared {{bCluster = false}}{loc}")
 
     def _alloc_barriers(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         self.memdesc[pid] = a["type"]
         out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
+        self.barriers.append((ind, h, a["type"]))
         for i in range(int(a["type"].split("<", 1)[1].split("x", 1)[0])):
             index, bar = self.temp(), self.temp()
             out.append(f"{ind}{index} = arith.constant {i} : i32{loc}")
@@ -669,6 +679,9 @@ def lower(text: str) -> str:
             line, state.args = _typed_signature(line, plan.arg_types(line))
             state.by_result = {}  # SSA names are per function too
             state.names = _Names(re.search(r'@"?([\w.$-]+?)(?:__|"|\()', line).group(1))
+            state.barriers = []
+        if line.lstrip().startswith("tt.return"):
+            lines.extend(state.barriers_kept(line))
         p = parse(line)
         # A printed name is unique only within its region: sibling regions (the two loops of a
         # static_range, say) reuse names, so a redefined name's laid-out twin no longer applies.
