@@ -589,3 +589,10 @@ def test_interpreter_rejects_what_the_compile_path_rejects(kernel, error, messag
         chain.append(e)
         e = e.__cause__ or e.__context__
     assert any(isinstance(x, error) and message in str(x) for x in chain), repr(info.value)
+
+
+def test_async_tasks_refuse_num_ctas_above_one():
+    """Stock Triton's num_ctas splits one program over a cluster; its PlanCTA pass would fail on the
+    warp-specialized region (the fork's test_store_ws launches that way), naming no TLX op."""
+    with pytest.raises(CompilationError, match="tlx.async_tasks: num_ctas=2 splits one program over 2 CTAs"):
+        compile_kernel(_replicas, {"out_ptr": "*i32"}, {"REPLICATE": 1, "BM": 64}, num_ctas=2)

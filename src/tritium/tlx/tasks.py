@@ -250,6 +250,10 @@ class _AsyncTasks:
 
     def __enter__(self) -> None:
         check_target(self.semantic, "async_tasks", 90)
+        ctas = getattr(compile_options(self.semantic), "num_ctas", 1)
+        if ctas != 1:  # stock PlanCTA would fail on the warp-specialized region, naming no TLX op
+            raise ValueError(f"tlx.async_tasks: num_ctas={ctas} splits one program over {ctas} CTAs, which "
+                             "warp-specialized TLX kernels do not support; compile with num_ctas=1")
         b = self.semantic.builder
         if _region(self.semantic) is not None:
             raise ValueError("tlx.async_tasks cannot be nested")
