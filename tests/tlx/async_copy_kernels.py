@@ -207,3 +207,17 @@ def helper_views_copy_kernel(x_ptr, y_ptr, BM: tl.constexpr, BK: tl.constexpr):
     tlx.async_load_commit_group([t0, t1])
     tlx.async_load_wait_group(0, [t0, t1])
     tl.store(y_ptr + offs, tlx.local_load(first) * 2 + tlx.local_load(second))
+
+
+@triton.jit
+def token_from_either_branch(x_ptr, y_ptr, out_ptr, cond):
+    """A token assigned in both branches of a run-time ``if`` (the fork's test_async_token_error)."""
+    buffers = tlx.local_alloc((128, ), tl.float32, 1)
+    offsets = tl.arange(0, 128)
+    if cond:
+        token = tlx.async_load(x_ptr + offsets, buffers[0])
+    else:
+        token = tlx.async_load(y_ptr + offsets, buffers[0])
+    tlx.async_load_commit_group([token])
+    tlx.async_load_wait_group(0)
+    tl.store(out_ptr + offsets, tlx.local_load(buffers[0]))

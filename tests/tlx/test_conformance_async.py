@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import triton
 
-from async_copy_kernels import (TILE, helper_views_copy_kernel, bad_eviction, bad_pendings, bad_prefetch_level, bad_tokens,
+from async_copy_kernels import (TILE, token_from_either_branch, helper_views_copy_kernel, bad_eviction, bad_pendings, bad_prefetch_level, bad_tokens,
                                 barrier_without_bulk, buffer_ops_kernel, bulk_kernel, bulk_no_barrier, copy_kernel, int_mask,
                                 other_without_mask, prefetch_kernel, prefetch_tensormap, prefetch_tensormap_desc,
                                 two_groups_kernel, unaligned_gemm)
@@ -227,3 +227,11 @@ def test_copies_into_views_from_two_calls_of_one_helper_land_in_two_slots(target
     views = dict(re.findall(r"(%\S+) = ttg.memdesc_index %\S+\[(%\S+)\]", ttgir))
     dests = re.findall(r"(?:ttg.async_copy_global_to_local %\S+,|amdg.buffer_load_to_local .* into) (%\S+)", ttgir)
     assert len(dests) == 2 and len({views[d] for d in dests}) == 2, ttgir  # indexed by pid and pid + 1
+
+
+def test_a_token_assigned_in_both_branches_of_an_if_compiles():
+    signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "cond": "i32"}
+    k, _ = _compile(token_from_either_branch, signature, {}, ("x_ptr", "y_ptr", "out_ptr"), "sm90", num_warps=4)
+    ttgir = k.asm["ttgir"]
+    assert ttgir.count("ttg.async_copy_global_to_local") == 2 and ttgir.count("ttg.async_commit_group") == 1
+

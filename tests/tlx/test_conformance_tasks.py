@@ -591,6 +591,7 @@ def test_interpreter_rejects_what_the_compile_path_rejects(kernel, error, messag
     assert any(isinstance(x, error) and message in str(x) for x in chain), repr(info.value)
 
 
+@compiled
 def test_async_tasks_refuse_num_ctas_above_one():
     """Stock Triton's num_ctas splits one program over a cluster; its PlanCTA pass would fail on the
     warp-specialized region (the fork's test_store_ws launches that way), naming no TLX op."""

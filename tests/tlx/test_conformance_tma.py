@@ -454,3 +454,21 @@ def test_amd_targets_have_no_tma(op, name):
         triton.compile(ASTSource(_amd, {"x": "*fp16", "M": "i32", "N": "i32", "OP": "constexpr"}, {"OP": op}),
                        target=GPUTarget("hip", "gfx950", 64))
     assert f"tlx.{name} needs NVIDIA sm_90 or newer" in str(info.value)
+
+
+@triton.jit
+def _slot_load_store(x, y, SIZE, BLOCK: tl.constexpr):
+    """The fork's test_make_tensor_descriptor: desc.load / desc.store on descriptors read from slots."""
+    ptrs = tlx.allocate_tensor_descriptor(num=2)
+    tlx.make_tensor_descriptor(desc_ptr=ptrs[0], base=x, shape=[SIZE], strides=[tl.constexpr(1)], block_shape=[BLOCK])
+    tlx.make_tensor_descriptor(desc_ptr=ptrs[1], base=y, shape=[SIZE], strides=[tl.constexpr(1)], block_shape=[BLOCK])
+    desc_in = tlx.reinterpret_tensor_descriptor(desc_ptr=ptrs[0], block_shape=[BLOCK], dtype=tlx.dtype_of(x))
+    desc_out = tlx.reinterpret_tensor_descriptor(desc_ptr=ptrs[1], block_shape=[BLOCK], dtype=tlx.dtype_of(y))
+    offset = tl.program_id(0) * BLOCK
+    desc_out.store([offset], desc_in.load([offset]) + 1)
+
+
+def test_load_and_store_methods_of_a_slot_descriptor_are_tma_copies():
+    ptx = compile_(_slot_load_store, {"x": "*i16", "y": "*i16", "SIZE": "i32"}, {"BLOCK": 64}).asm["ptx"]
+    assert re.search(r"cp\.async\.bulk\.tensor\.1d\.shared::(cta|cluster)\.global\.mbarrier", ptx)
+    assert re.search(r"cp\.async\.bulk\.tensor\.1d\.global\.shared::cta", ptx) and "fence.proxy.async" in ptx

@@ -9,7 +9,7 @@ import torch
 from interp_shim import require_interpret_mode
 from async_copy_kernels import (INTERPRETER_TILE, bad_prefetch_level, bad_tokens, barrier_without_bulk,
                                 buffer_ops_kernel, bulk_kernel, bulk_no_barrier, copy_kernel, matmul, prefetch_kernel,
-                                two_groups_kernel)
+                                token_from_either_branch, two_groups_kernel)
 
 require_interpret_mode()
 
@@ -74,3 +74,10 @@ def test_two_groups_numerics():
     y = torch.zeros_like(x)
     two_groups_kernel[(1, )](x, y, BM=32, BK=64)
     assert torch.equal(x, y)
+
+
+@pytest.mark.parametrize("cond,value", [(1, 1.0), (0, 2.0)])
+def test_a_token_assigned_in_both_branches_of_an_if(cond, value):
+    x, y, out = torch.full((128, ), 1.0), torch.full((128, ), 2.0), torch.zeros(128)
+    token_from_either_branch[(1, )](x, y, out, cond)
+    assert out.eq(value).all()

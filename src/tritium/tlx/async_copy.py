@@ -138,7 +138,7 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
     if bulk:
         _cache_attrs(_semantic, cache_modifier, eviction_policy)  # validated; the bulk copy has no hints
         _bulk_load(_semantic, src, result, bulk_size, barrier)
-        return async_token()
+        return async_token.made(_semantic)
     shape = list(result.shape)
     if mask is not None:
         mask = _semantic.broadcast_impl_shape(_semantic.to_tensor(mask), shape)
@@ -155,7 +155,7 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
     emit(_semantic, "async_copy", operands=operands, dst=result.type.id,
          want=[tensor_type(_semantic, x.dtype, shape, blocked) for x in operands],
          has_mask=mask is not None, has_other=other is not None, cache_attrs=cache_attrs, volatile=volatile, sync=sync)
-    return async_token()
+    return async_token.made(_semantic)
 
 
 @tlx_builtin
@@ -165,7 +165,7 @@ def async_load_commit_group(tokens=[], _semantic=None) -> async_token:
     _check_target(compile_options(_semantic).arch, "async_load_commit_group")
     args.tokens(tokens, "async_load_commit_group")
     emit(_semantic, "commit_group")
-    return async_token()
+    return async_token.made(_semantic)
 
 
 @tlx_builtin
@@ -174,7 +174,7 @@ def async_load_wait_group(pendings, tokens=[], _semantic=None) -> async_token:
     _check_target(compile_options(_semantic).arch, "async_load_wait_group")
     pendings = check_wait_group(pendings, tokens)
     emit(_semantic, "wait_group", num=pendings)
-    return async_token()
+    return async_token.made(_semantic)
 
 
 PREFETCH_LEVELS = ("L1", "L2")

@@ -91,5 +91,7 @@ def remote_view(local_allocated_buffer, remote_cta_rank, _semantic=None) -> buff
     _is_nvidia(_semantic, "remote_view")
     check_target(_semantic, "remote_view", 90)
     t = bar.type
-    return buffered_tensor(bar.handle, buffered_tensor_type(t.element_ty, t.shape, t.layout, t.alloc_shape, t.num,
-                                                            t.id, t.memdesc, REMOTE_BARRIER))
+    remote = buffered_tensor_type(t.element_ty, t.shape, t.layout, t.alloc_shape, t.num, t.id, t.memdesc,
+                                  REMOTE_BARRIER)
+    remote.origin = t.origin
+    return buffered_tensor(bar.handle, remote)

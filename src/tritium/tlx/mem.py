@@ -10,7 +10,7 @@ import triton.language as tl
 from . import alias, args, layouts
 from .args import BUFFER, BUFFERS, MBARRIER, MBARRIERS
 from .emit import emit, tensor_type, tlx_builtin
-from .triton_compat import compile_options, kernel_state, type_builder, unwrap_if_constexpr
+from .triton_compat import compile_options, kernel_state, statement_location, type_builder, unwrap_if_constexpr
 from .types import buffered_tensor, buffered_tensor_type
 
 
@@ -233,6 +233,7 @@ _MAKERS = "view_makers"  # in kernel_state: placeholder id -> the builder (funct
 
 def _made_here(_semantic: Any, buf: buffered_tensor) -> buffered_tensor:
     kernel_state(_semantic).setdefault(_MAKERS, {})[buf.type.id] = _semantic.builder
+    buf.type.origin = buf.type.origin or statement_location(_semantic)
     return buf
 
 
@@ -253,6 +254,7 @@ def _anchored(_semantic: Any, buf: Any, op: str) -> Any:
     pid, _ = emit(_semantic, "anchor", operands=[tl.tensor(buf.handle, tl.int32)], src=buf.type.id, use=op)
     t = buf.type
     ty = buffered_tensor_type(t.element_ty, t.shape, t.layout, t.alloc_shape, t.num, pid, t.memdesc, t.barrier)
+    ty.origin = t.origin
     return _made_here(_semantic, buffered_tensor(buf.handle, ty))
 
 

@@ -35,6 +35,7 @@ class buffered_tensor_type(base_type):
         self.id = id  # the placeholder that made this view (see tlx/placeholders.py)
         self.memdesc = memdesc  # its TritonGPU type, printed
         self.barrier = barrier
+        self.origin = ""  # the kernel line that made the view, so two views that print alike can be told apart
 
     def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["buffered_tensor", int]:
         carried = triton_compat.unflattening_loop_carry()
@@ -50,9 +51,10 @@ class buffered_tensor_type(base_type):
 
     def __str__(self) -> str:
         buffers = f"{self.num} x " if self.num else ""
+        made = f" made at {self.origin}" if self.origin else ""
         if self.barrier:
-            return f"mbarrier<{buffers}>" if self.num else "mbarrier"
-        return f"buffered_tensor<{buffers}{list(self.shape)} {self.element_ty}, {self.layout}>"
+            return (f"mbarrier<{buffers}>" if self.num else "mbarrier") + made
+        return f"buffered_tensor<{buffers}{list(self.shape)} {self.element_ty}, {self.layout}>{made}"
 
     def mangle(self) -> str:
         shape = "_".join(map(str, self.shape))
@@ -136,13 +138,15 @@ class buffered_tensor(tlx_value):
 
 
 class async_token_type(base_type):
-    """Async-copy and group tokens order nothing in TTGIR here; they carry no IR value."""
+    """Async-copy and group tokens order nothing in TTGIR here. In a kernel each carries a dummy ``i32`` (a
+    constant) all the same: a value with no IR at all breaks an ``if`` that assigns it in both branches
+    (stock codegen yields twice from an ``scf.if`` without results)."""
 
     def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["async_token", int]:
-        return async_token(), cursor
+        return async_token(handles[cursor]), cursor + 1
 
     def _flatten_ir_types(self, builder: ir.builder, out: List[ir.type]) -> None:
-        return None
+        out.append(builder.get_int32_ty())
 
     def __eq__(self, other: Any) -> bool:
         return type(self) is type(other)
@@ -157,11 +161,19 @@ class async_token_type(base_type):
 class async_token(tlx_value):
     tlx_kind = "async token"
 
-    def __init__(self) -> None:
+    def __init__(self, handle: Any = None) -> None:
+        """``handle``: the dummy ``i32`` (see :class:`async_token_type`); None outside a kernel."""
+        self.handle = handle
         self.type = async_token_type()
 
+    @classmethod
+    def made(cls, _semantic: Any) -> "async_token":
+        """A token returned by an op of the kernel being built."""
+        return cls(_semantic.builder.get_int32(0))
+
     def _flatten_ir(self, handles: List[ir.value]) -> None:
-        return None
+        if self.handle is not None:
+            handles.append(self.handle)
 
 
 class tensor_descriptor_type(base_type):
@@ -206,6 +218,42 @@ class tensor_descriptor(tlx_value):
     @property
     def dtype(self) -> tl.dtype:
         return self.type.block_type.element_ty
+
+    def _staging_buffer(self, _semantic: Any) -> "buffered_tensor":
+        """A one-block shared buffer in the NVMMA layout TMA copies need (of any rank, 1-D ones too)."""
+        from . import layouts, mem
+        shape = tuple(self.block_shape)
+        layout = layouts.nv_mma_shared_layout_encoding(shape, list(reversed(range(len(shape)))), self.dtype)
+        return mem.local_view(mem.local_alloc(shape, self.dtype, 1, layout=layout, _semantic=_semantic), 0,
+                              _semantic=_semantic)
+
+    @builtin
+    def load(self, offsets: Any, _semantic: Any = None) -> tl.tensor:
+        """``desc.load(offsets)``, as on Triton's own descriptors: one block into registers, by a TMA load into
+        a shared buffer of its own, completed on an mbarrier of its own and waited for."""
+        from . import barriers, mem, tma
+        buf = self._staging_buffer(_semantic)
+        bar = mem.local_view(barriers.alloc_barriers(1, 1, _semantic=_semantic), 0, _semantic=_semantic)
+        nbytes = self.dtype.primitive_bitwidth // 8
+        for dim in self.block_shape:
+            nbytes *= dim
+        barriers.barrier_expect_bytes(bar, nbytes, _semantic=_semantic)
+        tma.async_descriptor_load(self, buf, offsets, bar, _semantic=_semantic)
+        barriers.barrier_wait(bar, 0, _semantic=_semantic)
+        return mem.local_load(buf, _semantic=_semantic)
+
+    @builtin
+    def store(self, offsets: Any, value: Any, _semantic: Any = None) -> None:
+        """``desc.store(offsets, value)``, as on Triton's own descriptors: ``value`` (cast and broadcast to the
+        block) through a shared buffer of its own, stored by TMA and waited for."""
+        from . import mem, misc, tma
+        value = _semantic.cast(_semantic.to_tensor(value), self.dtype)
+        value = _semantic.broadcast_impl_shape(value, list(self.block_shape))
+        buf = self._staging_buffer(_semantic)
+        mem.local_store(buf, value, _semantic=_semantic)
+        misc.fence_async_shared(_semantic=_semantic)
+        tma.async_descriptor_store(self, buf, offsets, _semantic=_semantic)
+        tma.async_descriptor_store_wait(0, _semantic=_semantic)
 
 
 class reuse_group_type(enum.Enum):
