@@ -10,8 +10,8 @@ import triton
 torch = pytest.importorskip("torch")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tlx"))
-from async_copy_kernels import (bulk_kernel, copy_kernel, matmul, prefetch_kernel, two_groups_kernel,  # noqa: E402
-                                unaligned_gemm)
+from async_copy_kernels import (bulk_kernel, copy_kernel, matmul, prefetch_kernel, token_from_either_branch,  # noqa: E402
+                                two_groups_kernel, unaligned_gemm)
 
 from tritium.tlx.copy_fallback import AsyncCopyFallbackWarning, forget_warnings  # noqa: E402
 
@@ -81,3 +81,12 @@ def test_prefetch_then_load(level, masked):
     k = prefetch_kernel[(1, )](x, y, 100, LEVEL=level, MASKED=masked)
     torch.cuda.synchronize()
     assert f"prefetch.global.{level}" in k.asm["ptx"] and torch.equal(x, y)
+
+
+@pytest.mark.parametrize("cond,source", [(1, "x"), (0, "y")])
+def test_a_token_from_either_branch(cond, source):
+    x, y = torch.randn(128, device="cuda"), torch.randn(128, device="cuda")
+    out = torch.zeros(128, device="cuda")
+    token_from_either_branch[(1, )](x, y, out, cond)
+    torch.cuda.synchronize()
+    assert torch.equal(out, {"x": x, "y": y}[source])

@@ -122,3 +122,11 @@ def test_async_store_copies_size_bytes(chunk, size):
     K._bulk_roundtrip[(1, )](src, dst, CHUNK=chunk, SIZE=size, num_warps=1)
     torch.testing.assert_close(dst[:size], src[:size], atol=0, rtol=0)
     assert not dst[size:].any()
+
+
+def test_load_and_store_methods_of_slot_descriptors():
+    x = torch.randint(-1000, 1000, (1000, ), dtype=torch.int16, device="cuda")
+    y = torch.zeros_like(x)
+    K._slot_load_store[(triton.cdiv(1000, 64), )](x, y, 1000, 64)
+    torch.cuda.synchronize()
+    assert torch.equal(y, x + 1)
