@@ -124,8 +124,9 @@ def test_async_store_copies_size_bytes(chunk, size):
     assert not dst[size:].any()
 
 
-def test_load_and_store_methods_of_slot_descriptors():
-    x = torch.randint(-1000, 1000, (1000, ), dtype=torch.int16, device="cuda")
+@pytest.mark.parametrize("dtype", [torch.int16, torch.float16, torch.int32])
+def test_load_and_store_methods_of_slot_descriptors(dtype):
+    x = torch.randint(-1000, 1000, (1000, ), device="cuda").to(dtype)
     y = torch.zeros_like(x)
     K._slot_load_store[(triton.cdiv(1000, 64), )](x, y, 1000, 64)
     torch.cuda.synchronize()

@@ -472,3 +472,11 @@ def test_load_and_store_methods_of_a_slot_descriptor_are_tma_copies():
     ptx = compile_(_slot_load_store, {"x": "*i16", "y": "*i16", "SIZE": "i32"}, {"BLOCK": 64}).asm["ptx"]
     assert re.search(r"cp\.async\.bulk\.tensor\.1d\.shared::(cta|cluster)\.global\.mbarrier", ptx)
     assert re.search(r"cp\.async\.bulk\.tensor\.1d\.global\.shared::cta", ptx) and "fence.proxy.async" in ptx
+
+
+@pytest.mark.parametrize("dtype,code", [("i16", 1), ("i32", 3), ("u32", 2), ("i64", 5), ("fp16", 6), ("fp32", 7)])
+def test_device_descriptors_of_integers_get_their_tensor_map_type(dtype, code):
+    """Integer descriptors made from a TLX dtype print as si16/ui32...; each must still map to its
+    CUtensorMapDataType, or the copy moves the wrong number of bytes (and its barrier never completes)."""
+    ptx = compile_(_slot_load_store, {"x": f"*{dtype}", "y": f"*{dtype}", "SIZE": "i32"}, {"BLOCK": 64}).asm["ptx"]
+    assert set(re.findall(r"tensormap\.replace\.tile\.elemtype\.\S+ \[[^]]+\], 0x(\w+);", ptx)) == {f"{code:x}"}

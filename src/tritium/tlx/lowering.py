@@ -40,9 +40,12 @@ class _MadeOutside(KeyError):
     pass
 
 
-#: CUtensorMapDataType and size per printed element type (8-bit types travel as bytes).
-_TENSORMAP_ELEM = {"f16": (6, 2), "bf16": (9, 2), "f32": (7, 4), "f64": (8, 8), "i16": (1, 2), "i32": (3, 4),
-                   "i64": (5, 8)}
+#: CUtensorMapDataType and size per printed element type (8-bit types travel as bytes). Integers print
+#: signless (``i32``), or signed or unsigned (``si32``, ``ui32``) in descriptors made from a TLX dtype;
+#: 16-bit ones have only the unsigned code, which copies the same bits.
+_TENSORMAP_ELEM = {"f16": (6, 2), "bf16": (9, 2), "f32": (7, 4), "f64": (8, 8),
+                   "i16": (1, 2), "si16": (1, 2), "ui16": (1, 2), "i32": (3, 4), "si32": (3, 4), "ui32": (2, 4),
+                   "i64": (5, 8), "si64": (5, 8), "ui64": (4, 8)}
 
 
 @dataclass
@@ -58,7 +61,10 @@ class _TensorMap:
     def of(cls, desc_type: str, fill: int) -> "_TensorMap":
         m = re.search(r"tensordesc<(?:tensor<)?((?:\d+x)+)(\w+)", desc_type)  # 3.8+ print no ``tensor<``
         block = [int(d) for d in m.group(1).rstrip("x").split("x")]
-        elem_type, elem_bytes = _TENSORMAP_ELEM.get(m.group(2), (0, 1))
+        elem = m.group(2)
+        if elem not in _TENSORMAP_ELEM and not re.fullmatch(r"[su]?i8|f8\w*", elem):
+            raise ValueError(f"TMA descriptor of {elem} elements: no tensor-map data type for it")
+        elem_type, elem_bytes = _TENSORMAP_ELEM.get(elem, (0, 1))
         return cls(block, elem_type, elem_bytes, fill, desc_type)
 
 
