@@ -244,3 +244,20 @@ def test_compile_kernel_refuses_a_pipeline_or_report_no_manager_would_apply():
         tp.enable()
     with pytest.raises(TypeError, match="report must be a tritium.plugins.CompileReport or None, not str"):
         compile_kernel(fn, sig, "sm90", constexprs=const, report="report")
+
+
+def test_use_pipeline_blocks_exited_out_of_order_are_an_error_and_leave_none_active():
+    outer, inner = tagging("outer"), tagging("inner")
+    first, second = tp.use_pipeline(outer), tp.use_pipeline(inner)
+    first.__enter__()
+    second.__enter__()
+    with pytest.raises(tp.PipelineError, match="exited out of order"):
+        first.__exit__(None, None, None)
+    with pytest.raises(tp.PipelineError, match="exited out of order"):
+        second.__exit__(None, None, None)
+    assert tp.active_pipeline() is None
+
+
+def test_load_plugin_of_an_empty_name_says_so():
+    with pytest.raises(tp.PluginLoadError, match="load_plugin: an empty name"):
+        tp.load_plugin("")

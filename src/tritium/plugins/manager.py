@@ -296,6 +296,9 @@ class PluginManager:
     def _load_plugin(self, spec: Any, origin: Optional[str]) -> Plugin:
         if isinstance(spec, (str, os.PathLike)):
             text = os.fspath(spec)
+            if not text.strip():
+                raise PluginLoadError("load_plugin: an empty name; give a Plugin, a module, a .py path, a package "
+                                      "folder, a module name or a native .so")
             origin = origin or f"path {text}"
             if text.endswith(".so"):
                 return self.register(native_plugin(text, origin), f"native {origin}")
@@ -398,11 +401,19 @@ class PluginManager:
 
     @contextlib.contextmanager
     def _pushed(self, pipeline: Optional[Pipeline]) -> Iterator[None]:
-        token = self._stack.set((*self._stack.get(), pipeline))
+        pushed = (*self._stack.get(), pipeline)
+        token = self._stack.set(pushed)
         try:
             yield
         finally:
-            self._stack.reset(token)
+            current = self._stack.get()
+            if current is pushed or len(current) > len(pushed):  # in order, or an inner block left open: drop it too
+                self._stack.reset(token)
+            if current is not pushed:
+                raise PipelineError(f"use_pipeline blocks of {self!r} were exited out of order (the block of "
+                                    f"{pipeline.origin() if pipeline else 'no pipeline'!r} after one opened before "
+                                    "it, or before one opened inside it); with blocks nested by hand (__enter__/"
+                                    "__exit__, ExitStack), exit them innermost first")
 
     @contextlib.contextmanager
     def use_pipeline(self, pipeline: Optional[PipelineLike]) -> Iterator[Optional[Pipeline]]:

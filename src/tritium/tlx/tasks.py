@@ -80,7 +80,7 @@ def task_config(args: Sequence[Any], num_warps: Any = None, num_regs: Any = None
         raise ValueError(f"tlx.async_task: num_warps must be a power-of-two compile-time int, got "
                          f"{describe(num_warps)}")
     if regs is not None and (not is_int(regs) or not MIN_REGS <= regs <= MAX_REGS or regs % 8):
-        raise ValueError(f"tlx.async_task: num_regs (registers) must be a multiple of 8 in [{MIN_REGS}, {MAX_REGS}] "
+        raise ValueError(f"tlx.async_task: num_regs (registers) must be divisible by 8 and in [{MIN_REGS}, {MAX_REGS}] "
                          f"(setmaxnreg), got {describe(regs)}")
     if not is_int(replicate) or replicate < 1:
         raise ValueError(f"tlx.async_task: replicate must be a positive compile-time int, got {describe(replicate)}")
