@@ -267,11 +267,14 @@ def test_installed_packages_count_by_version_not_contents():
     def uses_json(mod, ctx):
         return json.dumps(json.JSONDecoder)
     digest = _digest(uses_json)
-    json.JSONDecoder.tritium_probe = 1  # an installed class is taken as its package's release
+    json.JSONDecoder.tritium_probe = 1  # an installed class or function is taken as its package's release
+    kwdefaults = json.dumps.__kwdefaults__
+    json.dumps.__kwdefaults__ = {**kwdefaults, "indent": 4}
     try:
         assert _digest(uses_json) == digest
     finally:
         del json.JSONDecoder.tritium_probe
+        json.dumps.__kwdefaults__ = kwdefaults
 
 
 def test_state_tritium_cannot_see_needs_an_explicit_cache_key():

@@ -103,6 +103,8 @@ class _Fingerprint:
 
     def function(self, fn: types.FunctionType) -> None:
         self.feed("function", f"{fn.__module__}.{fn.__qualname__}")
+        if fn.__module__ and _installed_module(fn.__module__):  # as installed classes: their release stands for them
+            return self.feed("version", _package_version(fn.__module__))
         self.code(fn.__code__)
         self.value(fn.__defaults__)
         self.value(fn.__kwdefaults__)
@@ -222,9 +224,11 @@ def _library_roots() -> tuple[str, ...]:
 def _installed_module(name: str) -> bool:
     """Whether module ``name`` is the standard library's or an installed package's (its behaviour changes
     with its version), not code of the user's own (a plugin file, a package being developed, a notebook)."""
-    module = sys.modules.get(name)
-    if module is None or name in sys.builtin_module_names:
+    if name in sys.builtin_module_names:
         return True
+    module = sys.modules.get(name)
+    if module is None:  # code from no importable module (exec'd, a file loaded and dropped): hash its code
+        return False
     file = getattr(module, "__file__", None)
     if file is None:
         origin = getattr(getattr(module, "__spec__", None), "origin", None)
