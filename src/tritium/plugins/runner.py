@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .. import compat, knobs, log
-from .errors import PassError, PipelineError, StageError
+from .errors import PassError, PipelineError, StageError, TritiumError
 from .passes import Pass, PythonPass, StockPass
 from .pipeline import STAGE_INPUT, STAGE_OUTPUT, Anchor, Edit, Pipeline
 
@@ -170,7 +170,7 @@ class StageRunner:
         run = _StageRun(self, edits, ctx, record, report)
         try:
             out = run.run(src, metadata)
-        except (PassError, PipelineError):
+        except TritiumError:  # already names its cause (a pass, a pipeline, a plugin's own diagnosis)
             raise
         except Exception as e:
             blamed = self._blame(e, run, [p for p, _ in edits])
@@ -249,7 +249,7 @@ class _StageRun:
         what, pipeline, fn = custom
         try:
             out = fn(src, metadata, self.ctx)
-        except (PassError, PipelineError):
+        except TritiumError:
             raise
         except Exception as e:
             raise PipelineError(f"pipeline {pipeline.origin()!r}: the {what} stage {self.runner.name!r} raised "
