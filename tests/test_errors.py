@@ -223,3 +223,12 @@ def test_added_stages_and_pipeline_overrides_are_checked():
     with pytest.raises(PipelineError, match="pipeline 'c': override_pipeline removed stage.*'ttir'"):
         compile_add(Pipeline("c").override_pipeline(lambda stages, ctx: stages.clear()))
     check_recovered()
+
+
+def test_a_tritium_error_raised_in_a_stage_keeps_its_own_message():
+    def diagnose(src, metadata, ctx):
+        raise tp.TritiumError("my plugin's own diagnosis")
+
+    with pytest.raises(tp.TritiumError, match="^my plugin's own diagnosis$"):
+        compile_add(Pipeline("d").override_stage("ttgir", diagnose))
+    check_recovered()
