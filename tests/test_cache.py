@@ -314,3 +314,12 @@ def test_fingerprints_are_stable_across_processes(tmp_path):
                               check=True).stdout.strip()
     assert digest(1, 1) == digest(1, 2)  # set order and partial reprs hold no per-process detail
     assert digest(2, 1) != digest(1, 1)  # editing a module constant between runs changes the key
+
+
+def test_triton_binding_classes_count_as_installed():
+    """Extension submodules have no file of their own (nanobind's triton._C.libtriton.ir on 3.9): the package
+    above them decides, or a pass using ir.builder would be refused as unfingerprintable."""
+    from triton._C.libtriton import ir
+    from tritium.plugins import passes
+    assert passes._installed_module(ir.builder.__module__) and passes._installed_module("json")
+    assert not passes._installed_module(__name__) and not passes._installed_module("no_such_module_here")

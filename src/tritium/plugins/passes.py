@@ -223,17 +223,20 @@ def _library_roots() -> tuple[str, ...]:
 
 def _installed_module(name: str) -> bool:
     """Whether module ``name`` is the standard library's or an installed package's (its behaviour changes
-    with its version), not code of the user's own (a plugin file, a package being developed, a notebook)."""
+    with its version), not code of the user's own (a plugin file, a package being developed, a notebook).
+    A module with no file of its own (an extension's submodule, such as ``triton._C.libtriton.ir``) is
+    judged by the nearest package above it that has one."""
     if name in sys.builtin_module_names:
         return True
-    module = sys.modules.get(name)
-    if module is None:  # code from no importable module (exec'd, a file loaded and dropped): hash its code
-        return False
-    file = getattr(module, "__file__", None)
-    if file is None:
-        origin = getattr(getattr(module, "__spec__", None), "origin", None)
-        return origin in ("built-in", "frozen")
-    return _installed_file(file)
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:end]))
+        file = getattr(module, "__file__", None)
+        if file:
+            return _installed_file(file)
+        if getattr(getattr(module, "__spec__", None), "origin", None) in ("built-in", "frozen"):
+            return True
+    return False  # code from no importable module (exec'd, a notebook's __main__): hash its code
 
 
 @functools.lru_cache(maxsize=4096)
