@@ -7,6 +7,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from interp_shim import require_interpret_mode, tlx
+from test_conformance_tma import _slot_load_store  # the kernel whose sm_90 code that file checks
 
 require_interpret_mode()
 
@@ -134,17 +135,6 @@ def test_async_store_copies_size_bytes(chunk, size):
 def test_async_store_size_must_be_a_multiple_of_16():
     with pytest.raises(Exception, match="size=24 must be a positive multiple of 16"):
         _bulk_roundtrip[(1, )](torch.zeros(64, dtype=torch.uint8), torch.zeros(64, dtype=torch.uint8), 64, 24)
-
-
-@triton.jit
-def _slot_load_store(x, y, SIZE, BLOCK: tl.constexpr):
-    ptrs = tlx.allocate_tensor_descriptor(num=2)
-    tlx.make_tensor_descriptor(desc_ptr=ptrs[0], base=x, shape=[SIZE], strides=[tl.constexpr(1)], block_shape=[BLOCK])
-    tlx.make_tensor_descriptor(desc_ptr=ptrs[1], base=y, shape=[SIZE], strides=[tl.constexpr(1)], block_shape=[BLOCK])
-    desc_in = tlx.reinterpret_tensor_descriptor(desc_ptr=ptrs[0], block_shape=[BLOCK], dtype=tlx.dtype_of(x))
-    desc_out = tlx.reinterpret_tensor_descriptor(desc_ptr=ptrs[1], block_shape=[BLOCK], dtype=tlx.dtype_of(y))
-    offset = tl.program_id(0) * BLOCK
-    desc_out.store([offset], desc_in.load([offset]) + 1)
 
 
 def test_load_and_store_methods_of_a_slot_descriptor():
