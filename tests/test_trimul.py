@@ -24,7 +24,8 @@ from tritium.plugins.inspection import make_source  # noqa: E402
 from tritium.tlx import triton_compat  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
-INTS = {"center": ("M", "C"), "proj": ("M", "NN", "C"), "pair": ("N", ), "out": ("M", "NN", "C")}
+INTS = {"center": ("M", "C"), "proj": ("M", "NN", "C"), "pair": ("N", ), "pair_incoming": ("N", ),
+        "out": ("M", "NN", "C")}
 
 
 def _pointers(kernel: str, dt: str) -> dict:
@@ -37,6 +38,7 @@ def _pointers(kernel: str, dt: str) -> dict:
                      "right_desc": f"tensordesc<bf16[{hs}, {half}]>", "og_desc": f"tensordesc<fp16[{half}, {hs}]>",
                      "rstd_ptr": "*fp32", "mask_ptr": "*i64", "terms_ptr": "*fp32"},
             "pair": {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16"},
+            "pair_incoming": {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16"},
             "out": {"p_ptr": "*bf16", "og_ptr": "*fp16", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": f"*{dt}",
                     "y_ptr": "*fp32"}}[kernel]
 
@@ -46,14 +48,15 @@ def compiled(kernel: str, dt: str, C: int = 384):
     """A kernel as ``launch`` compiles it for the ranked cases' shapes (aligned pointers and sizes; ``C``
     picks the centring pass's block)."""
     fn = {"center": K.trimul_center_kernel, "proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel,
-          "out": K.trimul_out_kernel}[kernel]
+          "pair_incoming": K.trimul_pair_kernel, "out": K.trimul_out_kernel}[kernel]
     cfg = K.PAIR_LARGE
     center_bm, cp, center_warps = K.center_block(C)
     consts, warps = {"center": (dict(BM=center_bm, CP=cp), center_warps),
                      "proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=K.PROJ_HS, NUM_STAGES=K.PROJ_STAGES,
                                    NUM_REGS=K.PROJ_REGS, FAST_SIGMOID=True), 4),
-                     "pair": (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
-                                   NUM_STAGES=cfg.NUM_STAGES), cfg.num_warps),
+                     **{name: (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
+                                      NUM_STAGES=cfg.NUM_STAGES, INCOMING=name == "pair_incoming"), cfg.num_warps)
+                        for name in ("pair", "pair_incoming")},
                      "out": (dict(H=128, BM=K.BM, BN=K.OUT_BN, NUM_STAGES=2), 8)}[kernel]
     ptrs = _pointers(kernel, dt)
     sig = {**ptrs, **dict.fromkeys(INTS[kernel], "i32")}
@@ -82,6 +85,7 @@ SPILLS_ON_39 = {"out": pytest.mark.xfail(compat.TRITON_VERSION[:2] == (3, 9), st
     "known gap: on Triton 3.9 ptxas spills 4 bytes of the TriMul output kernel at its 128-register cap"))}
 #: (kernel, its wgmma shapes, the output path's type, the wgmma operands' type).
 KERNEL_CASES = [("proj", {"m64n256k16", "m64n64k16"}, "fp16", "bf16"), ("pair", {"m64n128k16"}, "fp16", "bf16"),
+                ("pair_incoming", {"m64n128k16"}, "fp16", "bf16"),
                 *[("out", {f"m64n{K.OUT_BN}k16"}, dt, dt) for dt in ("fp16", "bf16")]]
 
 
@@ -107,8 +111,8 @@ def test_kernels_compile_to_wgmma(kernel, wgmma, dt, mma_dt, tmp_path):
     else:  # weight (and, for the pair GEMM, operand) tiles arrive by 16-byte cp.async, retired by group
         assert re.search(r"cp\.async\.cg\.shared\.global(\.L2::128B)? \[[^\]]+\], \[[^\]]+\], 0x10", ptx)
         assert "cp.async.wait_group" in ptx
-    if kernel == "pair":  # B is the transposed view of right's K-contiguous tile
-        assert "ttg.memdesc_trans" in k.asm["ttgir"]
+    if kernel.startswith("pair"):  # outgoing: B is the transposed view of right's K-contiguous tile;
+        assert "ttg.memdesc_trans" in k.asm["ttgir"]  # incoming: A, of left's M-contiguous one
     report = _ptxas(ptx, tmp_path)
     assert "0 bytes spill stores" in report, report
     assert "C7515" not in report, report  # ptxas would serialize the wgmmas
@@ -302,6 +306,19 @@ def test_bad_weights_name_the_argument():
         bad[i] = value
         with pytest.raises(exc, match=msg):
             trimul(*bad)
+
+
+@pytest.mark.parametrize("direction", ["sideways", "Outgoing", 1])
+def test_unknown_direction_is_named(direction):
+    """The module, the op's real implementation (CPU tensors) and its fake one (meta) all name it."""
+    msg = r"direction must be one of \('outgoing', 'incoming'\), got " + repr(direction).replace("'", ".")
+    with pytest.raises(ValueError, match="TriMul: " + msg):
+        TriMul(128, direction=direction)
+    for device in ("cpu", "meta"):
+        ref = _reference().to(device)
+        x, mask = torch.zeros(1, 32, 32, 128, device=device), torch.ones(1, 32, 32, device=device)
+        with pytest.raises(ValueError, match="tritium.ops.trimul: " + msg):
+            trimul(*_op_args(x, mask, ref), direction=direction)
 
 
 def test_fake_implementation_gives_the_output_shape():

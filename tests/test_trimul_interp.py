@@ -1,6 +1,6 @@
 """The fused trimul kernels against the fp32 reference on the CPU interpreter (run by test_trimul.py in
-a TRITON_INTERPRET=1 process): N = 32 and 64, with and without mask, a Cauchy case, one call traced
-by torch.compile(fullgraph=True); tolerance |y - ref| <= 2e-2 + 2e-2 |ref|, NaN/inf in the same places."""
+a TRITON_INTERPRET=1 process): N = 32 and 64, with and without mask, a Cauchy case, the incoming update against its
+formula, one call traced by torch.compile(fullgraph=True); tolerance |y - ref| <= 2e-2 + 2e-2 |ref|, NaN/inf in the same places."""
 import os
 
 import pytest
@@ -49,6 +49,30 @@ def test_fused_matches_reference(case, pair, bf16, monkeypatch):
     assert check_close(got, want) is None, check_close(got, want)
     if case.distribution == "cauchy":
         assert x.abs().max() > 1e3  # the heavy tail is there: a plain fp16 path would overflow its sums
+
+
+def test_incoming_matches_its_formula(monkeypatch):
+    """out[b, i, j, h] = sum_k left[b, k, i, h] right[b, k, j, h], written here as per-channel matrix products
+    (not the reference's einsum), on the large pair tile, whose rows wrap past N = 48."""
+    case = Case(48, 1, 64, True, "cauchy")
+    monkeypatch.setattr(trimul, "pair_config", lambda N: trimul.PAIR_LARGE)
+    monkeypatch.setattr(trimul, "_plans", {})
+    ref = reference_model(case, 21)
+    fused = TriMul(case.dim, direction="incoming")
+    fused.load_state_dict(ref.state_dict())
+    x, mask = make_inputs(case, 22)
+    with torch.no_grad():
+        xn = ref.norm(x)
+        m = mask.unsqueeze(-1)
+        left = ref.left_proj(xn) * m * ref.left_gate(xn).sigmoid()
+        right = ref.right_proj(xn) * m * ref.right_gate(xn).sigmoid()
+        out = (left.permute(0, 3, 2, 1) @ right.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)  # [b, h, i, k] @ [b, h, k, j]
+        want = ref.to_out(ref.to_out_norm(out) * ref.out_gate(xn).sigmoid())
+        got = fused(x, mask)
+        outgoing = TriMul(case.dim)
+        outgoing.load_state_dict(ref.state_dict())
+        assert check_close(outgoing(x, mask), want) is not None  # the two updates differ on this input
+    assert check_close(got, want) is None, check_close(got, want)
 
 
 def test_torch_compile_fullgraph_batch_two():

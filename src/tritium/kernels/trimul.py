@@ -1,10 +1,12 @@
-"""AlphaFold3's triangle multiplicative update ("outgoing", the GPU MODE trimul task): four kernels, three in TLX.
+"""AlphaFold3's triangle multiplicative updates (outgoing, the GPU MODE trimul task, and incoming): four
+kernels, three in TLX.
 
 Operator (x [B, N, N, C] fp32, mask [B, N, N], hidden H)::
 
     xn = LayerNorm_C(x)
     left = (xn Wl^T) * mask * sigmoid(xn Wlg^T);  right = (xn Wr^T) * mask * sigmoid(xn Wrg^T)
-    out[b, i, j, h] = sum_k left[b, i, k, h] * right[b, j, k, h]
+    out[b, i, j, h] = sum_k left[b, i, k, h] * right[b, j, k, h]     (outgoing)
+    out[b, i, j, h] = sum_k left[b, k, i, h] * right[b, k, j, h]     (incoming)
     y = (LayerNorm_H(out) * sigmoid(xn Wog^T)) Wo^T
 
 Kernels (16-bit inside, fp32 at the boundaries; every accumulation and LayerNorm statistic in fp32).
@@ -21,7 +23,8 @@ bound its values below fp16's range, else bf16: ``tritium.ops.trimul.choose_dtyp
    one for the out gate. The epilogue scales by rstd, adds beta W^T, applies mask and sigmoid gates and
    stores by TMA left and right channel-major, [B * H, N, N] (i, k contiguous), so step 3 is a batched
    row-major GEMM, and sigmoid(out gate) row-major [B * N * N, H].
-2. :func:`trimul_pair_kernel`: the batched GEMM ``out[z] = left[z] @ right[z]^T`` over z = B * H,
+2. :func:`trimul_pair_kernel`: the batched GEMM ``out[z] = left[z] @ right[z]^T`` over z = B * H
+   (incoming: ``left[z]^T @ right[z]``, the operands read down their columns),
    the project's pipelined Hopper GEMM (cp.async ring, async wgmma, one wgmma in flight) with a
    batch index and B read through a transposed shared-memory view. Output [B * H, N, N] in bf16
    (a sum of N products has no bound that fp16's range would hold).
@@ -44,6 +47,7 @@ import tritium.tlx as tlx
 
 from .. import compat
 from .tiles import column_subtiles, grouped_tile
+from .trimul_reference import DIRECTIONS, check_direction  # noqa: F401  (the op's and the module's check)
 
 #: The x chunk width (the statistics' chunk and the projection GEMM's K step) and the row block of kernels 1 and 3.
 BK = 64
@@ -213,37 +217,54 @@ def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc,
 
 @triton.jit
 def trimul_pair_kernel(l_ptr, r_ptr, o_ptr, N, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                       GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """``o[z] = l[z] @ r[z]^T`` for row-major [N, N] matrices, z = program_id(1). N % 16 == 0."""
+                       GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, INCOMING: tl.constexpr):
+    """Per z = program_id(1), over row-major [N, N] matrices (N % 16 == 0): ``o[z] = l[z] @ r[z]^T``
+    (outgoing: rows of l and r are i and j, k runs along them) or, with INCOMING, ``o[z] = l[z]^T @ r[z]``
+    (k runs down the columns: tiles are loaded [BK, BM] and A is read through a transposed view)."""
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(N, BM), tl.cdiv(N, BN), GROUP_SIZE_M)
     base = tl.program_id(1).to(tl.int64) * N * N
     # Rows past N wrap around: loads stay in bounds, the store mask drops them.
     offs_i = (pid_m * BM + tl.arange(0, BM)) % N
     offs_j = (pid_n * BN + tl.arange(0, BN)) % N
     offs_k = tl.arange(0, BK)
-    a_ptrs = l_ptr + base + (tl.multiple_of(offs_i[:, None] * N, [16, 16]) + offs_k[None, :])
-    b_ptrs = r_ptr + base + (tl.multiple_of(offs_j[:, None] * N, [16, 16]) + offs_k[None, :])
     dtype = tlx.dtype_of(l_ptr)
-    bufs_a = tlx.local_alloc((BM, BK), dtype, NUM_STAGES)
-    bufs_b = tlx.local_alloc((BN, BK), dtype, NUM_STAGES)
+    if INCOMING:
+        # i and j run along rows here: BM, BN and N are multiples of 16, so the wrapped indices come in
+        # aligned runs of 16 (the hints keep the copies 16 bytes wide).
+        offs_i = tl.max_contiguous(tl.multiple_of(offs_i, 16), 16)
+        offs_j = tl.max_contiguous(tl.multiple_of(offs_j, 16), 16)
+        a_ptrs = l_ptr + base + (offs_k[:, None] * N + offs_i[None, :])
+        b_ptrs = r_ptr + base + (offs_k[:, None] * N + offs_j[None, :])
+        bufs_a = tlx.local_alloc((BK, BM), dtype, NUM_STAGES)
+        bufs_b = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
+        k_step = BK * N
+    else:
+        a_ptrs = l_ptr + base + (tl.multiple_of(offs_i[:, None] * N, [16, 16]) + offs_k[None, :])
+        b_ptrs = r_ptr + base + (tl.multiple_of(offs_j[:, None] * N, [16, 16]) + offs_k[None, :])
+        bufs_a = tlx.local_alloc((BM, BK), dtype, NUM_STAGES)
+        bufs_b = tlx.local_alloc((BN, BK), dtype, NUM_STAGES)
+        k_step = BK
 
     for i in tl.range(0, NUM_STAGES - 1, loop_unroll_factor=NUM_STAGES - 1):  # prologue
-        ok = tl.max_constancy(offs_k[None, :] < N - i * BK, [1, 16])
-        token_a = tlx.async_load(a_ptrs + i * BK, bufs_a[i], mask=ok)
-        token_b = tlx.async_load(b_ptrs + i * BK, bufs_b[i], mask=ok)
+        ok = _k_in_range(offs_k, N - i * BK, INCOMING)
+        token_a = tlx.async_load(a_ptrs + i * k_step, bufs_a[i], mask=ok)
+        token_b = tlx.async_load(b_ptrs + i * k_step, bufs_b[i], mask=ok)
         tlx.async_load_commit_group([token_a, token_b])
 
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in tl.range(0, tl.cdiv(N, BK), num_stages=0):
         s = k % NUM_STAGES
         tlx.async_load_wait_group(NUM_STAGES - 2)
-        acc = tlx.async_dot(bufs_a[s], tlx.local_trans(bufs_b[s]), acc)
+        if INCOMING:
+            acc = tlx.async_dot(tlx.local_trans(bufs_a[s]), bufs_b[s], acc)
+        else:
+            acc = tlx.async_dot(bufs_a[s], tlx.local_trans(bufs_b[s]), acc)
         acc = tlx.async_dot_wait(1, acc)  # retires the previous wgmma, which read the stage refilled below
         i = k + NUM_STAGES - 1
         ns = i % NUM_STAGES
-        ok = tl.max_constancy(offs_k[None, :] < N - i * BK, [1, 16])
-        token_a = tlx.async_load(a_ptrs + i * BK, bufs_a[ns], mask=ok)
-        token_b = tlx.async_load(b_ptrs + i * BK, bufs_b[ns], mask=ok)
+        ok = _k_in_range(offs_k, N - i * BK, INCOMING)
+        token_a = tlx.async_load(a_ptrs + i * k_step, bufs_a[ns], mask=ok)
+        token_b = tlx.async_load(b_ptrs + i * k_step, bufs_b[ns], mask=ok)
         tlx.async_load_commit_group([token_a, token_b])
     acc = tlx.async_dot_wait(0, acc)
     tlx.async_load_wait_group(0)
@@ -252,6 +273,16 @@ def trimul_pair_kernel(l_ptr, r_ptr, o_ptr, N, BM: tl.constexpr, BN: tl.constexp
     cols = pid_n * BN + tl.arange(0, BN)
     tl.store(o_ptr + base + rows[:, None] * N + cols[None, :], acc.to(tlx.dtype_of(o_ptr)),
              mask=(rows[:, None] < N) & (cols[None, :] < N))
+
+
+@triton.jit
+def _k_in_range(offs_k, limit, INCOMING: tl.constexpr):
+    """The load mask of a K step: ``offs_k < limit`` along the tile's K dimension (rows when INCOMING,
+    else columns), constant over groups of 16 (N % 16 == 0) so that masked copies stay 16 bytes wide."""
+    if INCOMING:
+        return offs_k[:, None] < limit
+    else:
+        return tl.max_constancy(offs_k[None, :] < limit, [1, 16])
 
 
 @triton.jit
@@ -347,10 +378,10 @@ class Plan:
 
     DESCRIPTORS_KEPT = 64
 
-    def __init__(self, B: int, N: int, C: int, H: int, device) -> None:
+    def __init__(self, B: int, N: int, C: int, H: int, device, incoming: bool = False) -> None:
         from ..ops.launch import interpreting, sm_count
 
-        self.B, self.N, self.C, self.H = B, N, C, H
+        self.B, self.N, self.C, self.H, self.incoming = B, N, C, H, incoming
         self.M, self.NN = B * N * N, N * N
         self.device = device
         self.interpreting = interpreting()
@@ -361,6 +392,7 @@ class Plan:
         self.pair_grid = (triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)
         self.out_grid = (triton.cdiv(self.M, BM), )
         self.direct: dict = {}  # (kernel, pipeline digest) -> (DirectLaunch, constexpr values) or None
+        self.graphs = _graphs if not self.interpreting and self.M <= GRAPH_MAX_ROWS else None
         self.descriptors: dict = {}  # (slot, address) -> launcher arguments
 
     def run(self, kernel, grid: tuple, args: list, consts: dict) -> None:
@@ -403,11 +435,24 @@ class Plan:
                  stages=None):
         """y [B, N, N, C] fp32 from checked, contiguous arguments. ``stages``: an optional callable
         ``stages(name)`` returning a context manager entered around each launch (the benchmark's per-kernel
-        timing)."""
+        timing); with it, every call launches its kernels one by one."""
+        import torch
+
+        y = torch.empty((self.B, self.N, self.N, self.C), device=x.device, dtype=torch.float32)
+        inputs = (x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t)
+        if stages is None and self.graphs is not None and self.graphs.replay(self, inputs, y, eps, out_eps):
+            return y
+        self.launch_all(inputs, y, eps, out_eps, stages)
+        return y
+
+    def launch_all(self, inputs: tuple, y, eps: float, out_eps: float, stages=None) -> None:
+        """The four launches, writing ``y``; the intermediates come from the caching allocator (or, while a
+        :class:`Graphs` captures, from the graph's private pool)."""
         import contextlib
 
         import torch
 
+        x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t = inputs
         M, NN, C, H = self.M, self.NN, self.C, self.H
         dev = x.device
         stage = stages or (lambda name: contextlib.nullcontext())
@@ -428,14 +473,80 @@ class Plan:
                      dict(H=H, BM=BM, BK=BK, HS=PROJ_HS, NUM_STAGES=PROJ_STAGES, NUM_REGS=PROJ_REGS,
                           FAST_SIGMOID=not self.interpreting, num_warps=4))
         pair = torch.empty_like(left)  # bf16: sums of N products, fp32's range
-        y = torch.empty((self.B, self.N, self.N, C), device=dev, dtype=torch.float32)
         with stage("pair"):
-            self.run(trimul_pair_kernel, self.pair_grid, [left, right, pair, self.N], self.pair_cfg._asdict())
+            self.run(trimul_pair_kernel, self.pair_grid, [left, right, pair, self.N],
+                     dict(self.pair_cfg._asdict(), INCOMING=self.incoming))
         with stage("out"):
             self.run(trimul_out_kernel, self.out_grid,
-                     [pair, og, out_ln_w, out_ln_b, w_out_t, y, M, NN, C, out_eps],
+                     [pair, og, out_ln_w, out_ln_b, w_out_t, y, self.M, NN, C, out_eps],
                      dict(H=H, BM=BM, BN=OUT_BN, NUM_STAGES=2, num_warps=8, maxnreg=OUT_MAXNREG))
-        return y
+
+    def ready(self) -> bool:
+        """Whether every kernel launches directly under the pipelines now in effect (nothing to compile)."""
+        return all(self.direct.get((k, compat.pipeline_digest(k))) for k in KERNELS)
+
+
+#: The kernels of a call, in launch order.
+KERNELS = (trimul_center_kernel, trimul_proj_kernel, trimul_pair_kernel, trimul_out_kernel)
+
+
+class Graphs:
+    """CUDA graphs of a :class:`Plan`'s four launches, replayed in place of launching them one by one.
+
+    A small call is bound by the host: launching four kernels takes longer than running them. A graph
+    replays them in one launch, with no gap between kernels. It bakes in every address the kernels touch
+    (the inputs, ``y``, and TMA descriptors encoding them; the intermediates live in the graph's private
+    pool) and the pipelines' compiled kernels, so it is kept per (stream, pipeline digests, eps values,
+    addresses) and replayed only when a call matches all of them. The caching allocator hands a loop's
+    fresh inputs and outputs the same addresses call after call, so such a loop replays; a graph is
+    captured only for a key seen twice (a call whose addresses never repeat launches directly and pays no
+    capture), and at most :attr:`KEPT` graphs are held, least recently used dropped first, since each
+    holds its intermediates' memory. Not while the stream is being captured (the caller's graph takes
+    the launches), under a launch hook, or before every kernel has been compiled."""
+
+    KEPT = 4
+    SEEN_KEPT = 256
+
+    def __init__(self) -> None:
+        from collections import OrderedDict
+        self.graphs: OrderedDict = OrderedDict()
+        self.seen: dict = {}
+
+    def replay(self, plan: Plan, inputs: tuple, y, eps: float, out_eps: float) -> bool:
+        """Replay (capturing first if due) the graph of this call; False where the call must launch directly."""
+        import torch
+
+        if torch.cuda.is_current_stream_capturing() or compat.launch_hooks_active():
+            return False
+        stream = torch.cuda.current_stream(y.device)
+        key = (plan, stream.cuda_stream, tuple(compat.pipeline_digest(k) for k in KERNELS), eps, out_eps,
+               y.data_ptr(), *(t.data_ptr() for t in inputs))
+        graph = self.graphs.get(key)
+        if graph is None:
+            if not plan.ready():
+                return False
+            if self.seen.get(key, 0) < 1:
+                if len(self.seen) >= self.SEEN_KEPT:
+                    self.seen.clear()
+                self.seen[key] = 1
+                return False
+            self.seen.pop(key, None)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                plan.launch_all(inputs, y, eps, out_eps)
+            if len(self.graphs) >= self.KEPT:
+                self.graphs.popitem(last=False)
+            self.graphs[key] = graph
+        else:
+            self.graphs.move_to_end(key)
+        graph.replay()
+        return True
+
+
+#: One graph cache for every plan (its size bounds the memory graphs hold), and the largest call it takes:
+#: rows of x (B * N * N) at most GRAPH_MAX_ROWS (above it the kernels' time hides the host's).
+_graphs = Graphs()
+GRAPH_MAX_ROWS = 1 << 18
 
 
 #: Plans by (B, N, C, H, device, mask and output-path dtypes, the inputs' offsets from 16-byte alignment);
@@ -444,14 +555,17 @@ _plans: dict = {}
 PLANS_KEPT = 64
 
 
-def launch(x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float, stages=None):
-    """Run the four kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32 (see :class:`Plan`)."""
+def launch(x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float,
+           incoming: bool = False, stages=None):
+    """Run the four kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32 (see :class:`Plan`).
+    ``incoming``: the incoming update (sum over k of left[k, i] right[k, j]) instead of the outgoing one."""
     B, N, _, C = x.shape
     inputs = (x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t)
-    key = (B, N, C, w_out_t.shape[0], x.device, mask.dtype, w_out_t.dtype, *(t.data_ptr() % 16 for t in inputs))
+    key = (B, N, C, w_out_t.shape[0], x.device, mask.dtype, w_out_t.dtype, incoming,
+           *(t.data_ptr() % 16 for t in inputs))
     plan = _plans.get(key)
     if plan is None:
         if len(_plans) >= PLANS_KEPT:
             _plans.clear()
-        plan = _plans[key] = Plan(B, N, C, w_out_t.shape[0], x.device)
+        plan = _plans[key] = Plan(B, N, C, w_out_t.shape[0], x.device, incoming)
     return plan(*inputs, eps, out_eps, stages)

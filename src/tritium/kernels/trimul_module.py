@@ -8,7 +8,8 @@ from .trimul_reference import TriMulReference
 
 
 class TriMul(TriMulReference):
-    """Outgoing triangle multiplicative update on tritium's TLX kernels (forward only).
+    """Triangle multiplicative update (``direction="outgoing"`` or ``"incoming"``) on tritium's TLX kernels
+    (forward only).
 
     Submodules and parameters are the reference's (``norm``, ``left_proj``, ``right_proj``,
     ``left_gate``, ``right_gate``, ``out_gate``, ``to_out_norm``, ``to_out``), so a reference
@@ -18,13 +19,14 @@ class TriMul(TriMulReference):
     into the graph with the dtype chosen at construction, at ``load_state_dict`` or by the last eager call.
     """
 
-    def __init__(self, dim: int, hidden_dim: int = 128) -> None:
+    def __init__(self, dim: int, hidden_dim: int = 128, direction: str = "outgoing") -> None:
+        kernels.check_direction(direction, "TriMul")
         if dim % kernels.BK:
             raise ValueError(f"TriMul: dim={dim} must be a multiple of {kernels.BK} (the kernels' K step)")
         if hidden_dim not in kernels.HIDDEN_DIMS:
             raise ValueError(f"TriMul: hidden_dim={hidden_dim} is not supported; the kernels tile "
                              f"{kernels.HIDDEN_DIMS}")
-        super().__init__(dim, hidden_dim)  # the reference's submodules, so its state_dict loads unchanged
+        super().__init__(dim, hidden_dim, direction)  # the reference's submodules, so its state_dict loads unchanged
         self._packed: tuple | None = None
         self._packed_key: list | None = None
         self._packed_params: list = []
@@ -65,4 +67,4 @@ class TriMul(TriMulReference):
             raise ValueError(f"TriMul: x's last dimension {x.shape[-1]} does not match the module's dim "
                              f"{out_t.shape[1]}")
         return trimul(x, mask, proj_t, terms, self.to_out_norm.weight, self.to_out_norm.bias, out_t,
-                      self.norm.eps, self.to_out_norm.eps)
+                      self.norm.eps, self.to_out_norm.eps, self.direction)

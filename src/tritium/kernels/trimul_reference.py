@@ -12,11 +12,25 @@ import torch
 from torch import nn
 
 
-class TriMulReference(nn.Module):
-    """Outgoing triangle multiplicative update, eager fp32 (what the task's reference computes)."""
+#: The pair products of the two triangle updates: outgoing (the task's) sums over the k of rows i and j,
+#: incoming over the k of columns i and j.
+PAIR_EINSUM = {"outgoing": "... i k d, ... j k d -> ... i j d", "incoming": "... k i d, ... k j d -> ... i j d"}
+DIRECTIONS = tuple(PAIR_EINSUM)
 
-    def __init__(self, dim: int, hidden_dim: int = 128) -> None:
+
+def check_direction(direction, op: str) -> None:
+    """A clear error for a direction that is not one of :data:`DIRECTIONS`, naming ``op``."""
+    if not isinstance(direction, str) or direction not in DIRECTIONS:
+        raise ValueError(f"{op}: direction must be one of {DIRECTIONS}, got {direction!r}")
+
+
+class TriMulReference(nn.Module):
+    """Triangle multiplicative update, eager fp32: outgoing is what the task's reference computes."""
+
+    def __init__(self, dim: int, hidden_dim: int = 128, direction: str = "outgoing") -> None:
         super().__init__()
+        check_direction(direction, type(self).__name__)
+        self.direction = direction
         self.norm = nn.LayerNorm(dim)
         self.left_proj = nn.Linear(dim, hidden_dim, bias=False)
         self.right_proj = nn.Linear(dim, hidden_dim, bias=False)
@@ -31,7 +45,7 @@ class TriMulReference(nn.Module):
         mask = mask.unsqueeze(-1)
         left = self.left_proj(x) * mask * self.left_gate(x).sigmoid()
         right = self.right_proj(x) * mask * self.right_gate(x).sigmoid()
-        out = torch.einsum("... i k d, ... j k d -> ... i j d", left, right)
+        out = torch.einsum(PAIR_EINSUM[self.direction], left, right)
         out = self.to_out_norm(out) * self.out_gate(x).sigmoid()
         return self.to_out(out)
 

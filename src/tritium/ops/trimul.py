@@ -13,6 +13,8 @@ Contract:
   timed.
 * Tiling limits: dim a multiple of 64 and at most 16384, N a multiple of 16, hidden 64 or 128
   (:func:`tritium.kernels.trimul.check_shapes`).
+* ``direction``: ``"outgoing"`` (``out[i, j] = sum_k left[i, k] right[j, k]``, the GPU MODE task's) or
+  ``"incoming"`` (``out[i, j] = sum_k left[k, i] right[k, j]``), AlphaFold3's two triangle updates.
 * Returns a new float32 [B, N, N, dim] tensor. Forward only (no autograd formula).
 * Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake implementation runs the
   same checks, so ``torch.compile(fullgraph=True)`` reports them while tracing.
@@ -106,8 +108,9 @@ def pack_weights(weights: Mapping[str, torch.Tensor], out_dtype: Optional[torch.
     return proj, (w @ beta).contiguous(), weights["to_out.weight"].t().to(out_dtype).contiguous()
 
 
-def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t) -> None:
+def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t, direction) -> None:
     """Argument checks shared by the real and the fake implementation."""
+    kernels.check_direction(direction, _OP)
     if x.dim() != 4 or x.shape[1] != x.shape[2]:
         raise ValueError(f"{_OP}: x must be [B, N, N, dim], got shape {tuple(x.shape)}")
     if x.dtype != torch.float32:
@@ -156,42 +159,45 @@ def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, o
 
 
 def _compute(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t,
-             eps, out_eps) -> torch.Tensor:
+             eps, out_eps, direction) -> torch.Tensor:
     """The op's real implementation."""
-    _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t)
+    _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t, direction)
     if x.numel() == 0:
         return torch.zeros_like(x)
     args = [t.contiguous() for t in (x, mask, proj_weight_t, proj_terms, out_norm_weight,
                                      out_norm_bias, out_weight_t)]
     if x.device.type == "cuda" and x.device.index != torch.cuda.current_device():
         with torch.cuda.device(x.device):
-            return kernels.launch(*args, eps, out_eps)
-    return kernels.launch(*args, eps, out_eps)
+            return kernels.launch(*args, eps, out_eps, direction == "incoming")
+    return kernels.launch(*args, eps, out_eps, direction == "incoming")
 
 
 @torch.library.custom_op("tritium::trimul", mutates_args=())
 def _trimul(x: torch.Tensor, mask: torch.Tensor, proj_weight_t: torch.Tensor, proj_terms: torch.Tensor,
             out_norm_weight: torch.Tensor, out_norm_bias: torch.Tensor,
-            out_weight_t: torch.Tensor, eps: float = 1e-5, out_eps: float = 1e-5) -> torch.Tensor:
+            out_weight_t: torch.Tensor, eps: float = 1e-5, out_eps: float = 1e-5,
+            direction: str = "outgoing") -> torch.Tensor:
     return _compute(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t,
-                    eps, out_eps)
+                    eps, out_eps, direction)
 
 
 @_trimul.register_fake
 def _trimul_fake(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t,
-                 eps=1e-5, out_eps=1e-5):
-    _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t)
+                 eps=1e-5, out_eps=1e-5, direction="outgoing"):
+    _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t, direction)
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
 def trimul(x: torch.Tensor, mask: torch.Tensor, proj_weight_t: torch.Tensor, proj_terms: torch.Tensor,
            out_norm_weight: torch.Tensor, out_norm_bias: torch.Tensor,
-           out_weight_t: torch.Tensor, eps: float = 1e-5, out_eps: float = 1e-5) -> torch.Tensor:
+           out_weight_t: torch.Tensor, eps: float = 1e-5, out_eps: float = 1e-5,
+           direction: str = "outgoing") -> torch.Tensor:
     """The fused trimul forward (see the module docstring for the contract): ``torch.ops.tritium.trimul``,
     or its implementation directly where nothing would observe the dispatch (:func:`tritium.ops.gemm.direct_ok`:
     the dispatcher costs microseconds of host time before the first kernel starts)."""
     if direct_ok(x, mask):
         return _compute(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias,
-                        out_weight_t, eps, out_eps)
+                        out_weight_t, eps, out_eps, direction)
+    kernels.check_direction(direction, _OP)  # before the dispatcher, which refuses a non-str in its own words
     return torch.ops.tritium.trimul(x, mask, proj_weight_t, proj_terms, out_norm_weight,
-                                    out_norm_bias, out_weight_t, eps, out_eps)
+                                    out_norm_bias, out_weight_t, eps, out_eps, direction)
