@@ -1,7 +1,8 @@
 """A/B timing of the TriMul module between source trees, on the GPU: for each tree given (a directory
 holding ``src/tritium``), each ranked case's mean time per call (CUDA events, fresh inputs, as
 ``tritium bench trimul`` times it) and per-kernel means from the torch profiler, checked against the
-fp32 reference first. Each tree runs in its own process. Usage:
+fp32 reference first, and the median host time of a call (from a synchronized start until it returns). Each
+tree runs in its own process. Usage:
 ``python scripts/gpu_trimul_ab.py --out results.json TREE [TREE ...]``."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import subprocess
 import sys
 
 CHILD = r"""
-import json, sys, torch
+import json, sys, time, torch
 sys.path.insert(0, sys.argv[1] + "/src")
 from tritium.kernels import TriMul
 from tritium.kernels.trimul_reference import RANKED_CASES, check_close, make_inputs, reference_model
@@ -35,8 +36,17 @@ for case in RANKED_CASES:
     for ev in prof.key_averages():
         if ev.device_type == torch.autograd.DeviceType.CUDA and "trimul" in ev.key:
             kernels[ev.key] = ev.device_time_total / ev.count / 1000
-    out.append({"label": case.label, "ms": sum(times) / len(times), "check": check, "kernels_ms": kernels})
-    print(case.label, round(out[-1]["ms"], 4), check, {k: round(v, 4) for k, v in kernels.items()}, flush=True)
+    host = []
+    with torch.no_grad():
+        for _ in range(200):  # host time of a call: from a synchronized start until the call returns
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fused(x, mask)
+            host.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    out.append({"label": case.label, "ms": sum(times) / len(times), "check": check, "kernels_ms": kernels,
+                "host_us": sorted(host)[len(host) // 2] * 1e6})
+    print(case.label, round(out[-1]["ms"], 4), "host us", round(out[-1]["host_us"], 1), check, {k: round(v, 4) for k, v in kernels.items()}, flush=True)
 print("JSON" + json.dumps(out))
 """
 

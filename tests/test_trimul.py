@@ -49,7 +49,7 @@ def compiled(kernel: str, dt: str, C: int = 384):
     picks the centring pass's block)."""
     fn = {"center": K.trimul_center_kernel, "proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel,
           "pair_incoming": K.trimul_pair_kernel, "out": K.trimul_out_kernel}[kernel]
-    cfg = K.PAIR_LARGE
+    cfg, out = K.PAIR_LARGE, K.out_config(C)
     center_bm, cp, center_warps = K.center_block(C)
     consts, warps = {"center": (dict(BM=center_bm, CP=cp), center_warps),
                      "proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=K.PROJ_HS, NUM_STAGES=K.PROJ_STAGES,
@@ -57,7 +57,7 @@ def compiled(kernel: str, dt: str, C: int = 384):
                      **{name: (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
                                       NUM_STAGES=cfg.NUM_STAGES, INCOMING=name == "pair_incoming"), cfg.num_warps)
                         for name in ("pair", "pair_incoming")},
-                     "out": (dict(H=128, BM=K.BM, BN=K.OUT_BN, NUM_STAGES=2), 8)}[kernel]
+                     "out": (dict(H=128, BM=out.BM, BN=out.BN, NUM_STAGES=out.NUM_STAGES), out.num_warps)}[kernel]
     ptrs = _pointers(kernel, dt)
     sig = {**ptrs, **dict.fromkeys(INTS[kernel], "i32")}
     if kernel in ("center", "out"):
@@ -65,7 +65,7 @@ def compiled(kernel: str, dt: str, C: int = 384):
     sig.update(dict.fromkeys(consts, "constexpr"))
     aligned = [n for n in [*ptrs, *INTS[kernel]] if not n.endswith("_desc")]
     src = make_source(fn, sig, consts, aligned=aligned)
-    options = {"num_warps": warps, **({"maxnreg": K.OUT_MAXNREG} if kernel == "out" else {})}
+    options = {"num_warps": warps, **({"maxnreg": out.maxnreg} if kernel == "out" else {})}
     return triton.compile(src, target=SM90, options=options)
 
 
@@ -86,7 +86,7 @@ SPILLS_ON_39 = {"out": pytest.mark.xfail(compat.TRITON_VERSION[:2] == (3, 9), st
 #: (kernel, its wgmma shapes, the output path's type, the wgmma operands' type).
 KERNEL_CASES = [("proj", {"m64n256k16", "m64n64k16"}, "fp16", "bf16"), ("pair", {"m64n128k16"}, "fp16", "bf16"),
                 ("pair_incoming", {"m64n128k16"}, "fp16", "bf16"),
-                *[("out", {f"m64n{K.OUT_BN}k16"}, dt, dt) for dt in ("fp16", "bf16")]]
+                *[("out", {f"m64n{K.out_config(384).BN}k16"}, dt, dt) for dt in ("fp16", "bf16")]]
 
 
 @pytest.mark.parametrize("kernel, wgmma, dt, mma_dt", [pytest.param(*c, marks=SPILLS_ON_39[c[0]]) if c[0] in SPILLS_ON_39
@@ -116,9 +116,10 @@ def test_kernels_compile_to_wgmma(kernel, wgmma, dt, mma_dt, tmp_path):
     report = _ptxas(ptx, tmp_path)
     assert "0 bytes spill stores" in report, report
     assert "C7515" not in report, report  # ptxas would serialize the wgmmas
-    if kernel == "out":  # two programs per SM: 2 * 256 threads * 128 registers fill the 64K, shared memory fits
-        assert int(re.search(r"Used (\d+) registers", report).group(1)) <= 128, report
-        assert 2 * (k.metadata.shared + 1024) <= 233472  # Hopper's 228 KB per SM, 1 KB reserved per block
+    if kernel == "out":  # three programs per SM: 128 threads * 128 registers each, and shared memory fits
+        cfg = K.out_config(384)
+        assert int(re.search(r"Used (\d+) registers", report).group(1)) <= cfg.maxnreg, report
+        assert 3 * (k.metadata.shared + 1024) <= 233472  # Hopper's 228 KB per SM, 1 KB reserved per block
 
 
 @pytest.mark.parametrize("C", [128, 384, 768, K.MAX_DIM])
@@ -429,8 +430,10 @@ def test_bench_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
 
     def fake_run_case(case, impls, bar=None):
         ms = {name: (i + 1) * case.seqlen / 256 for i, name in enumerate(reversed(impls))}  # tritium: the fastest
-        r = {**case._asdict(), "label": case.label, "ms": ms, "check": None,
-             "tritium_stages_ms": {"center": 0.02, "proj": 0.1, "pair": 0.2, "out": 0.05}}
+        stages = {"center": 0.02, "proj": 0.1, "pair": 0.2, "out": 0.05}
+        r = {**case._asdict(), "label": case.label, "ms": ms, "check": None, "tritium_stages_ms": stages,
+             "tritium_stages_tbps": {k: bench.stage_bytes(case)[k] / v / 1e9 for k, v in stages.items()},
+             "tritium_host_us": 40.0 + case.dim / 8}
         r.update({f"{n} / tritium": ms[n] / ms["tritium"] for n in impls})
         return r
 
@@ -442,6 +445,10 @@ def test_bench_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
             "| check |") in out
     assert "| N256 B2 C128 nomask normal | 2.000 | 1.000 | 2.000 | 0.020 / 0.100 / 0.200 / 0.050 | ok |" in out
     assert "geomean compile TF32 / tritium: 2.000" in out and "geomean tritium: 1.442 ms" in out
+    # The largest case is N768 B1 C128 (M C = 2^26 * 1.125): out moves 2 M H 2 + M C 4 bytes in 0.05 ms.
+    assert "per kernel on the largest case (N768 B1 C128 nomask cauchy)" in out
+    assert f"out 0.050 ms ({(4 * 768 ** 2 * 128 + 4 * 768 ** 2 * 128) / 0.05 / 1e9:.2f} TB/s)" in out
+    assert "host time per call (median, us): N256 2x128: 56, N768 1x128: 56, N256 2x384: 88" in out
     assert (tmp_path / "trimul.png").exists() and (tmp_path / "trimul.json").exists()
 
 

@@ -68,3 +68,76 @@ def test_torch_compile_fullgraph_inductor():
         want = ref(x, mask)
     torch._dynamo.reset()
     assert check_close(got, want) is None, check_close(got, want)
+
+
+@pytest.mark.parametrize("case", [Case(64, 2, 128, True, "cauchy"), Case(256, 1, 384, False, "normal"),
+                                  Case(80, 1, 128, True, "normal")], ids=lambda c: c.label)
+def test_incoming_matches_its_formula(case):
+    ref = reference_model(case, 31, "cuda")
+    ref_in = type(ref)(case.dim, 128, "incoming").cuda()
+    ref_in.load_state_dict(ref.state_dict())
+    fused = TriMul(case.dim, direction="incoming").cuda()
+    fused.load_state_dict(ref.state_dict())
+    x, mask = make_inputs(case, 32, "cuda")
+    with torch.no_grad():
+        got, want = fused(x, mask), ref_in(x, mask)
+    assert check_close(got, want) is None, check_close(got, want)
+
+
+def _fused(case, seed):
+    ref = reference_model(case, seed, "cuda")
+    fused = TriMul(case.dim).cuda()
+    fused.load_state_dict(ref.state_dict())
+    return fused, ref
+
+
+def test_small_calls_replay_a_graph_on_fresh_inputs():
+    """A loop whose fresh inputs and outputs reuse their addresses replays one captured graph; every call's
+    output is its own input's, whatever the addresses were when the graph was captured."""
+    from tritium.kernels import trimul as kernels
+    case = Case(64, 2, 128, False, "normal")
+    fused, ref = _fused(case, 41)
+    kernels._graphs.graphs.clear()
+    with torch.no_grad():
+        for i in range(5):
+            x, mask = make_inputs(case, 100 + i, "cuda")
+            got = fused(x, mask)
+            assert check_close(got, ref(x, mask)) is None, (i, check_close(got, ref(x, mask)))
+            del x, mask, got
+    assert len(kernels._graphs.graphs) >= 1
+
+
+def test_kept_outputs_and_new_addresses_stay_correct():
+    """Outputs the caller keeps are never overwritten by a later replay, and a call at new addresses does not
+    replay another call's graph."""
+    case = Case(64, 1, 128, True, "normal")
+    fused, ref = _fused(case, 43)
+    with torch.no_grad():
+        inputs = [make_inputs(case, 200 + i % 3, "cuda") for i in range(6)]  # three distinct inputs, twice
+        outs = [fused(x, mask) for x, mask in inputs]
+        for (x, mask), got in zip(inputs, outs):
+            assert check_close(got, ref(x, mask)) is None
+
+
+def test_inside_a_callers_graph_and_on_a_side_stream():
+    case = Case(64, 2, 128, True, "normal")
+    fused, ref = _fused(case, 45)
+    x, mask = make_inputs(case, 300, "cuda")
+    with torch.no_grad():
+        fused(x, mask)  # compiles
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = fused(x, mask)
+        x2, mask2 = make_inputs(case, 301, "cuda")
+        x.copy_(x2)
+        mask.copy_(mask2)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert check_close(y, ref(x2, mask2)) is None, check_close(y, ref(x2, mask2))
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            outs = [fused(x2, mask2) for _ in range(3)]
+        torch.cuda.current_stream().wait_stream(side)
+        for got in outs:
+            assert check_close(got, ref(x2, mask2)) is None

@@ -31,7 +31,7 @@ bound its values below fp16's range, else bf16: ``tritium.ops.trimul.choose_dtyp
 3. :func:`trimul_out_kernel`: a program loads BM rows of ``out`` across all H channels (coalesced:
    BM contiguous elements per channel), transposes them in registers, applies LayerNorm over H, the
    out gate, and multiplies by Wo^T (K = H, one register-A wgmma per BN columns of the output, Wo^T
-   tiles through a cp.async ring), writing y fp32. Two programs share an SM (:data:`OUT_MAXNREG`).
+   tiles through a cp.async ring), writing y fp32. Several programs share an SM (:func:`out_config`).
 
 Tiling: C must be a multiple of BK = 64 and at most MAX_DIM, H 64 or 128, N a multiple of 16 (so that BM = 128 rows of
 a batch never straddle two batches and every row is 32-byte aligned). :func:`check_shapes` says so.
@@ -63,11 +63,6 @@ MAX_DIM = 16384
 PROJ_HS = 64
 PROJ_STAGES = 3
 PROJ_REGS = 232
-#: The output kernel's column tile and register cap: with 64-wide tiles it fits in 128 registers a thread
-#: without spilling and in 96 KB of shared memory, so two programs share an SM and one's loads and
-#: LayerNorm overlap the other's wgmmas and stores (with 128-wide tiles: 176 registers, one program).
-OUT_BN = 64
-OUT_MAXNREG = 128
 
 
 class PairConfig(NamedTuple):
@@ -78,6 +73,29 @@ class PairConfig(NamedTuple):
     GROUP_SIZE_M: int
     NUM_STAGES: int
     num_warps: int
+
+
+class OutConfig(NamedTuple):
+    """The output kernel's row block, column tile, Wo^T ring depth, warps and register cap (its launch's
+    constexprs and options)."""
+    BM: int
+    BN: int
+    NUM_STAGES: int
+    num_warps: int
+    maxnreg: int
+
+
+#: One warpgroup over 64 rows, capped at 128 registers a thread (no spills): three or four programs share an
+#: SM (49 or 64 KB of shared memory), so some load and normalise while others multiply and store. On the H200
+#: (docs/benchmarks.md, seventh session) this ran the output kernel 12% (C = 384) to 25% (C = 128) faster than
+#: the earlier 128 rows over two warpgroups (two programs an SM); 32-wide column tiles win at C = 128,
+#: 64-wide ones at C = 384.
+OUT_NARROW = OutConfig(64, 32, 2, 4, 128)
+OUT_WIDE = OutConfig(64, 64, 2, 4, 128)
+
+
+def out_config(C: int) -> OutConfig:
+    return OUT_NARROW if C <= 128 else OUT_WIDE
 
 
 #: 128x128 tiles (two CTAs per SM fit: 96 KB of shared memory, 115 registers); with the pipelined GEMM's
@@ -390,7 +408,8 @@ class Plan:
         self.proj_grid = (min(triton.cdiv(self.M, BM) * (H // PROJ_HS), sm_count(device)), )
         self.pair_cfg = cfg = pair_config(N)
         self.pair_grid = (triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)
-        self.out_grid = (triton.cdiv(self.M, BM), )
+        self.out_cfg = out_config(C)
+        self.out_grid = (triton.cdiv(self.M, self.out_cfg.BM), )
         self.direct: dict = {}  # (kernel, pipeline digest) -> (DirectLaunch, constexpr values) or None
         self.graphs = _graphs if not self.interpreting and self.M <= GRAPH_MAX_ROWS else None
         self.descriptors: dict = {}  # (slot, address) -> launcher arguments
@@ -479,7 +498,7 @@ class Plan:
         with stage("out"):
             self.run(trimul_out_kernel, self.out_grid,
                      [pair, og, out_ln_w, out_ln_b, w_out_t, y, self.M, NN, C, out_eps],
-                     dict(H=H, BM=BM, BN=OUT_BN, NUM_STAGES=2, num_warps=8, maxnreg=OUT_MAXNREG))
+                     dict(self.out_cfg._asdict(), H=H))
 
     def ready(self) -> bool:
         """Whether every kernel launches directly under the pipelines now in effect (nothing to compile)."""
@@ -518,8 +537,7 @@ class Graphs:
 
         if torch.cuda.is_current_stream_capturing() or compat.launch_hooks_active():
             return False
-        stream = torch.cuda.current_stream(y.device)
-        key = (plan, stream.cuda_stream, tuple(compat.pipeline_digest(k) for k in KERNELS), eps, out_eps,
+        key = (plan, compat.current_stream(plan.device.index), tuple(compat.pipeline_digest(k) for k in KERNELS), eps, out_eps,
                y.data_ptr(), *(t.data_ptr() for t in inputs))
         graph = self.graphs.get(key)
         if graph is None:
