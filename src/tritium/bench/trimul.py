@@ -95,10 +95,11 @@ def time_calls(fn, case: Case, seed: int, stages=None) -> list[float]:
     return times
 
 
-def stage_bytes(case: Case, hidden: int = 128, mask_bytes: int = 4) -> dict[str, int]:
+def stage_bytes(case: Case, hidden: int = 128) -> dict[str, int]:
     """The fewest bytes each kernel must move through DRAM (every input read once, every output written
     once; the weights, a few hundred KB, left out): the numerator of its bandwidth."""
     M, C, H = case.bs * case.seqlen ** 2, case.dim, hidden
+    mask_bytes = 4 if case.nomask else 8  # make_inputs: float32 ones, or int64 0/1
     return {"center": M * C * 4 + M * C * 2 + M * 4,  # x in, x centred (bf16) and rstd out
             "proj": M * C * 2 + M * 4 + M * mask_bytes + 3 * M * H * 2,  # centred x, rstd, mask; left, right, gate
             "pair": 3 * M * H * 2,  # left and right in, their product out (bf16)
