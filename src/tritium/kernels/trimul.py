@@ -348,7 +348,7 @@ class Plan:
     DESCRIPTORS_KEPT = 64
 
     def __init__(self, B: int, N: int, C: int, H: int, device) -> None:
-        from ..ops.launch import interpreting, sm_count
+        from .launch import interpreting, sm_count
 
         self.B, self.N, self.C, self.H = B, N, C, H
         self.M, self.NN = B * N * N, N * N
@@ -364,7 +364,7 @@ class Plan:
         self.descriptors: dict = {}  # (slot, address) -> launcher arguments
 
     def run(self, kernel, grid: tuple, args: list, consts: dict) -> None:
-        from ..ops.launch import jit_launch
+        from .launch import jit_launch
 
         if self.interpreting or compat.launch_hooks_active():
             kernel[grid](*[self._host(a) for a in args], **consts)
