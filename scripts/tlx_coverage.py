@@ -86,7 +86,8 @@ def _modules_used(tree: ast.Module) -> list[Path]:
 
 def _helper_calls(path: Path) -> list[tuple[str, int, list[str]]]:
     """The ``tlx`` calls of a kernel module, with those of the ``@triton.jit`` helpers it imports by name from
-    its sibling modules (``from .tiles import load_tiles``): a kernel's producer loop may live there."""
+    its sibling modules (``from .partitions import load_tiles``), and of the helpers those call: a kernel's
+    partitions live there."""
     tree = ast.parse(path.read_text())
     calls = _calls(tree)
     for node in tree.body:
@@ -94,10 +95,16 @@ def _helper_calls(path: Path) -> list[tuple[str, int, list[str]]]:
             sibling = path.parent / f"{node.module}.py"
             if not sibling.is_file():
                 continue
-            wanted = {a.name for a in node.names}
-            for fn in ast.parse(sibling.read_text()).body:
-                if isinstance(fn, ast.FunctionDef) and fn.name in wanted:
-                    calls += _calls(fn)
+            helpers = {fn.name: fn for fn in ast.parse(sibling.read_text()).body if isinstance(fn, ast.FunctionDef)}
+            wanted, seen = [a.name for a in node.names], set()
+            while wanted:  # and the helpers those call in turn (a partition calls wait_stage)
+                name = wanted.pop()
+                if name in seen or name not in helpers:
+                    continue
+                seen.add(name)
+                calls += _calls(helpers[name])
+                wanted += [c.func.id for c in ast.walk(helpers[name])
+                           if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]
     return calls
 
 

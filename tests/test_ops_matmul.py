@@ -480,6 +480,7 @@ def test_programmatic_dependent_launch_up_to_2048_cubed(monkeypatch):
     """Problems up to PDL_MAX_WORK launch with ``launch_pdl`` and the kernels' PDL branch together (one
     without the other would read before the previous kernel's writes are visible, or not overlap); larger
     ones and the interpreter (which cannot run griddepcontrol) without."""
+    from tritium.kernels import launch as kernel_launch
     from tritium.ops import launch
 
     def consts(M, N, K, plan):
@@ -489,9 +490,9 @@ def test_programmatic_dependent_launch_up_to_2048_cubed(monkeypatch):
         assert got["PDL"] is got["launch_pdl"] is call.pdl
         return call.pdl
 
-    monkeypatch.setattr(launch, "_INTERPRET", False)
+    monkeypatch.setattr(kernel_launch, "_INTERPRET", False)
     assert consts(64, 24, 256, plans.Plan("small", plans.TINY_TILE))
     assert consts(2048, 2048, 2048, plans.Plan("pingpong", plans.pingpong.LARGE))
     assert not consts(4096, 2048, 2048, plans.LARGE_PLAN)
-    monkeypatch.setattr(launch, "_INTERPRET", True)
+    monkeypatch.setattr(kernel_launch, "_INTERPRET", True)
     assert not consts(64, 24, 256, plans.Plan("small", plans.TINY_TILE))

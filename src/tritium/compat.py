@@ -58,11 +58,14 @@ class ChainedHook:
     ``key(kernel, fresh=False)`` gives ``(key, hash)`` for compiling ``kernel`` (a JITFunction, or None when
     Triton does not say which kernel: the 3.7+ protocol), ``fresh`` when a compile asks (so not from a cache
     kept for launches); ``apply(..., kernel)`` edits the stages.
-    The manager (``owner``) makes and owns it; :func:`install_stages_hook` sets ``previous``.
+    The manager (``owner``) makes and owns it; :func:`install_stages_hook` sets ``previous``. ``error`` makes
+    the exception raised when a compile finds another hook set over this one (the plugin core's
+    ``PipelineError``: this floor imports nothing of the plugin core).
     """
 
-    def __init__(self, apply: Callable[..., None], key: Callable[..., tuple[str, str]], owner: Any) -> None:
-        self.apply, self.key, self.owner = apply, key, owner
+    def __init__(self, apply: Callable[..., None], key: Callable[..., tuple[str, str]], owner: Any, *,
+                 error: Callable[[str], Exception]) -> None:
+        self.apply, self.key, self.owner, self.error = apply, key, owner, error
         self.previous: Optional[StagesHook] = None
 
     def __call__(self, *args: Any) -> Any:
@@ -124,11 +127,10 @@ def _check_hook_is_ours(key: str) -> None:
     """A hook set over ours after import would skip the pipelines (3.6: while their key still names them)."""
     current = knobs.runtime.add_stages_inspection_hook
     if current is not _installed:
-        from .plugins.errors import PipelineError
         skipped = ("Triton would ask that hook instead, so the pipelines in effect ({key}) would be skipped"
                    if NATIVE_HOOK_PROTOCOL else "the pipelines in effect ({key}) would not run and the binary "
                    "would be cached under a key that does not describe it")
-        raise PipelineError(
+        raise _installed.error(
             f"knobs.runtime.add_stages_inspection_hook was replaced by {current!r} after tritium installed its "
             f"own: {skipped.format(key=key)}; nothing was compiled. Call tritium.plugins.enable() (or the "
             "enabled PluginManager's enable()) to chain that hook into tritium's, or restore the hook")

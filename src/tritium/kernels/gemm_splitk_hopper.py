@@ -26,7 +26,8 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .tiles import column_subtiles, grouped_tile, load_tiles, sync_grid_dependency
+from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles
+from .tiles import grouped_tile, sync_grid_dependency
 
 
 class Config(NamedTuple):
@@ -51,14 +52,9 @@ def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: 
                          NUM_REGS: tl.constexpr, SPLIT_K: tl.constexpr, PDL: tl.constexpr = False):
     sync_grid_dependency(PDL)
     HALF_M: tl.constexpr = BM // 2
-    EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
-    dtype = tlx.dtype_of(a_desc)
-    acc_dtype = tlx.dtype_of(c_desc)
-    a_bufs = tlx.local_alloc((HALF_M, BK), dtype, 2 * NUM_STAGES)  # stage s: rows of consumer r at 2 * s + r
-    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
-    c_bufs = tlx.local_alloc((HALF_M, EPI_N), acc_dtype, 4)  # consumer r stages its slices in 2 * r + (0 or 1)
-    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
-    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
+    c_bufs = tlx.local_alloc((HALF_M, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
+    full, empty = ring_barriers(NUM_STAGES, 2)
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
     num_units = num_pid_m * num_pid_n * SPLIT_K
@@ -72,29 +68,16 @@ def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: 
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
             it = 0
-            stores = 0  # TMA stores issued so far: the next slice goes to staging buffer 2 * r + stores % 2
+            stores = 0  # TMA stores issued so far (the store ring's counter)
             for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
                 pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
                 k_lo = (unit % SPLIT_K) * k_per_split
                 acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-                for k in range(k_lo, min(k_lo + k_per_split, k_tiles)):
-                    s = it % NUM_STAGES
-                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
-                    acc = tlx.async_dot(a_bufs[2 * s + r], b_bufs[s], acc)
-                    acc = tlx.async_dot_wait(1, acc)  # the previous step retired: its stage can be refilled
-                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > k_lo)
-                    it += 1
-                acc = tlx.async_dot_wait(0, acc)
-                tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
-                off_m = pid_m * BM + r * HALF_M
-                parts = column_subtiles(acc, HALF_M, BN, EPILOGUE_SUBTILES)
-                for j in tl.static_range(EPILOGUE_SUBTILES):
-                    c_buf = c_bufs[2 * r + stores % 2]
-                    tlx.async_descriptor_store_wait(1)  # the store that last read c_buf is done
-                    tlx.local_store(c_buf, parts[j].to(acc_dtype))
-                    tlx.fence_async_shared()
-                    tlx.async_descriptor_store(c_desc, c_buf, [off_m, pid_n * BN + j * EPI_N], store_reduce="add")
-                    stores += 1
+                it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, min(k_lo + k_per_split, k_tiles), r,
+                                    NUM_STAGES, True, 1)
+                acc = release_last(acc, empty, it, NUM_STAGES)
+                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m * BM + r * HALF_M, 1, pid_n, HALF_M,
+                                        BN, EPILOGUE_SUBTILES, True)
             tlx.async_descriptor_store_wait(0)
 
 

@@ -26,8 +26,9 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
+from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, pick_tile, sync_grid_dependency
+from .tiles import grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency
 
 #: 128x256 tiles (each consumer a 64x256 wgmma accumulator), 4 stages, 64-column store slices:
 #: 4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -42,14 +43,9 @@ def matmul_kernel_ws_cooperative(a_desc, b_desc, c_desc, M, N, K, BM: tl.constex
                                  EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
     sync_grid_dependency(PDL)
     HALF_M: tl.constexpr = BM // 2
-    EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
-    dtype = tlx.dtype_of(a_desc)
-    out_dtype = tlx.dtype_of(c_desc)
-    a_bufs = tlx.local_alloc((HALF_M, BK), dtype, 2 * NUM_STAGES)  # stage s: rows of consumer r at 2 * s + r
-    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
-    c_bufs = tlx.local_alloc((HALF_M, EPI_N), out_dtype, 4)  # consumer r stages its slices in 2 * r + (0 or 1)
-    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
-    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
+    c_bufs = tlx.local_alloc((HALF_M, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
+    full, empty = ring_barriers(NUM_STAGES, 2)
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
     num_tiles = num_pid_m * num_pid_n
@@ -62,28 +58,14 @@ def matmul_kernel_ws_cooperative(a_desc, b_desc, c_desc, M, N, K, BM: tl.constex
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
             it = 0
-            stores = 0  # TMA stores issued so far: the next slice goes to staging buffer 2 * r + stores % 2
+            stores = 0  # TMA stores issued so far (the store ring's counter)
             for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
                 acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-                for k in range(0, k_tiles):
-                    s = it % NUM_STAGES
-                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
-                    acc = tlx.async_dot(a_bufs[2 * s + r], b_bufs[s], acc)
-                    acc = tlx.async_dot_wait(1, acc)  # step k - 1 retired: its stage can be refilled
-                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
-                    it += 1
-                acc = tlx.async_dot_wait(0, acc)
-                tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
-                off_m = pid_m * BM + r * HALF_M
-                parts = column_subtiles(acc, HALF_M, BN, EPILOGUE_SUBTILES)
-                for j in tl.static_range(EPILOGUE_SUBTILES):
-                    c_buf = c_bufs[2 * r + stores % 2]
-                    tlx.async_descriptor_store_wait(1)  # the store that last read c_buf is done
-                    tlx.local_store(c_buf, parts[j].to(out_dtype))
-                    tlx.fence_async_shared()
-                    tlx.async_descriptor_store(c_desc, c_buf, [off_m, pid_n * BN + j * EPI_N])
-                    stores += 1
+                it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, 0, k_tiles, r, NUM_STAGES, True, 1)
+                acc = release_last(acc, empty, it, NUM_STAGES)
+                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m * BM + r * HALF_M, 1, pid_n, HALF_M,
+                                        BN, EPILOGUE_SUBTILES)
             tlx.async_descriptor_store_wait(0)
 
 

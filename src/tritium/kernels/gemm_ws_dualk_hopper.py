@@ -34,8 +34,9 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
+from .partitions import load_tiles, ring_barriers, ring_buffers, store_slice, wait_stage
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, sync_grid_dependency
+from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, sync_grid_dependency
 
 #: 64x128 tiles (each consumer a 64x128 fp32 accumulator), 6 stages, 2 store slices: 6 x 24 KiB of
 #: operands + 32 KiB of fp32 partial + 2 x 8 KiB of staging = 192 KiB of shared memory.
@@ -56,14 +57,10 @@ def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN
     tl.static_assert(NUM_STAGES >= 4 and NUM_STAGES % 2 == 0,
                      "matmul_kernel_ws_dualk: NUM_STAGES must be even and at least 4 (see the module docstring)")
     EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
-    dtype = tlx.dtype_of(a_desc)
-    out_dtype = tlx.dtype_of(c_desc)
-    a_bufs = tlx.local_alloc((BM, BK), dtype, NUM_STAGES)
-    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
+    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, False)
     partial = tlx.local_alloc((BM, EPI_N), tl.float32, EPILOGUE_SUBTILES)  # replica 1's tile, by column slice
-    c_bufs = tlx.local_alloc((BM, EPI_N), out_dtype, 2)
-    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
-    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    c_bufs = tlx.local_alloc((BM, EPI_N), tlx.dtype_of(c_desc), 2)
+    full, empty = ring_barriers(NUM_STAGES, 1)
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
     num_tiles = num_pid_m * num_pid_n
@@ -78,7 +75,7 @@ def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN
             my_tiles = tl.cdiv(num_tiles - tl.program_id(0), tl.num_programs(0))
             if r == 0:
                 tlx.named_barrier_arrive(RED_FREE, RED_THREADS)  # the partial buffer starts free
-            stores = 0  # replica 0's TMA stores so far: the next slice goes to staging buffer stores % 2
+            stores = 0  # replica 0's TMA stores so far (the store ring's counter)
             for t in range(0, my_tiles):
                 pid_m, pid_n = grouped_tile(tl.program_id(0) + t * tl.num_programs(0), num_pid_m, num_pid_n,
                                             GROUP_SIZE_M)
@@ -88,8 +85,7 @@ def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN
                 acc = tl.zeros((BM, BN), dtype=tl.float32)
                 for i in range(0, mine):
                     it = base + k0 + 2 * i
-                    s = it % NUM_STAGES
-                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
+                    s = wait_stage(full, it, NUM_STAGES)
                     acc = tlx.async_dot(a_bufs[s], b_bufs[s], acc)
                     acc = tlx.async_dot_wait(1, acc)  # my previous step retired: its stage can be refilled
                     tlx.barrier_arrive(empty[(it + NUM_STAGES - 2) % NUM_STAGES], pred=i > 0)
@@ -105,13 +101,8 @@ def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN
                 else:
                     tlx.named_barrier_wait(RED_FULL, RED_THREADS)
                     for j in tl.static_range(EPILOGUE_SUBTILES):
-                        out = (parts[j] + tlx.local_load(partial[j])).to(out_dtype)
-                        c_buf = c_bufs[stores % 2]
-                        tlx.async_descriptor_store_wait(1)  # the store that last read c_buf is done
-                        tlx.local_store(c_buf, out)
-                        tlx.fence_async_shared()
-                        tlx.async_descriptor_store(c_desc, c_buf, [pid_m * BM, pid_n * BN + j * EPI_N])
-                        stores += 1
+                        out = (parts[j] + tlx.local_load(partial[j])).to(tlx.dtype_of(c_desc))
+                        stores = store_slice(c_desc, c_bufs, stores, 0, out, pid_m, BM, pid_n, BN, j * EPI_N)
                     if t + 1 < my_tiles:  # every slice read: replica 1 waits on this once per tile after the first
                         tlx.named_barrier_arrive(RED_FREE, RED_THREADS)
             tlx.async_descriptor_store_wait(0)

@@ -19,7 +19,8 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .tiles import grouped_tile, launch_tma_gemm, load_tiles, pick_tile
+from .partitions import load_tiles, mma_steps, ring_barriers, ring_buffers
+from .tiles import grouped_tile, launch_tma_gemm, pick_tile
 
 
 class Config(NamedTuple):
@@ -43,12 +44,9 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
                             EPILOGUE_SPLIT: tl.constexpr, NUM_REGS: tl.constexpr):
     HALF_M: tl.constexpr = BM // 2
     EPI_N: tl.constexpr = BN // 2 if EPILOGUE_SPLIT else BN
-    dtype = tlx.dtype_of(a_desc)
-    a_bufs = tlx.local_alloc((HALF_M, BK), dtype, 2 * NUM_STAGES)  # stage s: rows of consumer r at 2 * s + r
-    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
+    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
     c_bufs = tlx.local_alloc((HALF_M, EPI_N), tlx.dtype_of(c_desc), 2)
-    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
-    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    full, empty = ring_barriers(NUM_STAGES, 2)
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
     num_tiles = num_pid_m * num_pid_n
@@ -64,13 +62,7 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
             for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
                 acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-                for k in range(0, k_tiles):
-                    s = it % NUM_STAGES
-                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
-                    acc = tlx.async_dot(a_bufs[2 * s + r], b_bufs[s], acc)
-                    acc = tlx.async_dot_wait(0, acc)
-                    tlx.barrier_arrive(empty[s])
-                    it += 1
+                it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, 0, k_tiles, r, NUM_STAGES, True, 0)
                 c_buf = c_bufs[r]
                 off_m = pid_m * BM + r * HALF_M
                 if EPILOGUE_SPLIT:

@@ -30,8 +30,9 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
+from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles
 from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, load_tiles, pick_tile, sync_grid_dependency
+from .tiles import grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency
 
 #: 128x128 tiles per consumer (a 128x128 fp32 accumulator: 128 registers per thread), 6 stages,
 #: 32-column store slices: 6 x 32 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -50,14 +51,9 @@ def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
                               BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                               EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
     sync_grid_dependency(PDL)
-    EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
-    dtype = tlx.dtype_of(a_desc)
-    out_dtype = tlx.dtype_of(c_desc)
-    a_bufs = tlx.local_alloc((BM, BK), dtype, NUM_STAGES)
-    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
-    c_bufs = tlx.local_alloc((BM, EPI_N), out_dtype, 4)  # consumer r stages its slices in 2 * r + (0 or 1)
-    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
-    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, False)
+    c_bufs = tlx.local_alloc((BM, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
+    full, empty = ring_barriers(NUM_STAGES, 1)
     num_pid_m = tl.cdiv(M, BM)
     num_pid_n = tl.cdiv(N, BN)
     num_tiles = num_pid_m * num_pid_n
@@ -72,32 +68,18 @@ def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
             my_tiles = tl.cdiv(num_tiles - tl.program_id(0), tl.num_programs(0))
             if r == 1:
                 tlx.named_barrier_arrive(MMA_TURN, TURN_THREADS)  # replica 0 goes first
-            stores = 0  # TMA stores issued so far: the next slice goes to staging buffer 2 * r + stores % 2
+            stores = 0  # TMA stores issued so far (the store ring's counter)
             for t in range(r, my_tiles, 2):
                 pid_m, pid_n = grouped_tile(tl.program_id(0) + t * tl.num_programs(0), num_pid_m, num_pid_n,
                                             GROUP_SIZE_M)
                 tlx.named_barrier_wait(MMA_TURN + r, TURN_THREADS)  # my turn on the tensor cores
-                it = t * k_tiles
                 acc = tl.zeros((BM, BN), dtype=tl.float32)
-                for k in range(0, k_tiles):
-                    s = it % NUM_STAGES
-                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
-                    acc = tlx.async_dot(a_bufs[s], b_bufs[s], acc)
-                    acc = tlx.async_dot_wait(1, acc)  # step k - 1 retired: its stage can be refilled
-                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
-                    it += 1
+                it, acc = mma_steps(a_bufs, b_bufs, full, empty, t * k_tiles, acc, 0, k_tiles, r, NUM_STAGES, False,
+                                    1)
                 if t + 1 < my_tiles:  # all MMAs of this tile issued: the other replica's turn
                     tlx.named_barrier_arrive(MMA_TURN + 1 - r, TURN_THREADS)
-                acc = tlx.async_dot_wait(0, acc)
-                tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
-                parts = column_subtiles(acc, BM, BN, EPILOGUE_SUBTILES)
-                for j in tl.static_range(EPILOGUE_SUBTILES):
-                    c_buf = c_bufs[2 * r + stores % 2]
-                    tlx.async_descriptor_store_wait(1)  # the store that last read c_buf is done
-                    tlx.local_store(c_buf, parts[j].to(out_dtype))
-                    tlx.fence_async_shared()
-                    tlx.async_descriptor_store(c_desc, c_buf, [pid_m * BM, pid_n * BN + j * EPI_N])
-                    stores += 1
+                acc = release_last(acc, empty, it, NUM_STAGES)
+                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m, BM, pid_n, BM, BN, EPILOGUE_SUBTILES)
             tlx.async_descriptor_store_wait(0)
 
 

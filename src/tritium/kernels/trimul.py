@@ -397,7 +397,7 @@ class Plan:
     DESCRIPTORS_KEPT = 64
 
     def __init__(self, B: int, N: int, C: int, H: int, device, incoming: bool = False) -> None:
-        from ..ops.launch import interpreting, sm_count
+        from .launch import interpreting, sm_count
 
         self.B, self.N, self.C, self.H, self.incoming = B, N, C, H, incoming
         self.M, self.NN = B * N * N, N * N
@@ -415,7 +415,7 @@ class Plan:
         self.descriptors: dict = {}  # (slot, address) -> launcher arguments
 
     def run(self, kernel, grid: tuple, args: list, consts: dict) -> None:
-        from ..ops.launch import jit_launch
+        from .launch import jit_launch
 
         if self.interpreting or compat.launch_hooks_active():
             kernel[grid](*[self._host(a) for a in args], **consts)

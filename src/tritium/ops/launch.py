@@ -7,7 +7,7 @@ every launch. Here a :class:`Call` holds what every call of one (plan, operand s
 place or copied, C's shape, dtype and zero-fill, the grid, the launch arguments that do not depend
 on addresses, and per pipeline digest the compiled kernel. Its first launch (per digest) goes
 through the JIT, so compilation, caching and the tritium pipelines behave as always; later launches
-call that compiled kernel directly (:func:`tritium.compat.direct_launch`). A TMA descriptor encodes
+call that compiled kernel directly (:func:`tritium.kernels.launch.jit_launch`). A TMA descriptor encodes
 the tensor's address, so each Call keeps the launcher arguments of the last few descriptors per
 operand keyed by address (the rest of what a descriptor encodes is fixed by the Call): a tensor at a
 reused address, as the caching allocator hands out, costs no new CUtensorMap.
@@ -29,16 +29,14 @@ multiples of 16 bytes.
 """
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Optional
 
 import triton
 
 from .. import compat
 from ..kernels import gemm_pipelined_hopper as pipelined
-from ..kernels.tiles import num_sms
+from ..kernels.launch import interpreting, jit_launch, sm_count
 from .plans import VARIANTS, Plan
 
 #: Calls kept (least recently used dropped first), and descriptors kept per operand of a Call.
@@ -50,28 +48,6 @@ DESCRIPTORS_PER_OPERAND = 8
 #: 2048^3 2 to 21% faster and 4096^3 and 8192^3 0.2 to 3% slower (docs/benchmarks.md, fifth session).
 PDL_MAX_WORK = 2048 ** 3
 
-_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
-
-
-def interpreting() -> bool:
-    """Whether Triton runs kernels on the CPU interpreter (``TRITON_INTERPRET=1`` at import)."""
-    return _INTERPRET
-
-
-def jit_launch(kernel, grid: tuple, args: list, consts: dict) -> Optional[tuple[compat.DirectLaunch, list]]:
-    """``kernel[grid](*args, **consts)`` through the JIT (compiling if needed), and what later launches of the
-    compiled kernel straight through its launcher need: the :class:`tritium.compat.DirectLaunch` and the
-    values of the constexpr parameters after ``args`` (the launcher takes every parameter in order,
-    constexprs included, and skips their values). None where the call must keep going through the JIT: a
-    defaulted constexpr the call did not name, or a launcher compat cannot drive."""
-    compiled = kernel[grid](*args, **consts)
-    rest = kernel.arg_names[len(args):]
-    if compiled is None or any(n not in consts for n in rest):
-        return None
-    direct = compat.direct_launch(compiled)
-    return None if direct is None else (direct, [consts[n] for n in rest])
-
-
 @dataclass
 class _Compiled:
     direct: compat.DirectLaunch
@@ -79,17 +55,6 @@ class _Compiled:
     # TMA kernels, per operand (A, B, C): address -> launcher arguments of its descriptor (the descriptor
     # metadata belongs to this compiled kernel, so the cache lives with it)
     descriptors: tuple = ()
-
-
-_sms: dict[Any, int] = {}
-
-
-def sm_count(device) -> int:
-    """Streaming multiprocessors of ``device`` (cached; 4 stands in for the CPU interpreter)."""
-    n = _sms.get(device)
-    if n is None:
-        n = _sms[device] = num_sms(device)
-    return n
 
 
 def _padded_cols(cols: int, elem_size: int) -> int:
@@ -174,7 +139,7 @@ class Call:
             cfg = plan.config
             self.grid = (triton.cdiv(M, cfg.BLOCK_SIZE_M) * triton.cdiv(N, cfg.BLOCK_SIZE_N), 1, 1)
             self.pointer_args = [M, N, K, *self.strides[0], *self.strides[1], N, 1]
-        self.pdl = not _INTERPRET and M * N * K <= PDL_MAX_WORK
+        self.pdl = not interpreting() and M * N * K <= PDL_MAX_WORK
         # C is returned as it is when it already is the result: N columns of out_dtype
         self.c_is_result = self.c_shape[1] == N and self.c_dtype == out_dtype
 
@@ -203,7 +168,7 @@ class Call:
     def launch(self, a, b, c) -> None:
         """Run the kernel on operands from :meth:`prepare`, directly when it can."""
         kernel = self.variant.kernel
-        if _INTERPRET or compat.launch_hooks_active():
+        if interpreting() or compat.launch_hooks_active():
             args, consts = self._jit_args(a, b, c)
             kernel[self.grid](*args, **consts)
             return

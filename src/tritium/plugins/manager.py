@@ -75,7 +75,7 @@ class PluginManager:
         #: active pipeline -> (plugin generation, pipeline generation, (key, hash))
         self._keys: dict[Optional[Pipeline], tuple[int, int, tuple[str, str]]] = {}
         self._recorder = _ReportSlot()
-        self._hook = compat.ChainedHook(self._apply_stages, self.pipelines_key, owner=self)
+        self._hook = compat.ChainedHook(self._apply_stages, self.pipelines_key, owner=self, error=PipelineError)
 
     def __repr__(self) -> str:
         state = "enabled" if self.is_enabled() else "not enabled"

@@ -20,8 +20,9 @@ import triton.language as tl
 from triton.language.core import base_type, builtin
 
 from . import args, layouts
+from .core import memdesc_type
 from .emit import emit
-from .types import buffered_tensor, buffered_tensor_type, reuse_group, reuse_group_type, tlx_value
+from .types import buffered_tensor, reuse_group, reuse_group_type, tlx_value
 from .triton_compat import ir, kernel_state, unwrap_if_constexpr
 
 _SPECS = "alias_specs"  # in kernel_state: spec id -> _Spec
@@ -241,7 +242,6 @@ def member_alloc(_semantic: Any, spec: storage_alias_spec_value, buf: buffered_t
 
 
 def _emit_plan(_semantic: Any, spec: storage_alias_spec_value, tree: reuse_group, what: str) -> None:
-    from .mem import _memdesc_type
     state = _state(_semantic, spec)
     placement = plan(tree, {k: m for k, (m, _) in state.members.items()},
                      lambda leaf: leaf.type.id if isinstance(leaf, buffered_tensor) else None, state.size, what)
@@ -255,9 +255,9 @@ def _emit_plan(_semantic: Any, spec: storage_alias_spec_value, tree: reuse_group
         off, group = placement.where[m.key]
         scale = placement.stride // m.nbytes
         count = total // m.nbytes
-        members[m.key] = {"type": _memdesc_type(_semantic, buf.dtype, (count, *buf.shape), buf.layout,
+        members[m.key] = {"type": memdesc_type(_semantic, buf.dtype, (count, *buf.shape), buf.layout,
                                                      (count, *buf.shape)),
                                "scale": scale, "off": off // m.nbytes, "group": group}
-    backing = _memdesc_type(_semantic, tl.int8, (total, ), layouts.SwizzledSharedLayout(1, 1, 1, (0, )), (total, ))
+    backing = memdesc_type(_semantic, tl.int8, (total, ), layouts.SwizzledSharedLayout(1, 1, 1, (0, )), (total, ))
     align = max([m.align for m, _ in state.members.values()] + [16])
     emit(_semantic, "buffer_overlap", spec=spec.type.id, backing=backing, align=align, members=members)

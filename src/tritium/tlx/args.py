@@ -184,3 +184,16 @@ def bool_mask(mask: Any, op: str, what: str = "boolean") -> None:
         return
     got = mask.dtype if isinstance(mask, tl.tensor) else describe(mask)
     raise TypeError(f"tlx.{op}: mask must be {what}, got {got}")
+
+
+#: Why another CTA of a cluster cannot be named (tlx/cluster.py).
+ONE_CTA = ("stock Triton runs a TLX kernel as a cluster of one CTA (the fork's ctas_per_cga launch option, which "
+           "forms clusters of independent programs, does not exist on stock Triton)")
+
+
+def check_remote_rank(rank: Any, op: str, arg: str) -> None:
+    """A remote CTA rank: an int must be 0 (the only CTA); a run-time scalar is 0 when run (the interpreter,
+    which knows its value, checks that too). Shared with tlx/interpreter.py."""
+    rank = integer_scalar(rank, op, arg)
+    if not isinstance(rank, tl.tensor) and rank != 0:
+        raise ValueError(f"tlx.{op}: {arg}={rank} names another CTA of the cluster, but {ONE_CTA}")

@@ -14,8 +14,10 @@ from typing import Any
 import triton.language as tl
 
 from . import args, layouts, triton_compat
+from .core import check_target
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
+from .tma import bulk_box, prefetch_tensormap
 from .types import async_token, buffered_tensor
 from .triton_compat import compile_options, unwrap_if_constexpr
 
@@ -111,8 +113,6 @@ def _bulk_load(_semantic: Any, src: Any, result: buffered_tensor, bulk_size: Any
     buffer's bytes seen as one box, through a descriptor that is only the source pointer, and
     tlx/tma_llvm.py rewrites that load's PTX into the bulk copy of ``bulk_size`` bytes (its innermost
     coordinate), so the barrier counts exactly those bytes, as in the fork."""
-    from .barriers import check_target
-    from .tma import bulk_box
     check_target(_semantic, "async_load(bulk=True)", 90)
     nbytes = result.shape[0] * result.dtype.primitive_bitwidth // 8
     size = _semantic.to_tensor(nbytes if bulk_size is None else bulk_size)
@@ -207,7 +207,6 @@ def prefetch(pointer, level="L2", mask=None, tensormap=False, _semantic=None) ->
     tensormap = check_prefetch(pointer, level, mask, tensormap)
     arch = compile_options(_semantic).arch
     if tensormap:  # the descriptor's address reaches PTX as for TMA prefetches (tlx/tma.py)
-        from .tma import prefetch_tensormap
         return prefetch_tensormap(pointer, _semantic)
     if layouts.cuda_capability(arch) is None:
         raise NotImplementedError(f"tlx.prefetch: the target {arch} has no global-memory prefetch instruction "

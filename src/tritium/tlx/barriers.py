@@ -7,7 +7,8 @@ import triton.language as tl
 
 from . import args, layouts
 from .emit import emit, tlx_builtin
-from .mem import _memdesc_type, _view
+from .core import check_target, executing_warps, memdesc_type, predicate
+from .mem import _view
 from .types import buffered_tensor
 from .triton_compat import compile_options, statement_location, unwrap_if_constexpr
 
@@ -23,22 +24,8 @@ NUM_NAMED_BARRIERS = 16
 MAX_CTA_THREADS = 1024
 
 
-def check_target(_semantic: Any, op: str, min_cap: int = 80) -> None:
-    cap = layouts.cuda_capability(compile_options(_semantic).arch)
-    if cap is None or cap < min_cap:
-        raise NotImplementedError(f"tlx.{op} needs NVIDIA sm_{min_cap} or newer; the target is "
-                                  f"{compile_options(_semantic).arch}")
-
-
 #: ``barrier(bar, op)``: ``bar`` if it is one local mbarrier (tma.py and cluster.py check with it too).
 barrier = args.barrier
-
-
-def predicate(_semantic: Any, pred: Any) -> tl.tensor:
-    """``pred`` (checked by the op: :func:`args.scalar_pred`) as an i1 scalar (``None`` is true)."""
-    pred = unwrap_if_constexpr(pred)
-    value = _semantic.to_tensor(True if pred is None else pred)
-    return value if value.dtype == tl.int1 else _semantic.not_equal(value, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -68,12 +55,11 @@ def check_barrier_wait(bar: Any, phase: Any, pred: Any) -> None:
 
 
 def check_barrier_arrive(bar: Any, arrive_count: Any, remote_cta_rank: Any, pred: Any) -> int:
-    """The arrive count; a ``remote_cta_rank`` must name this CTA (:func:`cluster.check_remote_rank`)."""
-    from .cluster import check_remote_rank  # cluster imports this module
+    """The arrive count; a ``remote_cta_rank`` must name this CTA (:func:`args.check_remote_rank`)."""
     args.barrier(bar, "barrier_arrive")
     count = args.compile_time_int(arrive_count, "barrier_arrive", "arrive_count")
     if args.unwrap(remote_cta_rank) is not None:
-        check_remote_rank(remote_cta_rank, "barrier_arrive", "remote_cta_rank")
+        args.check_remote_rank(remote_cta_rank, "barrier_arrive", "remote_cta_rank")
     args.scalar_pred(pred, "barrier_arrive")
     return count
 
@@ -102,7 +88,7 @@ def alloc_barriers(num_barriers, arrive_count=1, _semantic=None) -> buffered_ten
     """``num_barriers`` mbarriers, each completing a phase after ``arrive_count`` arrivals."""
     check_target(_semantic, "alloc_barriers")
     num, count = check_alloc_barriers(num_barriers, arrive_count)
-    one = _memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
+    one = memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
     return _view(_semantic, "alloc_barriers", tl.int64, (1, ), BARRIER_LAYOUT, (num, 1), num, barrier=True,
                  arrive_count=count, one=one)
 
@@ -136,7 +122,7 @@ def alloc_warp_barrier(num_barriers, num_warps=1, num_arrivals=1, _semantic=None
     """
     check_target(_semantic, "alloc_warp_barrier")
     num, warps, arrivals = check_alloc_warp_barrier(num_barriers, num_warps, num_arrivals)
-    one = _memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
+    one = memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
     return _view(_semantic, "alloc_barriers", tl.int64, (1, ), BARRIER_LAYOUT, (num, 1), num, barrier=WARP_BARRIER,
                  arrive_count=warps * THREADS_PER_WARP * arrivals, one=one)
 
@@ -153,21 +139,6 @@ def barrier_arrive(bar, arrive_count=1, remote_cta_rank=None, pred=None, _semant
     if bar.type.barrier == WARP_BARRIER:
         count *= executing_warps(_semantic) * THREADS_PER_WARP
     emit(_semantic, "barrier_arrive", operands=[predicate(_semantic, pred)], bar=bar.type.id, count=count)
-
-
-def current_task(_semantic: Any) -> Any:
-    """The ``async_task`` being built, or None outside task regions."""
-    from .tasks import _region  # tasks imports this module
-    region = _region(_semantic)
-    return region.current if region is not None else None
-
-
-def executing_warps(_semantic: Any) -> int:
-    """Warps executing the op being built: its ``async_task``'s, else the kernel's ``num_warps``."""
-    task = current_task(_semantic)
-    if task is not None and not task.config.default:
-        return task.config.num_warps
-    return compile_options(_semantic).num_warps
 
 
 def _named_barrier(_semantic: Any, op: str, bar: Any, arrive_count: Any) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Optional
 import triton.language as tl
 
 from . import layouts
+from .async_copy import async_load
 from .emit import tlx_builtin
 from .types import async_token
 from .triton_compat import compile_options, interpreted, unwrap_if_constexpr
@@ -90,7 +91,6 @@ def buffer_atomic_add(ptr, offsets, value, mask=None, sem=None, scope=None, cont
 def buffer_load_to_local(dest, ptr, offsets, mask=None, other=None, cache_modifier="", _semantic=None) -> async_token:
     """Asynchronously copy ``ptr[offsets]`` into shared buffer ``dest`` (``tlx.async_load`` semantics:
     commit, then wait for it; masked elements get ``other``, zero without it)."""
-    from .async_copy import async_load
     mask, other = _mask(_semantic, mask), unwrap_if_constexpr(other)
     _check(_semantic, "buffer_load_to_local", ptr, offsets, mask, other)
     return async_load(_semantic.add(ptr, offsets, True), dest, mask=mask, other=other, cache_modifier=cache_modifier,

@@ -16,31 +16,20 @@ from typing import Any
 import triton.language as tl
 
 from . import args, layouts
-from .barriers import REMOTE_BARRIER, barrier, check_target, current_task
+from .barriers import REMOTE_BARRIER, barrier
+from .core import check_target, current_task
 from .emit import emit, tlx_builtin
 from .misc import read_register
 from .types import buffered_tensor, buffered_tensor_type
 from .triton_compat import compile_options, statement_location
-
-_ONE_CTA = ("stock Triton runs a TLX kernel as a cluster of one CTA (the fork's ctas_per_cga launch option, which "
-            "forms clusters of independent programs, does not exist on stock Triton)")
-
 
 def _is_nvidia(_semantic: Any, op: str) -> bool:
     """Whether the target is NVIDIA; refuses ``num_ctas > 1`` (see the module doc)."""
     options = compile_options(_semantic)
     if getattr(options, "num_ctas", 1) != 1:
         raise NotImplementedError(f"tlx.{op}: num_ctas={options.num_ctas} makes one program span the cluster with its "
-                                  f"tensors split across the CTAs, which TLX kernels do not support; {_ONE_CTA}")
+                                  f"tensors split across the CTAs, which TLX kernels do not support; {args.ONE_CTA}")
     return layouts.cuda_capability(options.arch) is not None
-
-
-def check_remote_rank(rank: Any, op: str, arg: str) -> None:
-    """A remote CTA rank: an int must be 0 (the only CTA); a run-time scalar is 0 when run (the interpreter,
-    which knows its value, checks that too). Shared with tlx/interpreter.py."""
-    rank = args.integer_scalar(rank, op, arg)
-    if not isinstance(rank, tl.tensor) and rank != 0:
-        raise ValueError(f"tlx.{op}: {arg}={rank} names another CTA of the cluster, but {_ONE_CTA}")
 
 
 @tlx_builtin
@@ -87,7 +76,7 @@ def remote_view(local_allocated_buffer, remote_cta_rank, _semantic=None) -> buff
     have remote views, and ``barrier_wait``/``barrier_arrive`` refuse them (``barrier_arrive`` takes
     ``remote_cta_rank`` itself)."""
     bar = barrier(local_allocated_buffer, "remote_view")
-    check_remote_rank(remote_cta_rank, "remote_view", "remote_cta_rank")
+    args.check_remote_rank(remote_cta_rank, "remote_view", "remote_cta_rank")
     _is_nvidia(_semantic, "remote_view")
     check_target(_semantic, "remote_view", 90)
     t = bar.type

@@ -22,7 +22,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import triton.language as tl
 
-from . import alias, args, async_copy, barriers, cluster, layouts, mem, misc, mma, tma, triton_compat, warp
+from . import alias, args, async_copy, barriers, buffer_ops, cluster, layouts, mem, misc, mma, tma, triton_compat, warp
 from .interp_tasks import AsyncTask, AsyncTasks, TLXDeadlockError, current_context, wait_until
 from .triton_compat import TensorHandle, interpreter_builder, interpreter_semantic, np_dtype, unwrap_if_constexpr
 
@@ -404,7 +404,6 @@ def _buffer_op(name: str) -> Any:
     """The AMD buffer op ``name`` (tlx/buffer_ops.py): the same code, on the interpreter's semantic."""
 
     def op(*args: Any, **kwargs: Any) -> Any:
-        from . import buffer_ops
         return getattr(buffer_ops, name).__wrapped__(*args, _semantic=_semantic(), **kwargs)
 
     op.__name__ = op.__qualname__ = name
@@ -642,8 +641,8 @@ class RemoteBarrier:
 
 def _own_cta(rank: Any, op: str, arg: str) -> None:
     """The compile path's rank check, also of a run-time rank, whose value is known here."""
-    cluster.check_remote_rank(rank, op, arg)
-    cluster.check_remote_rank(_as_int(rank), op, arg)
+    args.check_remote_rank(rank, op, arg)
+    args.check_remote_rank(_as_int(rank), op, arg)
 
 
 def cluster_cta_rank() -> tl.tensor:

@@ -9,9 +9,10 @@ import triton.language as tl
 
 from . import alias, args, layouts
 from .args import BUFFER, BUFFERS, MBARRIER, MBARRIERS
+from .core import memdesc_type
 from .emit import emit, tensor_type, tlx_builtin
 from .triton_compat import compile_options, kernel_state, statement_location, type_builder, unwrap_if_constexpr
-from .types import buffered_tensor, buffered_tensor_type
+from .types import buffered_tensor, buffered_tensor_type, method_op
 
 
 def _buffer(x: Any, op: str, _semantic: Any = None, one: bool = False) -> buffered_tensor:
@@ -258,16 +259,10 @@ def _anchored(_semantic: Any, buf: Any, op: str) -> Any:
     return _made_here(_semantic, buffered_tensor(buf.handle, ty))
 
 
-def _memdesc_type(_semantic: Any, dtype: tl.dtype, shape: Sequence[int], layout: layouts.SharedLayout,
-                  alloc_shape: Sequence[int]) -> str:
-    g = type_builder(_semantic)
-    return str(g.get_shared_mem_desc_ty(dtype.to_ir(g), list(shape), layout.to_ir(g), list(alloc_shape)))
-
-
 def _view(_semantic: Any, op: str, dtype: tl.dtype, shape: Sequence[int], layout: Any, alloc_shape: Sequence[int],
           num: int = 0, operands: Sequence[Any] = (), barrier: bool = False, **attrs: Any) -> buffered_tensor:
     """Emit the placeholder of a view-making op and wrap its handle."""
-    memdesc = _memdesc_type(_semantic, dtype, shape if not num else alloc_shape, layout, alloc_shape)
+    memdesc = memdesc_type(_semantic, dtype, shape if not num else alloc_shape, layout, alloc_shape)
     pid, handle = emit(_semantic, op, operands=operands, type=memdesc, **attrs)
     ty = buffered_tensor_type(dtype, tuple(shape), layout, tuple(alloc_shape), num, pid, memdesc, barrier)
     return _made_here(_semantic, buffered_tensor(handle, ty))
@@ -309,6 +304,7 @@ def storage_alias_spec(storage=layouts.storage_kind.smem, buffer_size_bytes=None
     return alias.new_spec(_semantic, storage, buffer_size_bytes)
 
 
+@method_op
 @tlx_builtin
 def local_view(local_allocated_buffers, buffer_idx, _semantic=None) -> buffered_tensor:
     """Buffer ``idx`` of a multi-buffer allocation (or barrier ``idx`` of ``alloc_barriers``)."""
@@ -352,7 +348,7 @@ def _row_view(_semantic: Any, buf: buffered_tensor, index: tl.tensor) -> buffere
     # stack of rows in the row layout (the same bytes, as checked above), then index that stack.
     rows = _view(_semantic, "memdesc_reinterpret", buf.dtype, buf.shape, layout, buf.shape, src=buf.type.id)
     shape = buf.shape[1:]
-    memdesc = _memdesc_type(_semantic, buf.dtype, shape, layout, shape)
+    memdesc = memdesc_type(_semantic, buf.dtype, shape, layout, shape)
     pid, handle = emit(_semantic, "memdesc_index", operands=[index], type=memdesc, src=rows.type.id)
     return _made_here(_semantic, buffered_tensor(handle, buffered_tensor_type(buf.dtype, shape, layout, shape, 0, pid,
                                                                                memdesc)))
@@ -572,7 +568,7 @@ def assert_same_layout(lhs, rhs, _semantic=None) -> None:
     lhs = unwrap_if_constexpr(lhs)
     want = _layout_of(_semantic, rhs, "assert_same_layout") if isinstance(rhs, (tl.tensor, buffered_tensor)) \
         else _shared_layout(_semantic, "assert_same_layout", rhs, lhs.shape, lhs.dtype)
-    have, want = (_memdesc_type(_semantic, lhs.dtype, lhs.shape, x, lhs.shape) for x in (have, want))
+    have, want = (memdesc_type(_semantic, lhs.dtype, lhs.shape, x, lhs.shape) for x in (have, want))
     if have != want:  # printed as memdesc types: attributes have no printer of their own in the bindings
         raise AssertionError(f"tlx.assert_same_layout: {have} is not {want}")
 

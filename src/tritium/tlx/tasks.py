@@ -21,12 +21,12 @@ from typing import Any, Optional, Sequence
 
 import triton.language as tl
 from .args import describe, is_int
-from .barriers import check_target
+from . import core
+from .core import check_target
 from .emit import emit, tlx_builtin
 from .triton_compat import (SubRegion, builder_state, compile_options, kernel_state, unwrap_if_constexpr, visit_body,
                             with_statement)
 
-_REGION = "ws_region"  # in builder_state: the region being built
 _MODULE_STATE = "ws_state"  # in kernel_state: regions seen so far
 
 #: ``setmaxnreg`` takes a multiple of 8 in this range (PTX ISA); the fork only checks the multiple of 8.
@@ -234,10 +234,6 @@ def _module_state(_semantic: Any) -> _ModuleState:
     return kernel_state(_semantic).setdefault(_MODULE_STATE, _ModuleState())
 
 
-def _region(_semantic: Any) -> Optional[_Region]:
-    return builder_state(_semantic).get(_REGION)
-
-
 def _module_warps(_semantic: Any) -> int:
     return compile_options(_semantic).num_warps
 
@@ -255,14 +251,14 @@ class _AsyncTasks:
             raise ValueError(f"tlx.async_tasks: num_ctas={ctas} splits one program over {ctas} CTAs, which "
                              "warp-specialized TLX kernels do not support; compile with num_ctas=1")
         b = self.semantic.builder
-        if _region(self.semantic) is not None:
+        if core.region(self.semantic) is not None:
             raise ValueError("tlx.async_tasks cannot be nested")
         state = _module_state(self.semantic)
         state.count += 1
-        builder_state(self.semantic)[_REGION] = _Region(state.count, b.get_insertion_block(), self.config)
+        builder_state(self.semantic)[core.REGION] = _Region(state.count, b.get_insertion_block(), self.config)
 
     def __exit__(self, *exc: Any) -> None:
-        region = builder_state(self.semantic).pop(_REGION)
+        region = builder_state(self.semantic).pop(core.REGION)
         state = _module_state(self.semantic)
         configs = [t.config for t in region.tasks]
         warps = _module_warps(self.semantic)
@@ -289,7 +285,7 @@ class _AsyncTask:
         self.replica = 0
 
     def __enter__(self) -> None:
-        region = _region(self.semantic)
+        region = core.region(self.semantic)
         b = self.semantic.builder
         if region is None:
             raise ValueError("tlx.async_task must be used inside `with tlx.async_tasks():`")
@@ -303,7 +299,7 @@ class _AsyncTask:
         self._open(region, 0)
 
     def __exit__(self, *exc: Any) -> None:
-        region = _region(self.semantic)
+        region = core.region(self.semantic)
         self._close()
         for r in range(1, self.config.replicate):  # the body again, with replica id r
             self._open(region, r)
@@ -356,7 +352,7 @@ def async_task(*args: Any, num_warps: Optional[int] = None, num_regs: Optional[i
 def async_task_replica_id(_semantic: Any = None) -> tl.constexpr:
     """Which copy of a replicated task this code is in (0 .. replicate - 1), as a compile-time constant
     (0 in the default task's own copy)."""
-    region = _region(_semantic)
+    region = core.region(_semantic)
     if region is None or region.current is None:
         if _module_state(_semantic).task is not None:
             raise ValueError("tlx.async_task_replica_id() must be called in the task's own body, not in a @triton.jit "

@@ -24,11 +24,11 @@ from typing import Any, List, Sequence, Tuple
 import triton.language as tl
 from triton.language.core import base_type, builtin
 
-from . import args, layouts
-from .barriers import check_target, predicate
+from . import args, barriers, layouts, mem, misc
+from .core import check_target, memdesc_type, predicate
 from .emit import emit, tlx_builtin
-from .mem import _buffer, _memdesc_type
-from .types import buffered_tensor, tensor_descriptor, tensor_descriptor_type, tlx_value
+from .mem import _buffer
+from .types import buffered_tensor, method_op, tensor_descriptor, tensor_descriptor_type, tlx_value
 from .triton_compat import compile_options, ir, type_builder, unwrap_if_constexpr
 
 #: Bytes of one CUtensorMap, and its required alignment (``allocate_tensor_descriptor``).
@@ -291,7 +291,7 @@ def bulk_box(_semantic: Any, nbytes: int, op: str) -> tuple[str, str]:
                          f"{_MAX_BOX * _MAX_BOX}); copy it in pieces with tlx.local_slice")
     box = (nbytes // cols, cols)
     flat = layouts.NVMMASharedLayout(0, 8, 2)
-    return _desc_type(_semantic, tl.int8, box, flat), _memdesc_type(_semantic, tl.int8, box, flat, box)
+    return _desc_type(_semantic, tl.int8, box, flat), memdesc_type(_semantic, tl.int8, box, flat, box)
 
 
 @tlx_builtin
@@ -427,3 +427,39 @@ def reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype, _semantic=None) 
     pid, handle = emit(_semantic, "reinterpret_desc", operands=[tl.tensor(slot.handle, tl.pointer_type(tl.int8))],
                        default=_default_desc_type(_semantic, dtype, block))
     return tensor_descriptor(handle, tensor_descriptor_type(tl.block_type(dtype, block), pid, "slot"))
+
+
+def _staging_buffer(desc: tensor_descriptor, _semantic: Any) -> buffered_tensor:
+    """A one-block shared buffer in the NVMMA layout TMA copies need (of any rank, 1-D ones too)."""
+    shape = tuple(desc.block_shape)
+    layout = layouts.nv_mma_shared_layout_encoding(shape, list(reversed(range(len(shape)))), desc.dtype)
+    return mem.local_view(mem.local_alloc(shape, desc.dtype, 1, layout=layout, _semantic=_semantic), 0,
+                          _semantic=_semantic)
+
+
+@method_op
+def descriptor_load(desc: tensor_descriptor, offsets: Any, _semantic: Any = None) -> tl.tensor:
+    """``desc.load(offsets)``: one block into registers, by a TMA load into a shared buffer of its own,
+    completed on an mbarrier of its own and waited for."""
+    buf = _staging_buffer(desc, _semantic)
+    bar = mem.local_view(barriers.alloc_barriers(1, 1, _semantic=_semantic), 0, _semantic=_semantic)
+    nbytes = desc.dtype.primitive_bitwidth // 8
+    for dim in desc.block_shape:
+        nbytes *= dim
+    barriers.barrier_expect_bytes(bar, nbytes, _semantic=_semantic)
+    async_descriptor_load(desc, buf, offsets, bar, _semantic=_semantic)
+    barriers.barrier_wait(bar, 0, _semantic=_semantic)
+    return mem.local_load(buf, _semantic=_semantic)
+
+
+@method_op
+def descriptor_store(desc: tensor_descriptor, offsets: Any, value: Any, _semantic: Any = None) -> None:
+    """``desc.store(offsets, value)``: ``value`` (cast and broadcast to the block) through a shared buffer of
+    its own, stored by TMA and waited for."""
+    value = _semantic.cast(_semantic.to_tensor(value), desc.dtype)
+    value = _semantic.broadcast_impl_shape(value, list(desc.block_shape))
+    buf = _staging_buffer(desc, _semantic)
+    mem.local_store(buf, value, _semantic=_semantic)
+    misc.fence_async_shared(_semantic=_semantic)
+    async_descriptor_store(desc, buf, offsets, _semantic=_semantic)
+    async_descriptor_store_wait(0, _semantic=_semantic)

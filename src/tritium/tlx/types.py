@@ -6,7 +6,7 @@ boundaries and be passed to ``@triton.jit`` helpers like any tensor.
 from __future__ import annotations
 
 import enum
-from typing import Any, List, Tuple
+from typing import Any, Callable, List, Tuple
 
 import triton.language as tl
 from triton.language.core import base_type, base_value, builtin
@@ -15,6 +15,17 @@ from . import triton_compat
 from .args import BUFFER, BUFFERS, kind_of
 from .layouts import SharedLayout
 from .triton_compat import ir, unwrap_if_constexpr
+
+#: The ops that values' methods are (``buf[i]`` is ``local_view``, a descriptor's ``load`` and ``store``), by
+#: name, registered by their op families (tlx/mem.py, tlx/tma.py) with :func:`method_op`: this floor imports
+#: no op family. ``import tritium.tlx`` imports them all.
+METHOD_OPS: dict[str, Callable[..., Any]] = {}
+
+
+def method_op(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Register the op ``fn`` (a builtin) as the one a value method of the same name calls."""
+    METHOD_OPS[fn.__name__] = fn
+    return fn
 
 
 class buffered_tensor_type(base_type):
@@ -130,8 +141,8 @@ class buffered_tensor(tlx_value):
 
     @builtin
     def __getitem__(self, idx: Any, _semantic: Any = None) -> "buffered_tensor":
-        from .mem import local_view
-        return local_view(self, idx, _semantic=_semantic)
+        """``buf[i]``: ``tlx.local_view(buf, i)``."""
+        return METHOD_OPS["local_view"](self, idx, _semantic=_semantic)
 
     def __str__(self) -> str:
         return str(self.type)
@@ -219,41 +230,15 @@ class tensor_descriptor(tlx_value):
     def dtype(self) -> tl.dtype:
         return self.type.block_type.element_ty
 
-    def _staging_buffer(self, _semantic: Any) -> "buffered_tensor":
-        """A one-block shared buffer in the NVMMA layout TMA copies need (of any rank, 1-D ones too)."""
-        from . import layouts, mem
-        shape = tuple(self.block_shape)
-        layout = layouts.nv_mma_shared_layout_encoding(shape, list(reversed(range(len(shape)))), self.dtype)
-        return mem.local_view(mem.local_alloc(shape, self.dtype, 1, layout=layout, _semantic=_semantic), 0,
-                              _semantic=_semantic)
-
     @builtin
     def load(self, offsets: Any, _semantic: Any = None) -> tl.tensor:
-        """``desc.load(offsets)``, as on Triton's own descriptors: one block into registers, by a TMA load into
-        a shared buffer of its own, completed on an mbarrier of its own and waited for."""
-        from . import barriers, mem, tma
-        buf = self._staging_buffer(_semantic)
-        bar = mem.local_view(barriers.alloc_barriers(1, 1, _semantic=_semantic), 0, _semantic=_semantic)
-        nbytes = self.dtype.primitive_bitwidth // 8
-        for dim in self.block_shape:
-            nbytes *= dim
-        barriers.barrier_expect_bytes(bar, nbytes, _semantic=_semantic)
-        tma.async_descriptor_load(self, buf, offsets, bar, _semantic=_semantic)
-        barriers.barrier_wait(bar, 0, _semantic=_semantic)
-        return mem.local_load(buf, _semantic=_semantic)
+        """``desc.load(offsets)``, as on Triton's own descriptors (:func:`tma.descriptor_load`)."""
+        return METHOD_OPS["descriptor_load"](self, offsets, _semantic=_semantic)
 
     @builtin
     def store(self, offsets: Any, value: Any, _semantic: Any = None) -> None:
-        """``desc.store(offsets, value)``, as on Triton's own descriptors: ``value`` (cast and broadcast to the
-        block) through a shared buffer of its own, stored by TMA and waited for."""
-        from . import mem, misc, tma
-        value = _semantic.cast(_semantic.to_tensor(value), self.dtype)
-        value = _semantic.broadcast_impl_shape(value, list(self.block_shape))
-        buf = self._staging_buffer(_semantic)
-        mem.local_store(buf, value, _semantic=_semantic)
-        misc.fence_async_shared(_semantic=_semantic)
-        tma.async_descriptor_store(self, buf, offsets, _semantic=_semantic)
-        tma.async_descriptor_store_wait(0, _semantic=_semantic)
+        """``desc.store(offsets, value)``, as on Triton's own descriptors (:func:`tma.descriptor_store`)."""
+        METHOD_OPS["descriptor_store"](self, offsets, value, _semantic=_semantic)
 
 
 class reuse_group_type(enum.Enum):

@@ -1,0 +1,149 @@
+"""The partitions of a warp-specialized TMA GEMM, written once for every kernel that runs one.
+
+A persistent WS GEMM keeps a ring of NUM_STAGES (A, B) stages in shared memory, guarded by a ``full``
+and an ``empty`` mbarrier per stage (the prologue: :func:`ring_buffers`, the kernel's staging buffers,
+:func:`ring_barriers`). The producer (:func:`load_tiles`) fills the
+ring, the consumers (:func:`mma_steps`, then :func:`release_last`) run wgmma over it, and the epilogue
+leaves through shared-memory staging buffers with TMA stores (:func:`store_slice`,
+:func:`store_subtiles`). Every side walks the ring with one counter ``it``, the ring step, and waits for
+its stage with :func:`wait_stage`, the one place that turns a step into a stage and a barrier phase.
+"""
+import triton
+import triton.language as tl
+
+import tritium.tlx as tlx
+
+from .tiles import column_subtiles, grouped_tile
+
+
+@triton.jit
+def wait_stage(bars, it, NUM_STAGES: tl.constexpr, FLIP: tl.constexpr = 0):
+    """Wait on ``bars[s]`` for ring step ``it`` and return its stage s = it % NUM_STAGES. The phase flips
+    each time the ring wraps; ``FLIP=1`` (a producer waiting for free stages) inverts it, so that the
+    first pass through the ring does not block."""
+    s = it % NUM_STAGES
+    if FLIP:
+        tlx.barrier_wait(bars[s], ((it // NUM_STAGES) & 1) ^ 1)
+    else:
+        tlx.barrier_wait(bars[s], (it // NUM_STAGES) & 1)
+    return s
+
+
+@triton.jit
+def ring_buffers(a_desc, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, NUM_STAGES: tl.constexpr,
+                 SPLIT_A: tl.constexpr):
+    """The operand ring of a WS GEMM (the first allocations of its prologue): ``(a_bufs, b_bufs)`` in
+    ``a_desc``'s dtype. With ``SPLIT_A`` two consumers each own half of A's rows: stage s holds consumer
+    r's rows at ``a_bufs[2 * s + r]``."""
+    dtype = tlx.dtype_of(a_desc)
+    if SPLIT_A:
+        a_bufs = tlx.local_alloc((BM // 2, BK), dtype, 2 * NUM_STAGES)
+    else:
+        a_bufs = tlx.local_alloc((BM, BK), dtype, NUM_STAGES)
+    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
+    return a_bufs, b_bufs
+
+
+@triton.jit
+def ring_barriers(NUM_STAGES: tl.constexpr, CONSUMERS: tl.constexpr):
+    """The ring's ``(full, empty)`` barriers, allocated after the kernel's staging buffers (the order the
+    kernels were written in, which the shared-memory layout follows): ``full[s]`` completes when the
+    producer's loads of stage s landed, ``empty[s]`` when its CONSUMERS released it."""
+    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=CONSUMERS)
+    return full, empty
+
+
+@triton.jit
+def load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+               NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, SPLIT_K: tl.constexpr = 1):
+    """The TMA producer of a persistent WS GEMM: every K step of this program's work units, in order,
+    each into the next free ring stage s. B's (BK, BN) tile goes to ``b_bufs[s]``; A's (BM, BK) tile to
+    ``a_bufs[s]``, or with ``SPLIT_A`` (two consumers each owning half of A's rows) its two (BM / 2, BK)
+    halves to ``a_bufs[2 * s]`` and ``a_bufs[2 * s + 1]``. A work unit is a tile's K range: with
+    ``SPLIT_K`` > 1, unit u covers the u % SPLIT_K-th of ``cdiv(k_tiles, SPLIT_K)``-step slices of tile
+    u // SPLIT_K."""
+    k_per_unit = tl.cdiv(k_tiles, SPLIT_K)
+    it = 0
+    for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        k_lo = (unit % SPLIT_K) * k_per_unit
+        for k in range(k_lo, min(k_lo + k_per_unit, k_tiles)):
+            s = wait_stage(empty, it, NUM_STAGES, 1)
+            tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(tlx.dtype_of(a_desc)))
+            if SPLIT_A:
+                tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+                tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
+                tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + BM // 2, k * BK], full[s])
+            else:
+                tlx.async_descriptor_load(a_desc, a_bufs[s], [pid_m * BM, k * BK], full[s])
+                tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+            it += 1
+
+
+@triton.jit
+def mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, k_hi, r, NUM_STAGES: tl.constexpr,
+              SPLIT_A: tl.constexpr, IN_FLIGHT: tl.constexpr):
+    """The consumer's K loop: ring steps ``it``, ``it + 1``, ... for K steps ``k_lo`` to ``k_hi``, each
+    waited on (``full``), multiplied into ``acc`` with wgmma (consumer ``r``'s half of A with
+    ``SPLIT_A``) and released (``empty``). With ``IN_FLIGHT`` = 0 each step retires before its stage is
+    released; with 1 one wgmma group stays in flight, so step k's stage is released once step k + 1 is
+    issued, and :func:`release_last` retires and releases the last one. Returns ``(it, acc)``, ``it``
+    past the last step."""
+    for k in range(k_lo, k_hi):
+        s = wait_stage(full, it, NUM_STAGES)
+        if SPLIT_A:
+            acc = tlx.async_dot(a_bufs[2 * s + r], b_bufs[s], acc)
+        else:
+            acc = tlx.async_dot(a_bufs[s], b_bufs[s], acc)
+        if IN_FLIGHT == 0:
+            acc = tlx.async_dot_wait(0, acc)
+            tlx.barrier_arrive(empty[s])
+        else:
+            acc = tlx.async_dot_wait(1, acc)  # step k - 1 retired: its stage can be refilled
+            tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > k_lo)
+        it += 1
+    return it, acc
+
+
+@triton.jit
+def release_last(acc, empty, it, NUM_STAGES: tl.constexpr):
+    """After :func:`mma_steps` with one group in flight: retire the last wgmma and release its stage."""
+    acc = tlx.async_dot_wait(0, acc)
+    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
+    return acc
+
+
+@triton.jit
+def store_slice(c_desc, c_bufs, stores, FIRST: tl.constexpr, value, pid_m, BM: tl.constexpr, pid_n,
+                BN: tl.constexpr, COL: tl.constexpr, REDUCE_ADD: tl.constexpr = False):
+    """One step of the epilogue's store ring: ``value`` leaves in ``c_desc``'s dtype through staging buffer
+    ``c_bufs[FIRST + stores % 2]`` with a TMA store at row ``pid_m * BM``, column ``pid_n * BN + COL`` (a
+    reduce-add with ``REDUCE_ADD``), once the store that last read that buffer is done, so each store
+    drains under the next slice's work. A row that is not a multiple of a tile (a consumer's half) is
+    passed as ``pid_m`` with ``BM=1``. The coordinates are computed where the store is issued, as the
+    kernels always did (the codegen guard holds them there). Returns ``stores + 1``; the consumer waits
+    for its last stores (``async_descriptor_store_wait(0)``) before it exits."""
+    c_buf = c_bufs[FIRST + stores % 2]
+    tlx.async_descriptor_store_wait(1)  # the store that last read c_buf is done
+    tlx.local_store(c_buf, value.to(tlx.dtype_of(c_desc)))
+    tlx.fence_async_shared()
+    if REDUCE_ADD:
+        tlx.async_descriptor_store(c_desc, c_buf, [pid_m * BM, pid_n * BN + COL], store_reduce="add")
+    else:
+        tlx.async_descriptor_store(c_desc, c_buf, [pid_m * BM, pid_n * BN + COL])
+    return stores + 1
+
+
+@triton.jit
+def store_subtiles(c_desc, c_bufs, stores, FIRST: tl.constexpr, acc, pid_m, BM: tl.constexpr, pid_n,
+                   ROWS: tl.constexpr, BN: tl.constexpr, SUBTILES: tl.constexpr, REDUCE_ADD: tl.constexpr = False):
+    """The epilogue of a [ROWS, BN] accumulator at row ``pid_m * BM`` of tile column ``pid_n``: SUBTILES
+    column slices through the store ring (:func:`store_slice`), left to right. Returns the store count
+    after them."""
+    parts = column_subtiles(acc, ROWS, BN, SUBTILES)
+    for j in tl.static_range(SUBTILES):
+        stores = store_slice(c_desc, c_bufs, stores, FIRST, parts[j], pid_m, BM, pid_n, BN, j * (BN // SUBTILES),
+                             REDUCE_ADD)
+    return stores
