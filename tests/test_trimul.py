@@ -24,20 +24,19 @@ from tritium.plugins.inspection import make_source  # noqa: E402
 from tritium.tlx import triton_compat  # noqa: E402
 
 SM90 = GPUTarget("cuda", 90, 32)
-INTS = {"center": ("M", "C"), "proj": ("M", "NN", "C"), "proj_fused": ("M", "NN", "C"), "pair": ("N", ),
-        "pair_incoming": ("N", ), "out": ("M", "NN", "C")}
+INTS = {"center": ("M", "C"), "proj": ("M", "NN", "C"), "pair": ("N", ), "pair_incoming": ("N", ),
+        "out": ("M", "NN", "C")}
 
 
 def _pointers(kernel: str, dt: str) -> dict:
     """Pointer and descriptor types as ``launch`` passes them when the output path computes in ``dt`` (the
     projection GEMM, left, right and the pair product are bf16, the out gate fp16)."""
     hs, half, bk = K.PROJ_HS, K.BM // 2, K.BK
-    proj = {"wq_desc": f"tensordesc<bf16[{bk}, {4 * hs}]>", "wo_desc": f"tensordesc<bf16[{bk}, {hs}]>",
-            "left_desc": f"tensordesc<bf16[{hs}, {half}]>", "right_desc": f"tensordesc<bf16[{hs}, {half}]>",
-            "og_desc": f"tensordesc<fp16[{half}, {hs}]>", "rstd_ptr": "*fp32", "mask_ptr": "*i64", "terms_ptr": "*fp32"}
     return {"center": {"x_ptr": "*fp32", "xc_ptr": "*bf16", "rstd_ptr": "*fp32"},
-            "proj": {"x_desc": f"tensordesc<bf16[{half}, {bk}]>", **proj},
-            "proj_fused": {"x_ptr": "*fp32", **proj},
+            "proj": {"x_desc": f"tensordesc<bf16[{half}, {bk}]>", "wq_desc": f"tensordesc<bf16[{bk}, {4 * hs}]>",
+                     "wo_desc": f"tensordesc<bf16[{bk}, {hs}]>", "left_desc": f"tensordesc<bf16[{hs}, {half}]>",
+                     "right_desc": f"tensordesc<bf16[{hs}, {half}]>", "og_desc": f"tensordesc<fp16[{half}, {hs}]>",
+                     "rstd_ptr": "*fp32", "mask_ptr": "*i64", "terms_ptr": "*fp32"},
             "pair": {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16"},
             "pair_incoming": {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16"},
             "out": {"p_ptr": "*bf16", "og_ptr": "*fp16", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": f"*{dt}",
@@ -48,22 +47,20 @@ def _pointers(kernel: str, dt: str) -> dict:
 def compiled(kernel: str, dt: str, C: int = 384):
     """A kernel as ``launch`` compiles it for the ranked cases' shapes (aligned pointers and sizes; ``C``
     picks the centring pass's block)."""
-    fn = {"center": K.trimul_center_kernel, "proj": K.trimul_proj_kernel, "proj_fused": K.trimul_proj_fused_kernel,
-          "pair": K.trimul_pair_kernel,
+    fn = {"center": K.trimul_center_kernel, "proj": K.trimul_proj_kernel, "pair": K.trimul_pair_kernel,
           "pair_incoming": K.trimul_pair_kernel, "out": K.trimul_out_kernel}[kernel]
     cfg, out = K.PAIR_LARGE, K.out_config(C)
     center_bm, cp, center_warps = K.center_block(C)
     consts, warps = {"center": (dict(BM=center_bm, CP=cp), center_warps),
-                     **{name: (dict(H=128, BM=K.BM, BK=K.BK, HS=K.PROJ_HS, NUM_STAGES=K.PROJ_STAGES,
-                                    NUM_REGS=regs, FAST_SIGMOID=True), 4)
-                        for name, regs in (("proj", K.PROJ_REGS), ("proj_fused", K.FUSED_REGS))},
+                     "proj": (dict(H=128, BM=K.BM, BK=K.BK, HS=K.PROJ_HS, NUM_STAGES=K.PROJ_STAGES,
+                                   NUM_REGS=K.PROJ_REGS, FAST_SIGMOID=True), 4),
                      **{name: (dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
                                       NUM_STAGES=cfg.NUM_STAGES, INCOMING=name == "pair_incoming"), cfg.num_warps)
                         for name in ("pair", "pair_incoming")},
                      "out": (dict(H=128, BM=out.BM, BN=out.BN, NUM_STAGES=out.NUM_STAGES), out.num_warps)}[kernel]
     ptrs = _pointers(kernel, dt)
     sig = {**ptrs, **dict.fromkeys(INTS[kernel], "i32")}
-    if kernel in ("center", "proj_fused", "out"):
+    if kernel in ("center", "out"):
         sig["eps"] = "fp32"
     sig.update(dict.fromkeys(consts, "constexpr"))
     aligned = [n for n in [*ptrs, *INTS[kernel]] if not n.endswith("_desc")]
@@ -87,8 +84,7 @@ def _ptxas(ptx: str, tmp_path) -> str:
 SPILLS_ON_39 = {"out": pytest.mark.xfail(compat.TRITON_VERSION[:2] == (3, 9), strict=True, reason=(
     "known gap: on Triton 3.9 ptxas spills 4 bytes of the TriMul output kernel at its 128-register cap"))}
 #: (kernel, its wgmma shapes, the output path's type, the wgmma operands' type).
-KERNEL_CASES = [("proj", {"m64n256k16", "m64n64k16"}, "fp16", "bf16"),
-                ("proj_fused", {"m64n256k16", "m64n64k16"}, "fp16", "bf16"), ("pair", {"m64n128k16"}, "fp16", "bf16"),
+KERNEL_CASES = [("proj", {"m64n256k16", "m64n64k16"}, "fp16", "bf16"), ("pair", {"m64n128k16"}, "fp16", "bf16"),
                 ("pair_incoming", {"m64n128k16"}, "fp16", "bf16"),
                 *[("out", {f"m64n{K.out_config(384).BN}k16"}, dt, dt) for dt in ("fp16", "bf16")]]
 
@@ -103,16 +99,12 @@ def test_kernels_compile_to_wgmma(kernel, wgmma, dt, mma_dt, tmp_path):
     assert ptx.count("wgmma.mma_async") == len(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.{ty}", ptx))
     assert "wgmma.commit_group.sync.aligned" in ptx and "wgmma.wait_group.sync.aligned" in ptx
     assert k.metadata.shared <= 232448  # Hopper's 227 KB per block
-    if kernel.startswith("proj"):
-        # Operands arrive into an mbarrier ring (weights by TMA; A by TMA, or centred by the fused kernel's
-        # producer from 16-byte loads of x) and both come from shared memory; the results leave by TMA stores;
-        # producer and consumers trade registers.
+    if kernel == "proj":
+        # Operands arrive by TMA into an mbarrier ring and both come from shared memory; the results leave by
+        # TMA stores; producer and consumers trade registers.
         assert triton_compat.ptx_tma_load(2) in ptx and "mbarrier.try_wait" in ptx
         assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
-        regs = K.FUSED_REGS if kernel == "proj_fused" else K.PROJ_REGS
-        assert f"setmaxnreg.inc.sync.aligned.u32 \t{regs};" in ptx
-        if kernel == "proj_fused":
-            assert "ld.global.v4.f32" in ptx or "ld.global.v4.b32" in ptx
+        assert f"setmaxnreg.inc.sync.aligned.u32 \t{K.PROJ_REGS};" in ptx
         assert not re.search(r"wgmma\.mma_async\.sync\.aligned\.\w+\.f32\.bf16\.bf16 \{[^}]+\}, \{", ptx)
         # The gates' sigmoids on one MUFU tanh each, not ex2 and rcp.
         assert "tanh.approx.f32" in ptx and "ex2.approx" not in ptx
@@ -122,11 +114,8 @@ def test_kernels_compile_to_wgmma(kernel, wgmma, dt, mma_dt, tmp_path):
     if kernel.startswith("pair"):  # outgoing: B is the transposed view of right's K-contiguous tile;
         assert "ttg.memdesc_trans" in k.asm["ttgir"]  # incoming: A, of left's M-contiguous one
     report = _ptxas(ptx, tmp_path)
-    # The fused projection spills one consumer register (8 bytes), stored and loaded once per tile outside its
-    # K loop; its producer, which centres x in registers, must not spill.
-    spill = int(re.search(r"(\d+) bytes spill stores", report).group(1))
-    assert spill <= (8 if kernel == "proj_fused" else 0), report
-    assert "C7515" not in report and "C7511" not in report and "C7512" not in report, report  # serialized wgmmas
+    assert "0 bytes spill stores" in report, report
+    assert "C7515" not in report, report  # ptxas would serialize the wgmmas
     if kernel == "out":  # three programs per SM: 128 threads * 128 registers each, and shared memory fits
         cfg = K.out_config(384)
         assert int(re.search(r"Used (\d+) registers", report).group(1)) <= cfg.maxnreg, report

@@ -46,8 +46,6 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from .. import compat
-from .launch import interpreting, jit_launch, sm_count
-from .partitions import wait_stage
 from .tiles import column_subtiles, grouped_tile
 from .trimul_reference import DIRECTIONS, check_direction  # noqa: F401  (the op's and the module's check)
 
@@ -65,10 +63,6 @@ MAX_DIM = 16384
 PROJ_HS = 64
 PROJ_STAGES = 3
 PROJ_REGS = 232
-#: The fused projection (:func:`trimul_proj_fused_kernel`) for dims up to FUSED_MAX_DIM; its consumers keep
-#: fewer registers, so that its producer (which centres x in registers) gets 96: 65536 = 2 * 128 * 208 + 128 * 96.
-FUSED_MAX_DIM = MAX_DIM
-FUSED_REGS = 208
 
 
 class PairConfig(NamedTuple):
@@ -149,79 +143,6 @@ def _gated(acc, rstd, terms_ptr, j: tl.constexpr, hs, H: tl.constexpr):
 
 
 @triton.jit
-def _proj_buffers(left_desc, og_desc, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr,
-                  NUM_STAGES: tl.constexpr):
-    """Shared memory of the projection kernels: the A ring (stage s: consumer r's rows at ``2 * s + r``), the
-    weight rings (the four left/right projections' HS columns side by side, and the out gate's), and the
-    epilogue's staging (consumer r: left ``2 * r``, right ``2 * r + 1``; its out gate ``r``)."""
-    HALF: tl.constexpr = BM // 2
-    a_bufs = tlx.local_alloc((HALF, BK), tl.bfloat16, 2 * NUM_STAGES)
-    q_bufs = tlx.local_alloc((BK, 4 * HS), tl.bfloat16, NUM_STAGES)
-    o_bufs = tlx.local_alloc((BK, HS), tl.bfloat16, NUM_STAGES)
-    lr_bufs = tlx.local_alloc((HS, HALF), tlx.dtype_of(left_desc), 4)
-    og_bufs = tlx.local_alloc((HALF, HS), tlx.dtype_of(og_desc), 2)
-    return a_bufs, q_bufs, o_bufs, lr_bufs, og_bufs
-
-
-@triton.jit
-def _load_weights(wq_desc, wo_desc, q_bufs, o_bufs, bar, k, sl, H: tl.constexpr, BK: tl.constexpr,
-                  HS: tl.constexpr):
-    """One K step's weight tiles of hidden slice ``sl``, by TMA, completing on ``bar``."""
-    tlx.async_descriptor_load(wq_desc, q_bufs, [k * BK, sl * 4 * HS], bar)
-    tlx.async_descriptor_load(wo_desc, o_bufs, [k * BK, 4 * H + sl * HS], bar)
-
-
-@triton.jit
-def _proj_mma(a_bufs, q_bufs, o_bufs, full, empty, it, r, k_tiles, HALF: tl.constexpr, HS: tl.constexpr,
-              NUM_STAGES: tl.constexpr):
-    """A consumer's K loop over one tile: ring steps ``it``... each waited on, multiplied into the [HALF, 4 HS]
-    left/right accumulator (one m64n256 wgmma) and the [HALF, HS] out-gate one, with one wgmma group in
-    flight; each stage released once the next step's wgmmas are issued, the last after they retire.
-    Returns ``(it, acc_q, acc_o)``."""
-    acc_q = tl.zeros((HALF, 4 * HS), dtype=tl.float32)
-    acc_o = tl.zeros((HALF, HS), dtype=tl.float32)
-    for k in range(0, k_tiles):
-        s = wait_stage(full, it, NUM_STAGES)
-        acc_q = tlx.async_dot(a_bufs[2 * s + r], q_bufs[s], acc_q)
-        acc_o = tlx.async_dot(a_bufs[2 * s + r], o_bufs[s], acc_o)
-        acc_q = tlx.async_dot_wait(2, acc_q)  # step k - 1 retired: its stage can be refilled
-        acc_o = tlx.async_dot_wait(2, acc_o)
-        tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
-        it += 1
-    acc_q = tlx.async_dot_wait(0, acc_q)
-    acc_o = tlx.async_dot_wait(0, acc_o)
-    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
-    return it, acc_q, acc_o
-
-
-@triton.jit
-def _proj_epilogue(acc_q, acc_o, m0, sl, r, lr_bufs, og_bufs, left_desc, right_desc, og_desc, rstd_ptr, mask_ptr,
-                   terms_ptr, M, NN, H: tl.constexpr, HALF: tl.constexpr, HS: tl.constexpr,
-                   FAST_SIGMOID: tl.constexpr):
-    """Consumer r's epilogue of rows m0... (one batch: N * N % BM == 0) and hidden slice ``sl``: rstd, c_j, gates
-    and mask in registers; left and right transposed into shared memory and stored channel-major,
-    ``[b * H + h, m - b * NN]``, the out gate row-major, by TMA, once the previous tile's stores have left
-    the staging buffers (so they drain under this tile's main loop)."""
-    rows = m0 + tl.arange(0, HALF)
-    rstd = tl.load(rstd_ptr + rows, mask=rows < M, other=0.0)
-    mask = tl.load(mask_ptr + rows.to(tl.int64), mask=rows < M, other=0).to(tl.float32)
-    hs = sl * HS + tl.arange(0, HS)
-    lp, lg, rp, rg = column_subtiles(acc_q, HALF, 4 * HS, 4)
-    left = _gated(lp, rstd, terms_ptr, 0, hs, H) * _sigmoid(_gated(lg, rstd, terms_ptr, 1, hs, H), FAST_SIGMOID)
-    right = _gated(rp, rstd, terms_ptr, 2, hs, H) * _sigmoid(_gated(rg, rstd, terms_ptr, 3, hs, H), FAST_SIGMOID)
-    og = _sigmoid(_gated(acc_o, rstd, terms_ptr, 4, hs, H), FAST_SIGMOID)
-    tlx.async_descriptor_store_wait(0)  # the previous tile's stores have left the staging buffers
-    tlx.local_store(lr_bufs[2 * r], tl.trans(left * mask[:, None]).to(tlx.dtype_of(left_desc)))
-    tlx.local_store(lr_bufs[2 * r + 1], tl.trans(right * mask[:, None]).to(tlx.dtype_of(right_desc)))
-    tlx.local_store(og_bufs[r], og.to(tlx.dtype_of(og_desc)))
-    tlx.fence_async_shared()
-    b = m0 // NN
-    tlx.async_descriptor_store(left_desc, lr_bufs[2 * r], [b * H + sl * HS, m0 - b * NN])
-    tlx.async_descriptor_store(right_desc, lr_bufs[2 * r + 1], [b * H + sl * HS, m0 - b * NN])
-    tlx.async_descriptor_store(og_desc, og_bufs[r], [m0, sl * HS])
-
-
-@triton.jit
 def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc, rstd_ptr, mask_ptr, terms_ptr,
                        M, NN, C, H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr,
                        NUM_STAGES: tl.constexpr, NUM_REGS: tl.constexpr, FAST_SIGMOID: tl.constexpr):
@@ -236,13 +157,18 @@ def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc,
     m64n256 wgmma) and the out gate's (``wo_desc``, [BK, HS]).
 
     * Producer (the default task): TMA loads into a NUM_STAGES ring, ``full``/``empty`` barriers.
-    * Consumers: two warpgroups, each BM/2 rows of every tile; one wgmma group in flight (:func:`_proj_mma`).
-    * Epilogue (:func:`_proj_epilogue`): left and right stored channel-major, [B * H, N * N], by TMA (so the
-      pair GEMM reads row-major [N, N] matrices), the out gate row-major [M, H].
+    * Consumers: two warpgroups, each BM/2 rows of every tile; one wgmma group in flight.
+    * Epilogue: rstd, c_j, gates and mask in registers; left and right transposed into shared memory and
+      stored channel-major, [B * H, N * N], by TMA (so the pair GEMM reads row-major [N, N] matrices),
+      the out gate row-major [M, H]. The stores drain under the next tile's main loop.
     """
     HALF: tl.constexpr = BM // 2
     SLICES: tl.constexpr = H // HS
-    a_bufs, q_bufs, o_bufs, lr_bufs, og_bufs = _proj_buffers(left_desc, og_desc, BM, BK, HS, NUM_STAGES)
+    a_bufs = tlx.local_alloc((HALF, BK), tl.bfloat16, 2 * NUM_STAGES)  # stage s: consumer r's rows at 2 * s + r
+    q_bufs = tlx.local_alloc((BK, 4 * HS), tl.bfloat16, NUM_STAGES)
+    o_bufs = tlx.local_alloc((BK, HS), tl.bfloat16, NUM_STAGES)
+    lr_bufs = tlx.local_alloc((HS, HALF), tlx.dtype_of(left_desc), 4)  # consumer r: left 2 * r, right 2 * r + 1
+    og_bufs = tlx.local_alloc((HALF, HS), tlx.dtype_of(og_desc), 2)
     full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
     empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
     num_tiles = tl.cdiv(M, BM) * SLICES
@@ -255,9 +181,11 @@ def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc,
                 m0 = (tile // SLICES) * BM
                 sl = tile % SLICES
                 for k in range(0, k_tiles):
-                    s = wait_stage(empty, it, NUM_STAGES, 1)
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(empty[s], ((it // NUM_STAGES) & 1) ^ 1)
                     tlx.barrier_expect_bytes(full[s], (BM * BK + 5 * BK * HS) * 2)
-                    _load_weights(wq_desc, wo_desc, q_bufs[s], o_bufs[s], full[s], k, sl, H, BK, HS)
+                    tlx.async_descriptor_load(wq_desc, q_bufs[s], [k * BK, sl * 4 * HS], full[s])
+                    tlx.async_descriptor_load(wo_desc, o_bufs[s], [k * BK, 4 * H + sl * HS], full[s])
                     tlx.async_descriptor_load(x_desc, a_bufs[2 * s], [m0, k * BK], full[s])
                     tlx.async_descriptor_load(x_desc, a_bufs[2 * s + 1], [m0 + HALF, k * BK], full[s])
                     it += 1
@@ -267,95 +195,41 @@ def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc,
             for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
                 m0 = (tile // SLICES) * BM + r * HALF
                 sl = tile % SLICES
-                it, acc_q, acc_o = _proj_mma(a_bufs, q_bufs, o_bufs, full, empty, it, r, k_tiles, HALF, HS,
-                                             NUM_STAGES)
-                _proj_epilogue(acc_q, acc_o, m0, sl, r, lr_bufs, og_bufs, left_desc, right_desc, og_desc, rstd_ptr,
-                               mask_ptr, terms_ptr, M, NN, H, HALF, HS, FAST_SIGMOID)
-            tlx.async_descriptor_store_wait(0)
-
-
-@triton.jit
-def _row_stats(x_rows, offs, k_tiles, C, eps, ROWS: tl.constexpr, BK: tl.constexpr):
-    """(mean, 1/sqrt(var + eps)) of ROWS rows of x, read BK columns at a time (``x_rows + offs + k * BK``): each
-    chunk's own mean and sum of squared deviations, merged into the running ones (Chan et al.'s pairwise
-    update), which is as exact as two passes over the row without holding it, and, like them, keeps a
-    large common offset out of the squares."""
-    mean = tl.zeros((ROWS, ), dtype=tl.float32)
-    m2 = tl.zeros((ROWS, ), dtype=tl.float32)
-    for k in range(0, k_tiles):
-        v = tl.load(x_rows + offs + k * BK)
-        chunk_mean = tl.sum(v, axis=1) / BK
-        d = v - chunk_mean[:, None]
-        delta = chunk_mean - mean
-        n = k * BK  # values merged so far
-        mean += delta * (BK / (n + BK))
-        m2 += tl.sum(d * d, axis=1) + delta * delta * (n * BK / (n + BK))
-    return mean, 1.0 / tl.sqrt(m2 / C + eps)
-
-
-@triton.jit
-def trimul_proj_fused_kernel(x_ptr, wq_desc, wo_desc, left_desc, right_desc, og_desc, rstd_ptr, mask_ptr,
-                             terms_ptr, M, NN, C, eps, H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr,
-                             HS: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_REGS: tl.constexpr,
-                             FAST_SIGMOID: tl.constexpr):
-    """:func:`trimul_proj_kernel` reading x [M, C] fp32 itself, without :func:`trimul_center_kernel`: x is read
-    from DRAM once instead of being read, written centred in bf16 and read again.
-
-    A program takes whole row blocks of BM rows, both hidden slices in turn. Its producer (the default task,
-    4 warps) first reads the block's rows for their statistics (:func:`_row_stats`; from DRAM) and writes
-    each row's rstd, which the consumers' epilogue reads; then for each slice and K step it issues the weight
-    tiles' TMA loads, reads x's [BM, BK] chunk again (from L2), centres it on the row means, rounds it to bf16
-    into the A ring and arrives on ``full`` (counting 2: the weights' expected bytes and the A tile).
-    Consumers and epilogue are the TMA kernel's. Rows per block: M % BM == 0 (N % 16 == 0)."""
-    HALF: tl.constexpr = BM // 2
-    SLICES: tl.constexpr = H // HS
-    a_bufs, q_bufs, o_bufs, lr_bufs, og_bufs = _proj_buffers(left_desc, og_desc, BM, BK, HS, NUM_STAGES)
-    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
-    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
-    num_blocks = M // BM
-    k_tiles = C // BK
-
-    with tlx.async_tasks():
-        with tlx.async_task("default"):  # producer: the weights by TMA, A centred from x
-            it = 0
-            # x[blk * BM + row, k * BK + col] for the low half's rows; the high half is HALF * C further.
-            offs = tl.arange(0, HALF)[:, None] * C + tl.arange(0, BK)[None, :]
-            mean_lo = tl.zeros((HALF, ), dtype=tl.float32)
-            mean_hi = tl.zeros((HALF, ), dtype=tl.float32)
-            units = tl.cdiv(num_blocks - tl.program_id(0), tl.num_programs(0)) * SLICES
-            for u in range(0, units):  # as the consumers walk them
-                blk = tl.program_id(0) + (u // SLICES) * tl.num_programs(0)
-                sl = u % SLICES
-                x_lo = x_ptr + blk.to(tl.int64) * BM * C
-                if sl == 0:  # the block's statistics: its first read of x, from DRAM
-                    rows = blk * BM + tl.arange(0, HALF)
-                    mean_lo, rstd = _row_stats(x_lo, offs, k_tiles, C, eps, HALF, BK)
-                    tl.store(rstd_ptr + rows, rstd)  # read by the consumers' epilogue, after the arrives below
-                    mean_hi, rstd = _row_stats(x_lo + HALF * C, offs, k_tiles, C, eps, HALF, BK)
-                    tl.store(rstd_ptr + rows + HALF, rstd)
+                acc_q = tl.zeros((HALF, 4 * HS), dtype=tl.float32)
+                acc_o = tl.zeros((HALF, HS), dtype=tl.float32)
                 for k in range(0, k_tiles):
-                    s = wait_stage(empty, it, NUM_STAGES, 1)
-                    tlx.barrier_expect_bytes(full[s], 5 * BK * HS * 2)
-                    _load_weights(wq_desc, wo_desc, q_bufs[s], o_bufs[s], full[s], k, sl, H, BK, HS)
-                    d = tl.load(x_lo + offs + k * BK) - mean_lo[:, None]
-                    tlx.local_store(a_bufs[2 * s], d.to(tl.bfloat16))
-                    d = tl.load(x_lo + HALF * C + offs + k * BK) - mean_hi[:, None]
-                    tlx.local_store(a_bufs[2 * s + 1], d.to(tl.bfloat16))
-                    tlx.fence_async_shared()
-                    tlx.barrier_arrive(full[s])
+                    s = it % NUM_STAGES
+                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
+                    acc_q = tlx.async_dot(a_bufs[2 * s + r], q_bufs[s], acc_q)
+                    acc_o = tlx.async_dot(a_bufs[2 * s + r], o_bufs[s], acc_o)
+                    acc_q = tlx.async_dot_wait(2, acc_q)  # step k - 1 retired: its stage can be refilled
+                    acc_o = tlx.async_dot_wait(2, acc_o)
+                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
                     it += 1
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
-            r: tl.constexpr = tlx.async_task_replica_id()
-            it = 0
-            # This program's row blocks, each slice in turn: unit u is slice u % SLICES of its (u // SLICES)-th
-            # block. (One loop: unrolling the slices, two copies of the K loop serialized the wgmmas.)
-            units = tl.cdiv(num_blocks - tl.program_id(0), tl.num_programs(0)) * SLICES
-            for u in range(0, units):
-                m0 = (tl.program_id(0) + (u // SLICES) * tl.num_programs(0)) * BM + r * HALF
-                it, acc_q, acc_o = _proj_mma(a_bufs, q_bufs, o_bufs, full, empty, it, r, k_tiles, HALF, HS,
-                                             NUM_STAGES)
-                _proj_epilogue(acc_q, acc_o, m0, u % SLICES, r, lr_bufs, og_bufs, left_desc, right_desc, og_desc,
-                               rstd_ptr, mask_ptr, terms_ptr, M, NN, H, HALF, HS, FAST_SIGMOID)
+                acc_q = tlx.async_dot_wait(0, acc_q)
+                acc_o = tlx.async_dot_wait(0, acc_o)
+                tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
+
+                # A row block lies in one batch b (N * N % BM == 0): left/right[b * H + h, m - b * NN].
+                rows = m0 + tl.arange(0, HALF)
+                rstd = tl.load(rstd_ptr + rows, mask=rows < M, other=0.0)
+                mask = tl.load(mask_ptr + rows.to(tl.int64), mask=rows < M, other=0).to(tl.float32)
+                hs = sl * HS + tl.arange(0, HS)
+                lp, lg, rp, rg = column_subtiles(acc_q, HALF, 4 * HS, 4)
+                left = _gated(lp, rstd, terms_ptr, 0, hs, H) * _sigmoid(_gated(lg, rstd, terms_ptr, 1, hs, H),
+                                                                        FAST_SIGMOID)
+                right = _gated(rp, rstd, terms_ptr, 2, hs, H) * _sigmoid(_gated(rg, rstd, terms_ptr, 3, hs, H),
+                                                                         FAST_SIGMOID)
+                og = _sigmoid(_gated(acc_o, rstd, terms_ptr, 4, hs, H), FAST_SIGMOID)
+                tlx.async_descriptor_store_wait(0)  # the previous tile's stores have left the staging buffers
+                tlx.local_store(lr_bufs[2 * r], tl.trans(left * mask[:, None]).to(tlx.dtype_of(left_desc)))
+                tlx.local_store(lr_bufs[2 * r + 1], tl.trans(right * mask[:, None]).to(tlx.dtype_of(right_desc)))
+                tlx.local_store(og_bufs[r], og.to(tlx.dtype_of(og_desc)))
+                tlx.fence_async_shared()
+                b = m0 // NN
+                tlx.async_descriptor_store(left_desc, lr_bufs[2 * r], [b * H + sl * HS, m0 - b * NN])
+                tlx.async_descriptor_store(right_desc, lr_bufs[2 * r + 1], [b * H + sl * HS, m0 - b * NN])
+                tlx.async_descriptor_store(og_desc, og_bufs[r], [m0, sl * HS])
             tlx.async_descriptor_store_wait(0)
 
 
@@ -512,7 +386,7 @@ class _Desc(NamedTuple):
 class Plan:
     """The four launches of every call with one (B, N, C, H, device, 16-byte alignment of the inputs):
     grids, constexprs, descriptor blocks, and per kernel and pipeline digest the compiled kernel's direct
-    launch (:func:`tritium.kernels.launch.jit_launch`). The first launch of a kernel under a pipeline goes
+    launch (:func:`tritium.ops.launch.jit_launch`). The first launch of a kernel under a pipeline goes
     through the JIT (compiling, caching and the tritium pipelines as always); later ones straight through
     its launcher, without the JIT's per-call binding: the host time before a call's first kernel, and
     between kernels while they are short, is the call's time. Host TMA descriptors encode their tensor's
@@ -523,6 +397,7 @@ class Plan:
     DESCRIPTORS_KEPT = 64
 
     def __init__(self, B: int, N: int, C: int, H: int, device, incoming: bool = False) -> None:
+        from .launch import interpreting, sm_count
 
         self.B, self.N, self.C, self.H, self.incoming = B, N, C, H, incoming
         self.M, self.NN = B * N * N, N * N
@@ -530,11 +405,7 @@ class Plan:
         self.interpreting = interpreting()
         self.center_bm, self.cp, self.center_warps = center_block(C)
         self.center_grid = (triton.cdiv(self.M, self.center_bm), )
-        self.fused = C <= FUSED_MAX_DIM
-        units = self.M // BM if self.fused else triton.cdiv(self.M, BM) * (H // PROJ_HS)  # row blocks, or tiles
-        self.proj_grid = (min(units, sm_count(device)), )
-        self.kernels = ((trimul_proj_fused_kernel, ) if self.fused else (trimul_center_kernel, trimul_proj_kernel)) + (
-            trimul_pair_kernel, trimul_out_kernel)
+        self.proj_grid = (min(triton.cdiv(self.M, BM) * (H // PROJ_HS), sm_count(device)), )
         self.pair_cfg = cfg = pair_config(N)
         self.pair_grid = (triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)
         self.out_cfg = out_config(C)
@@ -544,6 +415,8 @@ class Plan:
         self.descriptors: dict = {}  # (slot, address) -> launcher arguments
 
     def run(self, kernel, grid: tuple, args: list, consts: dict) -> None:
+        from .launch import jit_launch
+
         if self.interpreting or compat.launch_hooks_active():
             kernel[grid](*[self._host(a) for a in args], **consts)
             return
@@ -602,28 +475,22 @@ class Plan:
         M, NN, C, H = self.M, self.NN, self.C, self.H
         dev = x.device
         stage = stages or (lambda name: contextlib.nullcontext())
+        xc = torch.empty((M, C), device=dev, dtype=torch.bfloat16)
         rstd = torch.empty((M, ), device=dev, dtype=torch.float32)
+        with stage("center"):
+            self.run(trimul_center_kernel, self.center_grid, [x, xc, rstd, M, C, eps],
+                     dict(BM=self.center_bm, CP=self.cp, num_warps=self.center_warps))
         # left/right in bf16 (their bound grows with the LayerNorm weights), the sigmoid gate in fp16 ([0, 1]).
         left = torch.empty((self.B * H, NN), device=dev, dtype=torch.bfloat16)
         right = torch.empty_like(left)
         og = torch.empty((M, H), device=dev, dtype=torch.float16)
         half = BM // 2
-        descs = [_Desc(w_proj_t, (BK, 4 * PROJ_HS), 1), _Desc(w_proj_t, (BK, PROJ_HS), 2),
+        descs = [_Desc(xc, (half, BK), 0), _Desc(w_proj_t, (BK, 4 * PROJ_HS), 1), _Desc(w_proj_t, (BK, PROJ_HS), 2),
                  _Desc(left, (PROJ_HS, half), 3), _Desc(right, (PROJ_HS, half), 4), _Desc(og, (half, PROJ_HS), 5)]
-        consts = dict(H=H, BM=BM, BK=BK, HS=PROJ_HS, NUM_STAGES=PROJ_STAGES, FAST_SIGMOID=not self.interpreting,
-                      num_warps=4)
-        if self.fused:
-            with stage("proj"):
-                self.run(trimul_proj_fused_kernel, self.proj_grid, [x, *descs, rstd, mask, proj_terms, M, NN, C, eps],
-                         dict(consts, NUM_REGS=FUSED_REGS))
-        else:
-            xc = torch.empty((M, C), device=dev, dtype=torch.bfloat16)
-            with stage("center"):
-                self.run(trimul_center_kernel, self.center_grid, [x, xc, rstd, M, C, eps],
-                         dict(BM=self.center_bm, CP=self.cp, num_warps=self.center_warps))
-            with stage("proj"):
-                self.run(trimul_proj_kernel, self.proj_grid, [_Desc(xc, (half, BK), 0), *descs, rstd, mask,
-                                                              proj_terms, M, NN, C], dict(consts, NUM_REGS=PROJ_REGS))
+        with stage("proj"):
+            self.run(trimul_proj_kernel, self.proj_grid, [*descs, rstd, mask, proj_terms, M, NN, C],
+                     dict(H=H, BM=BM, BK=BK, HS=PROJ_HS, NUM_STAGES=PROJ_STAGES, NUM_REGS=PROJ_REGS,
+                          FAST_SIGMOID=not self.interpreting, num_warps=4))
         pair = torch.empty_like(left)  # bf16: sums of N products, fp32's range
         with stage("pair"):
             self.run(trimul_pair_kernel, self.pair_grid, [left, right, pair, self.N],
@@ -635,7 +502,11 @@ class Plan:
 
     def ready(self) -> bool:
         """Whether every kernel launches directly under the pipelines now in effect (nothing to compile)."""
-        return all(self.direct.get((k, compat.pipeline_digest(k))) for k in self.kernels)
+        return all(self.direct.get((k, compat.pipeline_digest(k))) for k in KERNELS)
+
+
+#: The kernels of a call, in launch order.
+KERNELS = (trimul_center_kernel, trimul_proj_kernel, trimul_pair_kernel, trimul_out_kernel)
 
 
 class Graphs:
@@ -666,7 +537,7 @@ class Graphs:
 
         if torch.cuda.is_current_stream_capturing() or compat.launch_hooks_active():
             return False
-        key = (plan, compat.current_stream(plan.device.index), tuple(compat.pipeline_digest(k) for k in plan.kernels), eps, out_eps,
+        key = (plan, compat.current_stream(plan.device.index), tuple(compat.pipeline_digest(k) for k in KERNELS), eps, out_eps,
                y.data_ptr(), *(t.data_ptr() for t in inputs))
         graph = self.graphs.get(key)
         if graph is None:
