@@ -46,6 +46,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from .. import compat
+from .launch import interpreting, jit_launch, sm_count
 from .tiles import column_subtiles, grouped_tile
 from .trimul_reference import DIRECTIONS, check_direction  # noqa: F401  (the op's and the module's check)
 
@@ -386,7 +387,7 @@ class _Desc(NamedTuple):
 class Plan:
     """The four launches of every call with one (B, N, C, H, device, 16-byte alignment of the inputs):
     grids, constexprs, descriptor blocks, and per kernel and pipeline digest the compiled kernel's direct
-    launch (:func:`tritium.ops.launch.jit_launch`). The first launch of a kernel under a pipeline goes
+    launch (:func:`tritium.kernels.launch.jit_launch`). The first launch of a kernel under a pipeline goes
     through the JIT (compiling, caching and the tritium pipelines as always); later ones straight through
     its launcher, without the JIT's per-call binding: the host time before a call's first kernel, and
     between kernels while they are short, is the call's time. Host TMA descriptors encode their tensor's
@@ -397,7 +398,6 @@ class Plan:
     DESCRIPTORS_KEPT = 64
 
     def __init__(self, B: int, N: int, C: int, H: int, device, incoming: bool = False) -> None:
-        from .launch import interpreting, sm_count
 
         self.B, self.N, self.C, self.H, self.incoming = B, N, C, H, incoming
         self.M, self.NN = B * N * N, N * N
@@ -415,8 +415,6 @@ class Plan:
         self.descriptors: dict = {}  # (slot, address) -> launcher arguments
 
     def run(self, kernel, grid: tuple, args: list, consts: dict) -> None:
-        from .launch import jit_launch
-
         if self.interpreting or compat.launch_hooks_active():
             kernel[grid](*[self._host(a) for a in args], **consts)
             return
