@@ -61,6 +61,7 @@ def test_backends_call_the_stages_hook_with_the_shapes_we_expect(target, no_auto
     expected = ["ttir", "ttgir", "llir", "ptx", "cubin"] if target == "sm90" else ["ttir", "ttgir", "llir", "amdgcn", "hsaco"]
     assert list(stages) == expected
     assert (capability is None) == (target == "gfx950")
+    assert compat.stage_capability(backend, options) == capability  # what a compile snapshot applies with
 
 
 def test_pass_builders_take_a_pass_manager_first():

@@ -55,32 +55,86 @@ StagesHook = Callable[..., Any]
 class ChainedHook:
     """A plugin manager's stages hook, with whatever hook was in Triton's slot before it called first.
 
-    ``key(kernel, fresh=False)`` gives ``(key, hash)`` for compiling ``kernel`` (a JITFunction, or None when
-    Triton does not say which kernel: the 3.7+ protocol), ``fresh`` when a compile asks (so not from a cache
-    kept for launches); ``apply(..., kernel)`` edits the stages.
+    ``key(kernel, fresh=False)`` gives ``(key, hash)`` for launching ``kernel`` (a JITFunction, or None when
+    Triton does not say which kernel: the 3.7+ protocol). A compile instead takes one ``snapshot(kernel)``,
+    ``(key, payload)`` read together, and ``apply(payload, backend, stages, options, language, capability)``
+    edits that compile's stages with exactly that payload, so the binary carries what its key says even if
+    other threads switch pipelines or managers meanwhile (see :class:`CompileSnapshot`).
     The manager (``owner``) makes and owns it; :func:`install_stages_hook` sets ``previous``.
     """
 
-    def __init__(self, apply: Callable[..., None], key: Callable[..., tuple[str, str]], owner: Any) -> None:
-        self.apply, self.key, self.owner = apply, key, owner
+    def __init__(self, apply: Callable[..., None], key: Callable[..., tuple[str, str]],
+                 snapshot: Callable[[Any], tuple[str, Any]], owner: Any) -> None:
+        self.apply, self.key, self.snapshot, self.owner = apply, key, snapshot, owner
         self.previous: Optional[StagesHook] = None
 
     def __call__(self, *args: Any) -> Any:
         if not args:  # the 3.7+ key protocol: compile() asks for the on-disk key, every launch for the JIT's
-            key, digest = self.key(None, sys._getframe(1).f_code is _COMPILE_CODE)
+            if sys._getframe(1).f_code is _COMPILE_CODE:
+                snap, _compiling.snapshot = _compiling.snapshot, None  # taken by _checked_get_cache_key just before
+                key, digest = ("", "") if snap is None else (snap.commit(), "")
+            else:
+                key, digest = self.key(None, False)
             if self.previous is not None and NATIVE_HOOK_PROTOCOL:
                 prev_key, prev_digest = self.previous()
                 key, digest = "|".join(filter(None, (prev_key, key))), f"{prev_digest}{digest}"
             return key, digest
         if self.previous is not None:
             self.previous(*args)
-        self.apply(*args, kernel=_compiling.kernel)
+        snap = CompileSnapshot.of(args[0])
+        if snap is not None:  # None: not a compile tritium keyed (add_stages called directly, or keyed while disabled)
+            snap.apply(*args)
         return None
 
 
+@dataclass
+class CompileSnapshot:
+    """What one compile's key was computed from, attached to that compile's backend object (3.6+ make a new
+    one per compile) and applied by whichever tritium hook its ``add_stages`` calls, or by the wrapper below
+    when none is in the slot any more (another thread disabled tritium after the key was computed).
+
+    ``committed``: the key really went into the compile's cache key (3.7+: when Triton asked the hook).
+    """
+    hook: ChainedHook
+    key: str
+    payload: Any
+    committed: bool
+    applied: bool = False
+
+    @staticmethod
+    def of(backend: Any) -> Optional["CompileSnapshot"]:
+        return getattr(getattr(backend, "__dict__", {}).get("add_stages"), "snapshot", None)
+
+    def commit(self) -> str:
+        self.committed = True
+        return self.key
+
+    def apply(self, backend: Any, stages: dict, options: Any, language: Any, capability: Any) -> None:
+        if self.committed and not self.applied:
+            self.applied = True
+            self.hook.apply(self.payload, backend, stages, options, language, capability)
+
+    def attach(self, backend: Any) -> None:
+        original = type(backend).add_stages.__get__(backend)
+
+        def add_stages(stages: dict, options: Any, language: Any) -> None:
+            original(stages, options, language)  # calls the hook in Triton's slot, which applies the snapshot
+            self.apply(backend, stages, options, language, stage_capability(backend, options))
+
+        add_stages.snapshot = self  # type: ignore[attr-defined]
+        backend.add_stages = add_stages
+
+
+def stage_capability(backend: Any, options: Any) -> Any:
+    """The ``capability`` argument the backend's ``add_stages`` passes to the stages hook (NVIDIA: the SM
+    number; others: None)."""
+    parse = getattr(backend, "_parse_arch", None)
+    return parse(options.arch) if parse is not None and hasattr(options, "arch") else None
+
+
 class _Compiling(threading.local):
-    #: the kernel whose compilation is under way on this thread (3.6: seen by the wrapped key function)
-    kernel: Any = None
+    #: 3.7+: the snapshot _checked_get_cache_key took, until compile() asks the hook for its key
+    snapshot: Optional[CompileSnapshot] = None
 
 
 _compiling = _Compiling()
@@ -97,33 +151,47 @@ _COMPILE_CODE = _compiler.compile.__code__
 _KERNEL = object()
 
 
+def _take_snapshot(src: Any, backend: Any, committed: bool) -> Optional[CompileSnapshot]:
+    """The compile's one reading of the enabled manager's state, attached to its backend; None when no
+    pipeline is in effect (nothing to apply, and the key stays bare Triton's)."""
+    hook = _installed  # read once: another thread may enable or disable meanwhile
+    if hook is None:
+        return None
+    key, payload = hook.snapshot(getattr(src, "fn", None))
+    if not key:
+        return None
+    _check_hook_is_ours(hook, key)
+    snap = CompileSnapshot(hook, key, payload, committed)
+    snap.attach(backend)
+    return snap
+
+
 def _keyed_get_cache_key(src, backend, backend_options, env_vars):
+    """3.6, in compile(): the key of the snapshot this compile's stages will apply."""
     base = _orig_get_cache_key(src, backend, backend_options, env_vars)
-    # compile() computes this key right before it builds the stages, so it tells the stages hook
-    # which kernel it is compiling.
-    kernel = _compiling.kernel = getattr(src, "fn", None)
-    if _installed is not None:
-        key, _ = _installed.key(kernel, True)  # compiling: a key computed afresh, never one cached for launches
-        if key:
-            _check_hook_is_ours(key)
-            return f"{base}-tritium-{key}"
-    return base
+    snap = _take_snapshot(src, backend, committed=True)
+    return base if snap is None else f"{base}-tritium-{snap.key}"
+
+
+def _jit_get_cache_key(src, backend, backend_options, env_vars):
+    """3.6, the JIT's async path: a key to deduplicate submissions with; compile() takes its own snapshot."""
+    base = _orig_jit_get_cache_key(src, backend, backend_options, env_vars)
+    hook = _installed
+    key = hook.key(getattr(src, "fn", None), True)[0] if hook is not None else ""
+    return f"{base}-tritium-{key}" if key else base
 
 
 def _checked_get_cache_key(src, backend, backend_options, env_vars):
-    """3.7+: Triton folds the hook's key in itself; this only refuses a compile whose pipelines a hook set
-    over tritium's would skip."""
-    if _installed is not None and knobs.runtime.add_stages_inspection_hook is not _installed:
-        key, _ = _installed.key(getattr(src, "fn", None))
-        if key:
-            _check_hook_is_ours(key)
+    """3.7+: Triton folds the hook's key in itself, asking right after this; the snapshot taken here is what
+    it gets (and commits it)."""
+    _compiling.snapshot = _take_snapshot(src, backend, committed=False)
     return _orig_get_cache_key(src, backend, backend_options, env_vars)
 
 
-def _check_hook_is_ours(key: str) -> None:
+def _check_hook_is_ours(hook: ChainedHook, key: str) -> None:
     """A hook set over ours after import would skip the pipelines (3.6: while their key still names them)."""
     current = knobs.runtime.add_stages_inspection_hook
-    if current is not _installed:
+    if current is not hook and _installed is hook:  # (not a manager enabled or disabled by another thread)
         from .plugins.errors import PipelineError
         skipped = ("Triton would ask that hook instead, so the pipelines in effect ({key}) would be skipped"
                    if NATIVE_HOOK_PROTOCOL else "the pipelines in effect ({key}) would not run and the binary "
@@ -194,7 +262,7 @@ def install_stages_hook(hook: ChainedHook) -> None:
     knobs.runtime.add_stages_inspection_hook = hook
     if not NATIVE_HOOK_PROTOCOL:
         _compiler.get_cache_key = _keyed_get_cache_key
-        _jit.get_cache_key = _keyed_get_cache_key
+        _jit.get_cache_key = _jit_get_cache_key
         _jit.compute_cache_key = _keyed_compute_cache_key
     else:
         _compiler.get_cache_key = _checked_get_cache_key

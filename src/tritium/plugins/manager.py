@@ -75,7 +75,7 @@ class PluginManager:
         #: active pipeline -> (plugin generation, pipeline generation, (key, hash))
         self._keys: dict[Optional[Pipeline], tuple[int, int, tuple[str, str]]] = {}
         self._recorder = _ReportSlot()
-        self._hook = compat.ChainedHook(self._apply_stages, self.pipelines_key, owner=self)
+        self._hook = compat.ChainedHook(self._apply_stages, self.pipelines_key, self._compile_snapshot, owner=self)
 
     def __repr__(self) -> str:
         state = "enabled" if self.is_enabled() else "not enabled"
@@ -125,10 +125,17 @@ class PluginManager:
             if previous is not None:
                 previous.enable()
 
-    def _apply_stages(self, backend: Any, stages: dict, options: Any, language: Any, capability: Any = None, *,
-                      kernel: Any = None) -> None:
-        apply_pipelines(self.effective_pipelines(kernel), self._recorder.report, backend, stages, options,
-                        language, capability)
+    def _compile_snapshot(self, kernel: Any) -> tuple[str, tuple[Pipeline, ...]]:
+        """One reading of what is in effect for a compile: the key it is stored under and the pipelines its
+        stages run come from it together, whatever other threads change meanwhile."""
+        generation, edits = self._generation, Generation.value  # read first: a change meanwhile invalidates
+        active, auto = self.active_pipeline(kernel), self._auto
+        pipelines = auto if active is None else (*auto, active)
+        return self._key_of(active, pipelines, generation, edits, fresh=True)[0], pipelines
+
+    def _apply_stages(self, pipelines: tuple[Pipeline, ...], backend: Any, stages: dict, options: Any,
+                      language: Any, capability: Any = None) -> None:
+        apply_pipelines(pipelines, self._recorder.report, backend, stages, options, language, capability)
 
     # ----------------------------------------------------------------------------------------
     # Tracing
@@ -451,16 +458,21 @@ class PluginManager:
         attribute) may have changed in place; finding such a change also refreshes. ``hash`` counts
         refreshes, so no kernel a launch compiled under a key gone stale is served again.
         """
+        generation, edits = self._generation, Generation.value  # read first: a change meanwhile invalidates
         active = getattr(kernel, "tritium_pipeline", None)  # active_pipeline(), inlined: once per launch
         if active is None:
             items = self._stack.get()
             active = items[-1] if items else self._global
-        generation, edits = self._generation, Generation.value  # read first: a change meanwhile invalidates
+        auto = self._auto
+        return self._key_of(active, auto if active is None else (*auto, active), generation, edits, fresh)
+
+    def _key_of(self, active: Optional[Pipeline], pipelines: tuple[Pipeline, ...], generation: int, edits: int,
+                fresh: bool) -> tuple[str, str]:
+        """The key of ``pipelines`` (``active`` after the automatic ones), read at ``generation`` and ``edits``."""
         hit = self._keys.get(active)
         current = hit is not None and hit[0] == generation and hit[1] == edits
         if current and not fresh:
             return hit[2]
-        pipelines = self._auto if active is None else (*self._auto, active)
         result = _EMPTY
         if pipelines:
             with fingerprint_once():
