@@ -109,21 +109,28 @@ class PluginManager:
     def enabled(self) -> Iterator["PluginManager"]:
         """Enable this manager inside the block, taking the hook from the enabled one and giving it back after.
 
-        The hook is process-wide: other threads compile under this manager during the block too.
+        The hook is process-wide: other threads compile under this manager during the block too, and a block
+        in another thread waits until this thread's blocks have closed. Blocks nest, and must close innermost
+        first: one closed before a block opened inside it (asyncio tasks, ExitStacks) is refused with a
+        TritiumError, after giving the hook back to the manager that held it when that block opened.
         """
-        previous = enabled_manager()
-        if previous is self:
-            yield self
-            return
-        if previous is not None:
-            previous.disable()
-        try:
-            self.enable()
-            yield self
-        finally:
-            self.disable()
-            if previous is not None:
-                previous.enable()
+        with _blocks.lock:
+            previous = enabled_manager()
+            if previous is not self:
+                if previous is not None:
+                    previous.disable()
+                try:
+                    self.enable()
+                except BaseException:
+                    if previous is not None:
+                        previous.enable()
+                    raise
+            block = _Block(self, previous)
+            _blocks.open.append(block)
+            try:
+                yield self
+            finally:
+                _blocks.close(block)
 
     def _compile_snapshot(self, kernel: Any) -> tuple[str, tuple[Pipeline, ...]]:
         """One reading of what is in effect for a compile: the key it is stored under and the pipelines its
@@ -530,6 +537,42 @@ def bound_pipeline(kernel: Any) -> Optional[Pipeline]:
     return getattr(kernel, "tritium_pipeline", None)
 
 
+class _Block:
+    """One open ``enabled()`` block: its manager and the one that held the hook when it opened."""
+
+    def __init__(self, manager: PluginManager, previous: Optional[PluginManager]) -> None:
+        self.manager, self.previous = manager, previous
+
+
+class _OpenBlocks:
+    """The open ``enabled()`` blocks, process-wide like the hook they hand over. The lock is held from a
+    block's opening to its closing, so one thread at a time has blocks open; inside it, they form a stack."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.open: list[_Block] = []
+
+    def close(self, block: _Block) -> None:
+        if block not in self.open:
+            raise TritiumError(f"the enabled() block of {block.manager!r} was closed after the block it was opened "
+                               "in, which had already given the hook back; close enabled() blocks innermost first")
+        dropped = self.open[self.open.index(block) + 1:]
+        del self.open[self.open.index(block):]
+        holder = enabled_manager()
+        if holder is not block.previous:
+            if holder is not None:
+                holder.disable()
+            if block.previous is not None:
+                block.previous.enable()
+        if dropped:
+            inner = ", ".join(repr(b.manager.name) for b in dropped)
+            raise TritiumError(f"enabled() blocks were exited out of order: the block of {block.manager.name!r} "
+                               f"closed while the block of {inner} opened inside it was still open; the hook "
+                               f"went back to {block.previous!r}, as before the outer block. Close enabled() "
+                               "blocks innermost first (with ExitStack or asyncio tasks too)")
+
+
+_blocks = _OpenBlocks()
 _default = PluginManager("default")
 
 
