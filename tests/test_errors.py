@@ -121,6 +121,29 @@ def test_llvm_ir_that_does_not_parse_is_a_pass_error_not_an_abort(dump_dir):
     check_recovered()
 
 
+@pytest.mark.parametrize("helper, why", [("import time; time.sleep(60)", "did not answer within 1 s"),
+                                         ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+                                          "process was killed")])
+def test_a_hung_or_killed_llvm_ir_checker_is_a_pass_error(dump_dir, monkeypatch, helper, why):
+    from tritium import compat, knobs
+
+    @text_pass("llir", name="edit")
+    def edit(text, ctx):
+        return text + "\n"
+
+    compat._llvm_checker.stop()
+    monkeypatch.setattr(compat, "_LLVM_CHECKER", helper)
+    try:
+        with knobs.runtime.scope(), pytest.raises(PassError, match=f"pass 'edit' in stage 'llir': returned LLVM IR that could not be "
+                                            f"checked: the LLVM IR check.*{why}"):
+            knobs.runtime.llvm_check_timeout = 1
+            compile_add(Pipeline("t").insert("llir", edit, at="end"))
+    finally:
+        compat._llvm_checker.stop()
+    monkeypatch.undo()
+    check_recovered()
+
+
 def test_module_from_another_context_is_refused(dump_dir):
     from triton._C.libtriton import ir
 

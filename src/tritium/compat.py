@@ -23,12 +23,13 @@ What only TLX needs (binding enums, load cache hints, the TMA store wait, cluste
 """
 from __future__ import annotations
 
-import faulthandler
+import atexit
 import functools
 import os
 import re
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
@@ -406,47 +407,118 @@ def _scratch_context() -> Any:
 
 #: Triton >= 3.8's ``llvm.translate_to_asm`` takes a ``canonicalize_gep`` flag after ``is_object``.
 LLVM_TRANSLATE_CANONICALIZE_GEP: bool = TRITON_VERSION >= (3, 8)
-_CHILD_ERROR = "tritium-child-python-error: "
+
+#: The LLVM IR checker's code: a fresh interpreter (never a fork of the caller, which may be running threads)
+#: that reads length-prefixed IR on stdin and answers on stdout, where LLVM's own messages also go.
+_LLVM_CHECKER = r"""
+import faulthandler, os, re, struct, sys
+faulthandler.disable()  # LLVM aborts on bad IR: that is the answer, not a crash to report
+from triton._C.libtriton import llvm
+answer = os.dup(1)
+os.dup2(1, 2)
+extra = (False,) if sys.argv[1] == "1" else ()
+while True:
+    head = sys.stdin.buffer.read(8)
+    if len(head) < 8:
+        break
+    text = sys.stdin.buffer.read(struct.unpack("<Q", head)[0]).decode()
+    triple = re.search(r'target triple = "([^"]+)"', text)
+    try:  # translate_to_asm(ir, triple, proc, features, flags, enable_fp_fusion, is_object[, canonicalize_gep])
+        llvm.translate_to_asm(text, triple.group(1) if triple else "nvptx64-nvidia-cuda", "", "", [], False, False,
+                              *extra)
+        reply = "ok"
+    except TypeError as e:  # the binding's arguments changed
+        reply = "typeerror " + str(e).replace(chr(10), " ")
+    os.write(answer, ("\n" + sys.argv[2] + reply + "\n").encode())
+"""
 
 
-def llvm_ir_parse_error(text: str) -> Optional[str]:
+class LLVMCheckError(RuntimeError):
+    """The LLVM IR checker did not answer: it hung past the timeout, or was killed."""
+
+
+class _LLVMChecker:
+    """One checker process, started on first use and kept for the next checks; one check at a time."""
+    MARK = "tritium-llvm-check-answer: "
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: Optional[Any] = None
+
+    def _start(self) -> Any:
+        import subprocess
+        self.proc = subprocess.Popen([sys.executable, "-c", _LLVM_CHECKER, "1" if LLVM_TRANSLATE_CANONICALIZE_GEP
+                                      else "0", self.MARK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        return self.proc
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if proc is not None:
+            proc.wait()
+            proc.stdin.close()
+            proc.stdout.close()
+
+    def check(self, text: str, timeout: float) -> tuple[bool, str]:
+        """``(answered, output)``: answered False when the process died on this IR (LLVM aborts on a parse
+        error), with what it printed."""
+        import select
+        import struct
+        with self.lock:
+            proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
+            data = text.encode()
+            try:
+                proc.stdin.write(struct.pack("<Q", len(data)) + data)
+                proc.stdin.flush()
+            except BrokenPipeError:  # died before reading (killed meanwhile): its output says why
+                pass
+            out, deadline = b"", time.monotonic() + timeout
+            fd = proc.stdout.fileno()
+            while self.MARK.encode() not in out or not out.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    self.stop()
+                    raise LLVMCheckError(f"the LLVM IR check did not answer within {timeout:g} s "
+                                         "(tritium.knobs.runtime.llvm_check_timeout); its process was stopped")
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:  # the process ended
+                    code = proc.wait()
+                    self.stop()
+                    message = out.decode(errors="replace").strip()
+                    if code in (-9, -15):  # SIGKILL, SIGTERM: killed, not LLVM's answer
+                        raise LLVMCheckError(f"the LLVM IR check's process was killed (signal {-code})"
+                                             + (f": {message}" if message else ""))
+                    return False, message
+                out += chunk
+            return True, out.decode(errors="replace").split(self.MARK)[-1].strip()
+
+
+_llvm_checker = _LLVMChecker()
+atexit.register(_llvm_checker.stop)
+
+
+def llvm_ir_parse_error(text: str, timeout: float = 120.0) -> Optional[str]:
     """LLVM's message if ``text`` is not valid LLVM IR, else None.
 
-    Triton parses LLVM IR with a fatal-error handler that aborts the process, so the parse runs in a
-    forked child (LLVM's translation, whose parse step is what matters); only a parse failure
-    counts. Where fork is unavailable nothing is checked. A ``TypeError`` in the child (a Triton whose
-    ``translate_to_asm`` takes other arguments) is raised here, not taken for valid IR.
+    Triton parses LLVM IR with a fatal-error handler that aborts the process, so the parse runs in a helper
+    process, started once (a fresh interpreter, so a threaded caller is never forked) and reused; it runs
+    LLVM's translation, whose parse step is what matters, and only a parse failure counts.
+
+    Raises:
+        LLVMCheckError: the helper did not answer within ``timeout`` seconds, or was killed.
+        RuntimeError: this Triton's ``translate_to_asm`` takes other arguments (never taken for valid IR).
     """
-    if not hasattr(os, "fork"):
+    if os.name != "posix":  # the helper's pipe is waited on with select()
         return None
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: parse (and translate), report on stderr, never return
-        code = 0
-        try:
-            os.close(read)
-            os.dup2(write, 2)
-            faulthandler.disable()  # LLVM aborts on bad IR: that is the answer, not a crash to report
-            triple = re.search(r'target triple = "([^"]+)"', text)
-            # translate_to_asm(ir, triple, proc, features, flags, enable_fp_fusion, is_object[, canonicalize_gep])
-            extra = (False, ) if LLVM_TRANSLATE_CANONICALIZE_GEP else ()
-            llvm.translate_to_asm(text, triple.group(1) if triple else "nvptx64-nvidia-cuda", "", "", [], False,
-                                  False, *extra)
-        except TypeError as e:  # the binding's arguments changed: reported to the parent, which raises it
-            os.write(2, f"{_CHILD_ERROR}{e}".encode())
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        message = f.read().decode(errors="replace")
-    _, status = os.waitpid(pid, 0)
-    if _CHILD_ERROR in message:
-        raise RuntimeError("tritium.compat.llvm_ir_parse_error: llvm.translate_to_asm does not take these "
-                           f"arguments on triton {triton.__version__}: {message.split(_CHILD_ERROR, 1)[1]}")
-    if status != 0 and "parse" in message:
-        return message.strip()
-    return None
+    answered, output = _llvm_checker.check(text, timeout)
+    if answered:
+        if output.startswith("typeerror "):
+            raise RuntimeError("tritium.compat.llvm_ir_parse_error: llvm.translate_to_asm does not take these "
+                               f"arguments on triton {triton.__version__}: {output[len('typeerror '):]}")
+        return None
+    return output if "parse" in output else None
 
 
 def run_plain(pm: Any, mod: Any, name: str) -> None:

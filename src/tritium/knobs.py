@@ -14,7 +14,7 @@ so values parse exactly as Triton's do (``1/true/on/yes`` for booleans).
 """
 from __future__ import annotations
 
-from triton.knobs import base_knobs, env_bool, env_opt_str, env_str
+from triton.knobs import base_knobs, env_bool, env_int, env_opt_str, env_str
 
 __all__ = ["plugins", "runtime", "logs", "base_knobs"]
 
@@ -35,6 +35,8 @@ class plugins_knobs(base_knobs):
 class runtime_knobs(base_knobs):
     #: Where a failing Python pass's input IR is written (default: ``$TMPDIR/tritium-dumps``).
     dump_dir: env_opt_str = env_opt_str("TRITIUM_DUMP_DIR")
+    #: Seconds to wait for the helper process that checks the LLVM IR a Python ``llir`` pass returns.
+    llvm_check_timeout: env_int = env_int("TRITIUM_LLVM_CHECK_TIMEOUT", 120)
 
 
 class logs_knobs(base_knobs):

@@ -103,7 +103,11 @@ def run_python_pass(p: PythonPass, value: Any, ctx: StageContext) -> Any:
             raise PassError(f"returned {type(out).__name__}, expected the new {p.kind} text",
                             plugin=p.plugin, pass_name=p.name, stage=ctx.stage, dump=_dump(value, ctx.stage, p.name))
         if out != value:
-            why = compat.llvm_ir_parse_error(out) if p.kind == "llir" else None
+            try:
+                why = compat.llvm_ir_parse_error(out, knobs.runtime.llvm_check_timeout) if p.kind == "llir" else None
+            except compat.LLVMCheckError as e:
+                raise PassError(f"returned LLVM IR that could not be checked: {e}", plugin=p.plugin,
+                                pass_name=p.name, stage=ctx.stage, dump=_dump(out, ctx.stage, p.name)) from e
             if why is not None:
                 raise PassError(f"returned LLVM IR that does not parse: {why}", plugin=p.plugin, pass_name=p.name,
                                 stage=ctx.stage, dump=_dump(out, ctx.stage, p.name))
