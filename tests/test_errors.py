@@ -46,6 +46,20 @@ def test_raising_pass_names_plugin_pass_stage_and_dumps_ir(dump_dir):
     check_recovered()
 
 
+def test_a_dump_folder_that_cannot_be_written_does_not_hide_the_pass_error(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("TRITIUM_DUMP_DIR", str(tmp_path / "file" / "dumps"))
+
+    @mlir_pass(name="explode")
+    def explode(mod, ctx):
+        raise ValueError("kaboom")
+
+    with pytest.raises(PassError, match=r"pass 'explode' in stage 'ttgir': raised ValueError: kaboom \(the IR "
+                                        r"could not be dumped: (NotADirectoryError|FileExistsError): .*TRITIUM_DUMP_DIR"):
+        compile_add(Pipeline("p").insert("ttgir", explode, at="end"))
+    check_recovered()
+
+
 def test_invalid_ir_is_caught_after_the_pass(dump_dir):
     @mlir_pass(name="break_verifier")
     def break_verifier(mod, ctx):
