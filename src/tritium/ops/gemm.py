@@ -73,9 +73,7 @@ def _check(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -
                         "torch.bfloat16 or torch.float32" + (" (torch.float64 needs float64 inputs)" if interp else ""))
     if b.device != a.device:
         raise ValueError(f"{_OP}: b is on {b.device} but a is on {a.device}; both must be on one device")
-    if a.device.type == "cpu" and not interp:
-        raise ValueError(f"{_OP}: a is a CPU tensor; the kernels run on CUDA devices, or on the CPU only under "
-                         "TRITON_INTERPRET=1 (set before triton is imported)")
+    launch.check_not_cpu(_OP, "a", a)
     if a.device.type not in ("cuda", "cpu", "meta"):
         raise ValueError(f"{_OP}: a is on {a.device}; the kernels run on CUDA devices")
 

@@ -58,6 +58,14 @@ def interpreting() -> bool:
     return _INTERPRET
 
 
+def check_not_cpu(op: str, name: str, tensor: Any) -> None:
+    """Refuse a CPU tensor unless Triton was imported interpreting: setting ``TRITON_INTERPRET=1`` later changes
+    nothing (Triton chose its driver at import), and launching then fails with "0 active drivers"."""
+    if tensor.device.type == "cpu" and not _INTERPRET:
+        raise ValueError(f"{op}: {name} is a CPU tensor; the kernels run on CUDA devices, or on the CPU only under "
+                         "TRITON_INTERPRET=1 (set before triton is imported)")
+
+
 def jit_launch(kernel, grid: tuple, args: list, consts: dict) -> Optional[tuple[compat.DirectLaunch, list]]:
     """``kernel[grid](*args, **consts)`` through the JIT (compiling if needed), and what later launches of the
     compiled kernel straight through its launcher need: the :class:`tritium.compat.DirectLaunch` and the
