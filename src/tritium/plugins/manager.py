@@ -27,11 +27,12 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Union
 
 from .. import compat, knobs
-from .errors import PipelineError, PluginLoadError, TritiumError
+from .errors import PassFingerprintWarning, PipelineError, PluginLoadError, TritiumError
 from .passes import fingerprint_once
 from .pipeline import Generation, Pipeline
 from .registry import ENTRY_POINT_GROUP, NATIVE_PATHS_ENV, DeferredPlugin, LoadedPlugin, Plugin, import_file, \
@@ -75,6 +76,8 @@ class PluginManager:
         #: active pipeline -> (plugin generation, pipeline generation, (key, hash))
         self._keys: dict[Optional[Pipeline], tuple[int, int, tuple[str, str]]] = {}
         self._recorder = _ReportSlot()
+        #: kernel function -> {(pipeline, pass name): the pass's identity when the kernel last compiled}
+        self._fingerprints: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], str]] = weakref.WeakKeyDictionary()
         self._hook = compat.ChainedHook(self._apply_stages, self.pipelines_key, self._compile_snapshot, owner=self)
 
     def __repr__(self) -> str:
@@ -138,7 +141,41 @@ class PluginManager:
         generation, edits = self._generation, Generation.value  # read first: a change meanwhile invalidates
         active, auto = self.active_pipeline(kernel), self._auto
         pipelines = auto if active is None else (*auto, active)
-        return self._key_of(active, pipelines, generation, edits, fresh=True)[0], pipelines
+        with fingerprint_once():
+            key = self._key_of(active, pipelines, generation, edits, fresh=True)[0]
+            if kernel is not None and key:
+                self._note_fingerprints(kernel, pipelines)
+        return key, pipelines
+
+    def _note_fingerprints(self, kernel: Any, pipelines: tuple[Pipeline, ...]) -> None:
+        """Warn when a Python pass's fingerprint differs from the one it had when ``kernel`` last compiled:
+        the kernel compiles again, and a pass that changes state it reads (a run counter in a module dict)
+        does so on every compile, with nothing saying why."""
+        fn = getattr(kernel, "fn", kernel)
+        try:
+            seen = self._fingerprints.setdefault(fn, {})
+        except TypeError:  # not weakly referenceable
+            return
+        for pipeline in pipelines:
+            if pipeline.plugin is not None and pipeline.plugin.content is not None:
+                continue  # the plugin's declared content stands for its code
+            for p in pipeline.python_passes():
+                if p.cache_key is not None:
+                    continue
+                try:
+                    identity = p.identity()
+                except PipelineError:  # unfingerprintable: the key computation has said so
+                    continue
+                before = seen.get((pipeline.origin(), p.name))
+                seen[(pipeline.origin(), p.name)] = identity
+                if before is not None and before != identity:
+                    owner = f" of plugin {p.plugin!r}" if p.plugin else ""
+                    warnings.warn(
+                        f"pass {p.name!r}{owner}: its fingerprint changed between two compiles of kernel "
+                        f"{getattr(fn, '__name__', fn)!r}, so the kernel is compiled again under a new key. If the "
+                        "pass was not edited, it changes state it reads (a run counter in a module-level dict, "
+                        "say): keep statistics in a tritium.plugins.PassStats, which fingerprints leave out",
+                        PassFingerprintWarning, stacklevel=2)
 
     def _apply_stages(self, pipelines: tuple[Pipeline, ...], backend: Any, stages: dict, options: Any,
                       language: Any, capability: Any = None) -> None:
