@@ -226,6 +226,26 @@ def test_torch_compile_fullgraph_traces_the_op():
     torch._dynamo.reset()
 
 
+def test_a_type_error_while_tracing_is_not_logged_with_a_torch_traceback():
+    """Torch logs every TypeError a fake implementation raises (28 lines of its own frames on stderr) before
+    raising it again; the error itself is the report."""
+    import logging
+    records = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    logger.addHandler(handler)
+    torch._dynamo.reset()
+    try:
+        with pytest.raises(Exception, match=r"tritium.ops.matmul: a has dtype torch.float32"):
+            torch.compile(lambda x, y: matmul(x, y), fullgraph=True, backend="eager")(
+                _meta(8, 8, dtype=torch.float32), _meta(8, 8, dtype=torch.float32))
+    finally:
+        logger.removeHandler(handler)
+        torch._dynamo.reset()
+    assert not [r for r in records if "TypeError" in r.getMessage()], [r.getMessage() for r in records]
+
+
 def test_opcheck_schema_and_fake():
     torch.library.opcheck(torch.ops.tritium.matmul.default, (_meta(6, 4), _meta(4, 5)),
                           test_utils=("test_schema", "test_faketensor"))
