@@ -76,8 +76,9 @@ class PluginManager:
         #: active pipeline -> (plugin generation, pipeline generation, (key, hash))
         self._keys: dict[Optional[Pipeline], tuple[int, int, tuple[str, str]]] = {}
         self._recorder = _ReportSlot()
-        #: kernel function -> {(pipeline, pass name): the pass's identity when the kernel last compiled}
-        self._fingerprints: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], str]] = weakref.WeakKeyDictionary()
+        #: kernel function -> {(pipeline, pass name): (the pass's function, its identity) when the kernel last compiled}
+        self._fingerprints: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], tuple[Any, str]]] = \
+            weakref.WeakKeyDictionary()
         self._hook = compat.ChainedHook(self._apply_stages, self.pipelines_key, self._compile_snapshot, owner=self)
 
     def __repr__(self) -> str:
@@ -148,9 +149,9 @@ class PluginManager:
         return key, pipelines
 
     def _note_fingerprints(self, kernel: Any, pipelines: tuple[Pipeline, ...]) -> None:
-        """Warn when a Python pass's fingerprint differs from the one it had when ``kernel`` last compiled:
-        the kernel compiles again, and a pass that changes state it reads (a run counter in a module dict)
-        does so on every compile, with nothing saying why."""
+        """Warn when a Python pass (the same function) has another fingerprint than when ``kernel`` last
+        compiled: the kernel compiles again, and a pass that changes state it reads (a run counter in a module
+        dict) does so on every compile, with nothing saying why."""
         fn = getattr(kernel, "fn", kernel)
         try:
             seen = self._fingerprints.setdefault(fn, {})
@@ -167,8 +168,8 @@ class PluginManager:
                 except PipelineError:  # unfingerprintable: the key computation has said so
                     continue
                 before = seen.get((pipeline.origin(), p.name))
-                seen[(pipeline.origin(), p.name)] = identity
-                if before is not None and before != identity:
+                seen[(pipeline.origin(), p.name)] = (p.fn, identity)
+                if before is not None and before[0] is p.fn and before[1] != identity:  # the same pass, changed
                     owner = f" of plugin {p.plugin!r}" if p.plugin else ""
                     warnings.warn(
                         f"pass {p.name!r}{owner}: its fingerprint changed between two compiles of kernel "
