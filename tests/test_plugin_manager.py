@@ -342,3 +342,38 @@ def test_enabled_blocks_fuzzed_across_threads_and_tasks_leave_the_hook_as_it_was
     assert not wrong, f"{len(wrong)} blocks ran with another manager holding the hook"
     assert hook_state() == before
     assert [m.pipelines_key() for m in managers] == keys
+
+
+def test_enable_in_another_thread_waits_for_a_hand_over(monkeypatch):
+    """Mid-hand-over (the old manager disabled, the new one not yet in), no manager holds the hook: a plain
+    enable() from another thread must not slip in there."""
+    mine, outsider = PluginManager("mine"), PluginManager("outsider")
+    install, entered, release = compat.install_stages_hook, threading.Event(), threading.Event()
+
+    def slow_install(hook):
+        if hook.owner is mine:
+            entered.set()
+            release.wait(10)
+        install(hook)
+
+    monkeypatch.setattr(compat, "install_stages_hook", slow_install)
+    result = []
+
+    def other_thread():
+        entered.wait(10)
+        threading.Timer(0.3, release.set).start()
+        try:
+            outsider.enable()
+            result.append("enabled")
+        except TritiumError:
+            result.append("refused")
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    try:
+        with mine.enabled():
+            assert tp.enabled_manager() is mine
+            worker.join()
+    finally:
+        outsider.disable()
+    assert result == ["refused"] and tp.enabled_manager() is tp.default_manager()

@@ -95,16 +95,18 @@ class PluginManager:
         Raises:
             TritiumError: another manager is enabled; Triton has one hook slot.
         """
-        other = enabled_manager()
-        if other is not None and other is not self:
-            raise TritiumError(f"cannot enable {self!r}: {other!r} holds Triton's stages hook, and Triton has one; "
-                               "call its disable() first, or use `with manager.enabled():` to hand the hook over "
-                               "for a block")
-        compat.install_stages_hook(self._hook)
+        with _switching:
+            other = enabled_manager()
+            if other is not None and other is not self:
+                raise TritiumError(f"cannot enable {self!r}: {other!r} holds Triton's stages hook, and Triton has "
+                                   "one; call its disable() first, or use `with manager.enabled():` to hand the hook "
+                                   "over for a block")
+            compat.install_stages_hook(self._hook)
 
     def disable(self) -> None:
         """Remove this manager's hook, restoring Triton's key functions and any hook that was there before."""
-        compat.uninstall_stages_hook(self._hook)
+        with _switching:
+            compat.uninstall_stages_hook(self._hook)
 
     def is_enabled(self) -> bool:
         return compat.installed_stages_hook() is self._hook
@@ -119,16 +121,17 @@ class PluginManager:
         TritiumError, after giving the hook back to the manager that held it when that block opened.
         """
         with _blocks.lock:
-            previous = enabled_manager()
-            if previous is not self:
-                if previous is not None:
-                    previous.disable()
-                try:
-                    self.enable()
-                except BaseException:
+            with _switching:  # a plain enable() or disable() in another thread waits for the hand-over
+                previous = enabled_manager()
+                if previous is not self:
                     if previous is not None:
-                        previous.enable()
-                    raise
+                        previous.disable()
+                    try:
+                        self.enable()
+                    except BaseException:
+                        if previous is not None:
+                            previous.enable()
+                        raise
             block = _Block(self, previous)
             _blocks.open.append(block)
             try:
@@ -596,12 +599,13 @@ class _OpenBlocks:
                                "in, which had already given the hook back; close enabled() blocks innermost first")
         dropped = self.open[self.open.index(block) + 1:]
         del self.open[self.open.index(block):]
-        holder = enabled_manager()
-        if holder is not block.previous:
-            if holder is not None:
-                holder.disable()
-            if block.previous is not None:
-                block.previous.enable()
+        with _switching:
+            holder = enabled_manager()
+            if holder is not block.previous:
+                if holder is not None:
+                    holder.disable()
+                if block.previous is not None:
+                    block.previous.enable()
         if dropped:
             inner = ", ".join(repr(b.manager.name) for b in dropped)
             raise TritiumError(f"enabled() blocks were exited out of order: the block of {block.manager.name!r} "
@@ -611,6 +615,9 @@ class _OpenBlocks:
 
 
 _blocks = _OpenBlocks()
+#: Held while a manager's hook goes in or out of Triton's slot, so that checking who holds it and changing
+#: it are one step for every thread.
+_switching = threading.RLock()
 _default = PluginManager("default")
 
 
