@@ -323,3 +323,35 @@ def test_triton_binding_classes_count_as_installed():
     from tritium.plugins import passes
     assert passes._installed_module(ir.builder.__module__) and passes._installed_module("json")
     assert not passes._installed_module(__name__) and not passes._installed_module("no_such_module_here")
+
+
+# --- passes that keep statistics (issue 23) -----------------------------------------------------
+RUNS = {}
+
+
+def test_a_pass_whose_fingerprint_changes_between_compiles_of_a_kernel_is_warned_about(listener, no_auto_pipelines):
+    @mlir_pass(name="counting")
+    def counting(mod, ctx):
+        RUNS[ctx.stage] = RUNS.get(ctx.stage, 0) + 1  # state its fingerprint follows: every compile is new
+
+    tp.activate(Pipeline("count").insert("ttgir", counting, at="end"))
+    compile_add()
+    with pytest.warns(tp.PassFingerprintWarning, match=r"pass 'counting': its fingerprint changed between two "
+                                                        r"compiles of kernel 'add_kernel'.*tritium.plugins.PassStats"):
+        compile_add()
+    assert listener.events == [False, False]
+
+
+STATS = tp.PassStats()
+
+
+def test_statistics_in_pass_stats_leave_the_fingerprint_alone(listener, no_auto_pipelines, recwarn):
+    @mlir_pass(name="counting")
+    def counting(mod, ctx):
+        STATS[ctx.stage] += 1
+
+    tp.activate(Pipeline("stats").insert("ttgir", counting, at="end"))
+    compile_add()
+    compile_add()
+    assert listener.events == [False, True] and STATS["ttgir"] == 1
+    assert not [w for w in recwarn if issubclass(w.category, tp.PassFingerprintWarning)]

@@ -24,6 +24,9 @@ import textwrap
 
 import pytest
 
+#: The plan edits passes in place on purpose; test_cache.py checks the warning such an edit gives.
+pytestmark = pytest.mark.filterwarnings("ignore::tritium.plugins.PassFingerprintWarning")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 PLUGIN = '''

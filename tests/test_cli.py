@@ -278,3 +278,18 @@ def test_unknown_diff_around_or_stage_is_refused_before_the_report(tmp_path, cap
     monkeypatch.setenv("TRITIUM_PLUGIN_PATHS", str(plugin))
     err = _refused(capsys, ADD, *SIG, "-D", "BLOCK=256", "--pipeline", "offp:nc", "--diff-around", "ttgpuir.coalesce")
     assert "pass 'ttgpuir.coalesce' did not run" in err and "ttgpuir.coalesce," not in err.split("ran: ")[1]
+
+
+@pytest.mark.parametrize("args,says", [
+    (["-D", "BLOCK=1e400"], "-D BLOCK=1e400: not a finite number"),
+    (["-D", "BLOCK=-inf"], "-D BLOCK=-inf: not a finite number"),
+    (["-D", "BLOCK=1180591620717411303424"], "-D BLOCK=1180591620717411303424: out of the 64-bit integer range"),
+    (["-D", 'BLOCK="256"'], "-D BLOCK=\"256\": a quoted number is a string constexpr; write BLOCK=256"),
+    (["-D", "BLOCK=256", "-O", "num_warps=1180591620717411303424"],
+     "-O num_warps=1180591620717411303424: out of range (a 32-bit int)"),
+    (["-D", "BLOCK=256", "-O", "num_ctas=0"], "-O num_ctas=0: must be at least 1"),
+    (["-D", "BLOCK=256", "-O", "num_warps=-4"], "-O num_warps=-4: must be at least 1"),
+])
+def test_out_of_range_values_name_the_argument(capsys, args, says):
+    err = _refused(capsys, ADD, *SIG, *args)
+    assert says in err, err

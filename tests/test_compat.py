@@ -36,6 +36,15 @@ def test_key_functions_have_the_shape_we_wrap():
     assert "add_stages_inspection_hook()" not in inspect.getsource(compiler.compile)
 
 
+def test_each_compile_makes_its_own_backend():
+    """A compile's snapshot (compat.CompileSnapshot) rides on the backend object compile() makes and hands to
+    get_cache_key, then to add_stages: one per compile, never shared."""
+    source = inspect.getsource(compiler.compile)
+    assert "backend = make_backend(target)" in source and "get_cache_key(src, backend," in source
+    assert "backend.add_stages(stages, options, src.language" in source
+    assert not hasattr(compiler.make_backend, "cache_info")
+
+
 @pytest.mark.parametrize("target", ["sm90", "gfx950"])
 def test_backends_call_the_stages_hook_with_the_shapes_we_expect(target, no_auto_pipelines):
     """Every version: ``hook(backend, stages, options, language, capability)`` from add_stages.
@@ -61,6 +70,7 @@ def test_backends_call_the_stages_hook_with_the_shapes_we_expect(target, no_auto
     expected = ["ttir", "ttgir", "llir", "ptx", "cubin"] if target == "sm90" else ["ttir", "ttgir", "llir", "amdgcn", "hsaco"]
     assert list(stages) == expected
     assert (capability is None) == (target == "gfx950")
+    assert compat.stage_capability(backend, options) == capability  # what a compile snapshot applies with
 
 
 def test_pass_builders_take_a_pass_manager_first():

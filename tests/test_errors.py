@@ -46,6 +46,20 @@ def test_raising_pass_names_plugin_pass_stage_and_dumps_ir(dump_dir):
     check_recovered()
 
 
+def test_a_dump_folder_that_cannot_be_written_does_not_hide_the_pass_error(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("TRITIUM_DUMP_DIR", str(tmp_path / "file" / "dumps"))
+
+    @mlir_pass(name="explode")
+    def explode(mod, ctx):
+        raise ValueError("kaboom")
+
+    with pytest.raises(PassError, match=r"pass 'explode' in stage 'ttgir': raised ValueError: kaboom \(the IR "
+                                        r"could not be dumped: (NotADirectoryError|FileExistsError): .*TRITIUM_DUMP_DIR"):
+        compile_add(Pipeline("p").insert("ttgir", explode, at="end"))
+    check_recovered()
+
+
 def test_invalid_ir_is_caught_after_the_pass(dump_dir):
     @mlir_pass(name="break_verifier")
     def break_verifier(mod, ctx):
@@ -118,6 +132,29 @@ def test_llvm_ir_that_does_not_parse_is_a_pass_error_not_an_abort(dump_dir):
 
     with pytest.raises(PassError, match="pass 'mangle' in stage 'llir': returned LLVM IR that does not parse"):
         compile_add(Pipeline("t").insert("llir", mangle, at="end"))
+    check_recovered()
+
+
+@pytest.mark.parametrize("helper, why", [("import time; time.sleep(60)", "did not answer within 1 s"),
+                                         ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+                                          "process was killed")])
+def test_a_hung_or_killed_llvm_ir_checker_is_a_pass_error(dump_dir, monkeypatch, helper, why):
+    from tritium import compat, knobs
+
+    @text_pass("llir", name="edit")
+    def edit(text, ctx):
+        return text + "\n"
+
+    compat._llvm_checker.stop()
+    monkeypatch.setattr(compat, "_LLVM_CHECKER", helper)
+    try:
+        with knobs.runtime.scope(), pytest.raises(PassError, match=f"pass 'edit' in stage 'llir': returned LLVM IR that could not be "
+                                            f"checked: the LLVM IR check.*{why}"):
+            knobs.runtime.llvm_check_timeout = 1
+            compile_add(Pipeline("t").insert("llir", edit, at="end"))
+    finally:
+        compat._llvm_checker.stop()
+    monkeypatch.undo()
     check_recovered()
 
 

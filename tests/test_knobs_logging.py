@@ -111,3 +111,20 @@ def test_tritium_log_env_configures_a_handler(monkeypatch):
 def test_import_installed_the_listener():
     assert isinstance(triton_knobs.compilation.listener, log._Listener)
     assert tritium.knobs is knobs
+
+
+@pytest.mark.parametrize("group, name, value, says", [
+    ("plugins", "paths", ["a.py"], r"tritium.knobs.plugins.paths \(TRITIUM_PLUGIN_PATHS\) must be a str, not list"),
+    ("plugins", "disable_autoload", "yes", "plugins.disable_autoload .* must be a bool, not str"),
+    ("plugins", "pipeline", 3, "plugins.pipeline .* must be a str or None, not int"),
+    ("runtime", "dump_dir", 3, "runtime.dump_dir .* must be a str or None, not int"),
+    ("runtime", "llvm_check_timeout", 0, "runtime.llvm_check_timeout .* must be a positive int, not int"),
+    ("logs", "level", 10, "logs.level .* must be a str or None, not int"),
+])
+def test_knobs_check_their_type_when_set(group, name, value, says):
+    from tritium import knobs
+    section = getattr(knobs, group)
+    before = getattr(section, name)
+    with pytest.raises(TypeError, match=says):
+        setattr(section, name, value)
+    assert getattr(section, name) == before

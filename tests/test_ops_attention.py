@@ -54,6 +54,29 @@ def test_bad_input_names_the_argument(q, k, v, kwargs, exc, message):
         attention(q, k, v, **kwargs)
 
 
+def test_cpu_tensors_with_triton_interpret_set_after_import_are_explained(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # too late: Triton chose its driver at import
+    q = torch.zeros(1, 1, 8, 64, dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"tritium\.ops\.attention: q is a CPU tensor; .*TRITON_INTERPRET=1 \(set "
+                                         r"before triton is imported\)"):
+        attention(q, q, q)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(2 * 8 * 64 + 1, dtype=torch.float16)[1:].view(1, 2, 8, 64),  # contiguous, base 2 bytes off
+    lambda: torch.randn(1, 1, 8, 64, dtype=torch.float16).as_strided((1, 1, 8, 64), (3, 3, 64, 1)),  # size-1 dims
+])
+def test_inputs_tma_cannot_read_in_place_are_copied(make):
+    """A contiguous tensor whose base is not 16-byte aligned (a slice of a larger buffer), or whose size-1 dims
+    have odd strides, is one contiguous() returns as it is; TensorDescriptor asserted on it."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    from tritium.kernels.attention_ws_hopper import _tma_ready
+    x = make()
+    ready = _tma_ready(x)
+    assert ready.data_ptr() % 16 == 0 and torch.equal(ready, x)
+    TensorDescriptor.from_tensor(ready, [1, 1, 8, 64])
+
+
 def test_torch_compile_fullgraph_traces_the_op():
     """Dynamo traces the op through its fake implementation with no graph break (meta tensors, so no
     kernel runs); a shape error surfaces while tracing."""

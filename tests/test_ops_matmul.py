@@ -1,13 +1,17 @@
 """tritium.ops.matmul on the CPU without the interpreter: the per-shape heuristic, the autotune cache,
 argument errors, the fake implementation (meta tensors, torch.compile tracing), the compat pieces of
 the direct launch; and test_ops_matmul_interp.py run in a TRITON_INTERPRET=1 process."""
+import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
+import triton
 
 torch = pytest.importorskip("torch")
 
@@ -88,7 +92,7 @@ def test_autotune_cache_round_trip(tmp_path, monkeypatch):
     plans.set_autotune(None)
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"k": 3}', '{"k": ["pingpong", [1, 2]]}'])
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"k": 3}', '{"k": {"plan": ["pingpong", [1, 2]]}}'])
 def test_unreadable_autotune_cache_is_set_aside_with_a_warning(tmp_path, monkeypatch, text):
     path = tmp_path / "tune.json"
     path.write_text(text)
@@ -100,6 +104,59 @@ def test_unreadable_autotune_cache_is_set_aside_with_a_warning(tmp_path, monkeyp
     plans.record_plan("k", plan)  # rewrites the file as a cache
     plans.AUTOTUNE.forget()
     assert plans.cached_plan("k") == plan
+
+
+@pytest.mark.parametrize("where", ["folder", "under a file"])
+def test_unwritable_autotune_cache_warns_once_and_tunes_in_memory(tmp_path, monkeypatch, where):
+    path = tmp_path / "tune.json"
+    if where == "folder":
+        path.mkdir()
+    else:
+        (tmp_path / "file").write_text("")
+        path = tmp_path / "file" / "tune.json"
+    monkeypatch.setenv("TRITIUM_GEMM_AUTOTUNE_CACHE", str(path))
+    plans.AUTOTUNE.forget()
+    one, two = plans.Plan("cooperative", plans.coop.SMALL), plans.Plan("pingpong", plans.pingpong.LARGE)
+    with pytest.warns(RuntimeWarning, match=f"cannot write the autotune cache {re.escape(str(path))}") as seen:
+        plans.record_plan("k1", one)
+        plans.record_plan("k2", two)
+    assert len([w for w in seen if "cannot write" in str(w.message)]) == 1
+    assert (plans.cached_plan("k1"), plans.cached_plan("k2")) == (one, two)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == (["tune.json"] if where == "folder" else ["file"])
+
+
+def test_stale_autotune_entries_are_tuned_again(tmp_path, monkeypatch):
+    path = tmp_path / "tune.json"
+    plan = plans.Plan("cooperative", plans.coop.SMALL)
+    path.write_text(json.dumps({"old": ["cooperative", list(plans.coop.SMALL)],  # before stamps
+                                "other": {"plan": plan.to_json(), "stamp": "triton 0.1, kernels 0"},
+                                "same": {"plan": plan.to_json(), "stamp": plans.tuning_stamp()}}))
+    monkeypatch.setenv("TRITIUM_GEMM_AUTOTUNE_CACHE", str(path))
+    plans.AUTOTUNE.forget()
+    assert [plans.cached_plan(k) for k in ("old", "other", "same")] == [None, None, plan]
+    plans.record_plan("other", plan)
+    assert json.loads(path.read_text())["other"]["stamp"] == plans.tuning_stamp()
+    assert f"triton {triton.__version__}" in plans.tuning_stamp()
+
+
+def test_two_processes_tuning_into_one_file_keep_every_entry(tmp_path):
+    path, go = tmp_path / "tune.json", tmp_path / "go"
+    script = textwrap.dedent("""
+        import os, sys, time
+        from tritium.ops import plans
+        plan = plans.Plan("cooperative", plans.coop.SMALL)
+        while not os.path.exists(sys.argv[2]):
+            time.sleep(0.01)
+        for i in range(25):
+            plans.record_plan(f"{sys.argv[1]}-{i}", plan)
+    """)
+    env = dict(os.environ, TRITIUM_GEMM_AUTOTUNE_CACHE=str(path))
+    procs = [subprocess.Popen([sys.executable, "-c", script, name, str(go)], env=env) for name in "ab"]
+    time.sleep(0.5)
+    go.write_text("")
+    assert [p.wait(timeout=120) for p in procs] == [0, 0]
+    assert len(json.loads(path.read_text())) == 50
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["go", "tune.json", "tune.json.lock"]
 
 
 def test_set_autotune_takes_a_bool_or_none():
@@ -167,6 +224,26 @@ def test_torch_compile_fullgraph_traces_the_op():
     with pytest.raises(Exception, match=r"a's columns \(K=4\) must equal b's rows"):
         torch.compile(f, fullgraph=True, backend=backend)(_meta(6, 4), _meta(3, 5))
     torch._dynamo.reset()
+
+
+def test_a_type_error_while_tracing_is_not_logged_with_a_torch_traceback():
+    """Torch logs every TypeError a fake implementation raises (28 lines of its own frames on stderr) before
+    raising it again; the error itself is the report."""
+    import logging
+    records = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    logger.addHandler(handler)
+    torch._dynamo.reset()
+    try:
+        with pytest.raises(Exception, match=r"tritium.ops.matmul: a has dtype torch.float32"):
+            torch.compile(lambda x, y: matmul(x, y), fullgraph=True, backend="eager")(
+                _meta(8, 8, dtype=torch.float32), _meta(8, 8, dtype=torch.float32))
+    finally:
+        logger.removeHandler(handler)
+        torch._dynamo.reset()
+    assert not [r for r in records if "TypeError" in r.getMessage()], [r.getMessage() for r in records]
 
 
 def test_opcheck_schema_and_fake():

@@ -116,6 +116,23 @@ def test_gradcheck_float64():
     assert torch.autograd.gradcheck(matmul, (a, b), eps=1e-3, atol=1e-4, rtol=1e-3)
 
 
+@pytest.mark.parametrize("M,N,K", [(16, 16, 16), (128, 128, 128)])
+def test_float64_through_each_kernel_the_heuristic_would_pick(M, N, K):
+    """float64 takes the TMA kernels (the pointer kernel's dot has no float64 form) and accumulates in fp32:
+    16^3 (the small path for fp16) gave errors of 1e285, 128^3 raised an fp64 accumulator error."""
+    a, b = _operands(M, N, K, torch.float64, False)
+    c = matmul(a, b)
+    assert c.dtype == torch.float64 and _rel_err(c, a, b) < 1e-6
+    assert gemm.select_plan(a, b, torch.float64).kernel != "small"
+
+
+def test_gradcheck_float64_with_even_dimensions():
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randn(4, 2, dtype=torch.float64, generator=gen, requires_grad=True)
+    b = torch.randn(2, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    assert torch.autograd.gradcheck(matmul, (a, b), eps=1e-3, atol=1e-4, rtol=1e-3)
+
+
 def test_out_dtype_is_checked_as_on_a_gpu():
     """The interpreter's only extra is float64 inputs with a float64 result: fp16 inputs do not get a
     float64 result a GPU would refuse, and out_dtype is a torch.dtype, not its name."""

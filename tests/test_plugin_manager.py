@@ -2,6 +2,7 @@
 one manager at a time holds Triton's stages hook, and a manager's recorder traces its compilations."""
 import sys
 import threading
+import time
 
 import pytest
 import triton
@@ -261,3 +262,118 @@ def test_use_pipeline_blocks_exited_out_of_order_are_an_error_and_leave_none_act
 def test_load_plugin_of_an_empty_name_says_so():
     with pytest.raises(tp.PluginLoadError, match="load_plugin: an empty name"):
         tp.load_plugin("")
+
+
+def hook_state():
+    """Everything an enabled() block hands over and must give back exactly."""
+    return (knobs.runtime.add_stages_inspection_hook, compat.installed_stages_hook(), compiler.get_cache_key,
+            jit.get_cache_key, jit.compute_cache_key, tp.enabled_manager())
+
+
+def test_enabled_blocks_exited_out_of_order_are_refused_and_restore_what_was_there():
+    import contextlib
+    before = hook_state()
+    one, two = PluginManager("one"), PluginManager("two")
+    stack_one, stack_two = contextlib.ExitStack(), contextlib.ExitStack()
+    stack_one.enter_context(one.enabled())
+    stack_two.enter_context(two.enabled())
+    with pytest.raises(TritiumError, match=r"enabled\(\) blocks were exited out of order.*'one'.*'two'"):
+        stack_one.close()  # the outer block first
+    assert hook_state() == before  # what was there before the outer block
+    with pytest.raises(TritiumError, match=r"block of PluginManager\('two'.*closed after the block it was opened in"):
+        stack_two.close()
+    assert hook_state() == before
+    tp.enable()  # the default manager holds the hook again: enabling it is a no-op, not an error
+
+
+def test_enabled_blocks_fuzzed_across_threads_and_tasks_leave_the_hook_as_it_was():
+    """Threads each run random nestings of managers' enabled() blocks; asyncio tasks in one thread interleave
+    theirs (so some exit out of order, and are refused). Inside each block its manager holds the hook."""
+    import asyncio
+    import random
+    managers = [PluginManager(f"m{i}") for i in range(3)] + [tp.default_manager()]
+    before = hook_state()
+    keys = [m.pipelines_key() for m in managers]
+    wrong, errors = [], []
+
+    def nest(rng, depth):
+        manager = rng.choice(managers)
+        with manager.enabled():
+            time.sleep(rng.random() / 5000)  # let other threads run inside the block
+            if tp.enabled_manager() is not manager:
+                wrong.append(manager)
+            if depth and rng.random() < 0.6:
+                nest(rng, depth - 1)
+
+    def thread_body(seed):
+        rng = random.Random(seed)
+        try:
+            for _ in range(150):
+                nest(rng, 3)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    async def task_body(rng):
+        manager = rng.choice(managers)
+        try:
+            with manager.enabled():
+                await asyncio.sleep(rng.random() / 1000)
+        except TritiumError as e:
+            assert "out of order" in str(e) or "closed after the block it was opened in" in str(e), e
+
+    async def tasks(seed):
+        rng = random.Random(seed)
+        for _ in range(20):
+            await asyncio.gather(*(task_body(rng) for _ in range(4)))
+
+    def tasks_thread():
+        try:
+            asyncio.run(tasks(99))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=thread_body, args=(seed,)) for seed in range(3)]
+    threads.append(threading.Thread(target=tasks_thread))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert not wrong, f"{len(wrong)} blocks ran with another manager holding the hook"
+    assert hook_state() == before
+    assert [m.pipelines_key() for m in managers] == keys
+
+
+def test_enable_in_another_thread_waits_for_a_hand_over(monkeypatch):
+    """Mid-hand-over (the old manager disabled, the new one not yet in), no manager holds the hook: a plain
+    enable() from another thread must not slip in there."""
+    mine, outsider = PluginManager("mine"), PluginManager("outsider")
+    install, entered, release = compat.install_stages_hook, threading.Event(), threading.Event()
+
+    def slow_install(hook):
+        if hook.owner is mine:
+            entered.set()
+            release.wait(10)
+        install(hook)
+
+    monkeypatch.setattr(compat, "install_stages_hook", slow_install)
+    result = []
+
+    def other_thread():
+        entered.wait(10)
+        threading.Timer(0.3, release.set).start()
+        try:
+            outsider.enable()
+            result.append("enabled")
+        except TritiumError:
+            result.append("refused")
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    try:
+        with mine.enabled():
+            assert tp.enabled_manager() is mine
+            worker.join()
+    finally:
+        outsider.disable()
+    assert result == ["refused"] and tp.enabled_manager() is tp.default_manager()

@@ -208,3 +208,23 @@ def test_malformed_plugin_fails_alone_naming_its_field(tmp_path, monkeypatch, fi
     names = {lp.plugin.name for lp in tp.loaded_plugins()}
     assert "wellformed" in names and "malformed" not in names
     compiles_normally()  # the bad plugin broke nothing else
+
+
+@pytest.mark.parametrize("value, why", [
+    ('{"plugins": [], "pipeline": null, "key": null}', "plugins must be an object"),
+    ('{"plugins": {"a": 1}, "pipeline": null, "key": null}', "plugin 'a'.*a string or null"),
+    ('{"plugins": null, "pipeline": 3, "key": null}', "pipeline must be a string or null"),
+    ('{"plugins": null, "pipeline": ["x"], "key": null}', "pipeline must be a string or null"),
+    ('{"plugins": null, "pipeline": null, "key": {}}', "key must be a string or null"),
+    ('{"plugins": 1}', "has the keys plugins, pipeline and key"),
+    ("[1]", "'\\[1\\]'"),
+])
+def test_tritium_pipeline_of_any_shape_warns_and_import_goes_on(value, why):
+    """What ``import tritium`` runs with TRITIUM_PIPELINE set: a value of the wrong shape is a warning naming
+    the field, never an exception out of the import."""
+    from tritium import handoff, knobs
+    with knobs.plugins.scope():
+        knobs.plugins.pipeline = value
+        with pytest.warns(UserWarning, match=f"TRITIUM_PIPELINE not applied, compiling with no pipeline: .*{why}"):
+            assert handoff.bootstrap() is None
+    assert tp.active_pipeline() is None

@@ -5,6 +5,7 @@ import argparse
 import dataclasses
 import importlib
 import importlib.util
+import math
 import os
 import sys
 import typing
@@ -137,6 +138,10 @@ def _constexpr_value(what: str, text: str) -> Any:
     (``'"relu"'``). A bare word is refused, since a constexpr that is a string by mistake fails deep in codegen."""
     number = _number(text)
     if number is not None:
+        if not math.isfinite(number):
+            raise CommandError(f"{what}={text}: not a finite number")
+        if isinstance(number, int) and not -2**63 <= number < 2**64:
+            raise CommandError(f"{what}={text}: out of the 64-bit integer range")
         return number
     if text in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[text]
@@ -144,6 +149,9 @@ def _constexpr_value(what: str, text: str) -> Any:
     if isinstance(dtype, tl.dtype):
         return dtype
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        if _number(text[1:-1]) is not None:
+            raise CommandError(f"{what}={text}: a quoted number is a string constexpr; write "
+                               f"{what.split()[-1]}={text[1:-1]} for the number")
         return text[1:-1]
     raise CommandError(f"{what}={text}: not a constexpr value; write a number, True, False, None, a type "
                        f"({', '.join(_scalar_types())} or tl.NAME) or a quoted string ('\"{text}\"')")
@@ -188,6 +196,10 @@ def _option_fields(backend: Any) -> dict[str, Any]:
     return {f.name: hints.get(f.name, type(f.default)) for f in dataclasses.fields(options_type)}
 
 
+#: Options that count warps or CTAs: Triton fails deep in a pass, printing MLIR, when one is below 1.
+_COUNTS = ("num_warps", "num_ctas", "warp_size")
+
+
 def _option_value(what: str, hint: Any, text: str) -> Any:
     """``text`` as a value of an option typed ``hint``: int, float, bool, str, a tuple of str (comma-separated),
     or Optional of one (``None``)."""
@@ -204,9 +216,14 @@ def _option_value(what: str, hint: Any, text: str) -> Any:
         raise CommandError(f"{what}: expected True or False")
     if hint in (int, float):
         try:
-            return hint(text)
+            value = hint(text)
         except ValueError:
             raise CommandError(f"{what}: expected {'an int' if hint is int else 'a float'}") from None
+        if hint is int and not -2**31 <= value < 2**31:  # Triton hands options to C++ as ints
+            raise CommandError(f"{what}: out of range (a 32-bit int)")
+        if what.split("=")[0].split()[-1] in _COUNTS and value < 1:
+            raise CommandError(f"{what}: must be at least 1")
+        return value
     if hint is str:
         return text
     raise CommandError(f"{what}: an option of type {getattr(hint, '__name__', hint)} cannot be given here")

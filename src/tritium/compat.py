@@ -23,12 +23,13 @@ What only TLX needs (binding enums, load cache hints, the TMA store wait, cluste
 """
 from __future__ import annotations
 
-import faulthandler
+import atexit
 import functools
 import os
 import re
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
@@ -55,35 +56,88 @@ StagesHook = Callable[..., Any]
 class ChainedHook:
     """A plugin manager's stages hook, with whatever hook was in Triton's slot before it called first.
 
-    ``key(kernel, fresh=False)`` gives ``(key, hash)`` for compiling ``kernel`` (a JITFunction, or None when
-    Triton does not say which kernel: the 3.7+ protocol), ``fresh`` when a compile asks (so not from a cache
-    kept for launches); ``apply(..., kernel)`` edits the stages.
+    ``key(kernel, fresh=False)`` gives ``(key, hash)`` for launching ``kernel`` (a JITFunction, or None when
+    Triton does not say which kernel: the 3.7+ protocol). A compile instead takes one ``snapshot(kernel)``,
+    ``(key, payload)`` read together, and ``apply(payload, backend, stages, options, language, capability)``
+    edits that compile's stages with exactly that payload, so the binary carries what its key says even if
+    other threads switch pipelines or managers meanwhile (see :class:`CompileSnapshot`).
     The manager (``owner``) makes and owns it; :func:`install_stages_hook` sets ``previous``. ``error`` makes
     the exception raised when a compile finds another hook set over this one (the plugin core's
     ``PipelineError``: this floor imports nothing of the plugin core).
     """
 
-    def __init__(self, apply: Callable[..., None], key: Callable[..., tuple[str, str]], owner: Any, *,
-                 error: Callable[[str], Exception]) -> None:
-        self.apply, self.key, self.owner, self.error = apply, key, owner, error
+    def __init__(self, apply: Callable[..., None], key: Callable[..., tuple[str, str]],
+                 snapshot: Callable[[Any], tuple[str, Any]], owner: Any, *, error: Callable[[str], Exception]) -> None:
+        self.apply, self.key, self.snapshot, self.owner, self.error = apply, key, snapshot, owner, error
         self.previous: Optional[StagesHook] = None
 
     def __call__(self, *args: Any) -> Any:
         if not args:  # the 3.7+ key protocol: compile() asks for the on-disk key, every launch for the JIT's
-            key, digest = self.key(None, sys._getframe(1).f_code is _COMPILE_CODE)
+            if sys._getframe(1).f_code is _COMPILE_CODE:
+                snap, _compiling.snapshot = _compiling.snapshot, None  # taken by _checked_get_cache_key just before
+                key, digest = ("", "") if snap is None else (snap.commit(), "")
+            else:
+                key, digest = self.key(None, False)
             if self.previous is not None and NATIVE_HOOK_PROTOCOL:
                 prev_key, prev_digest = self.previous()
                 key, digest = "|".join(filter(None, (prev_key, key))), f"{prev_digest}{digest}"
             return key, digest
         if self.previous is not None:
             self.previous(*args)
-        self.apply(*args, kernel=_compiling.kernel)
+        snap = CompileSnapshot.of(args[0])
+        if snap is not None:  # None: not a compile tritium keyed (add_stages called directly, or keyed while disabled)
+            snap.apply(*args)
         return None
 
 
+@dataclass
+class CompileSnapshot:
+    """What one compile's key was computed from, attached to that compile's backend object (3.6+ make a new
+    one per compile) and applied by whichever tritium hook its ``add_stages`` calls, or by the wrapper below
+    when none is in the slot any more (another thread disabled tritium after the key was computed).
+
+    ``committed``: the key really went into the compile's cache key (3.7+: when Triton asked the hook).
+    """
+    hook: ChainedHook
+    key: str
+    payload: Any
+    committed: bool
+    applied: bool = False
+
+    @staticmethod
+    def of(backend: Any) -> Optional["CompileSnapshot"]:
+        return getattr(getattr(backend, "__dict__", {}).get("add_stages"), "snapshot", None)
+
+    def commit(self) -> str:
+        self.committed = True
+        return self.key
+
+    def apply(self, backend: Any, stages: dict, options: Any, language: Any, capability: Any) -> None:
+        if self.committed and not self.applied:
+            self.applied = True
+            self.hook.apply(self.payload, backend, stages, options, language, capability)
+
+    def attach(self, backend: Any) -> None:
+        original = type(backend).add_stages.__get__(backend)
+
+        def add_stages(stages: dict, options: Any, language: Any) -> None:
+            original(stages, options, language)  # calls the hook in Triton's slot, which applies the snapshot
+            self.apply(backend, stages, options, language, stage_capability(backend, options))
+
+        add_stages.snapshot = self  # type: ignore[attr-defined]
+        backend.add_stages = add_stages
+
+
+def stage_capability(backend: Any, options: Any) -> Any:
+    """The ``capability`` argument the backend's ``add_stages`` passes to the stages hook (NVIDIA: the SM
+    number; others: None)."""
+    parse = getattr(backend, "_parse_arch", None)
+    return parse(options.arch) if parse is not None and hasattr(options, "arch") else None
+
+
 class _Compiling(threading.local):
-    #: the kernel whose compilation is under way on this thread (3.6: seen by the wrapped key function)
-    kernel: Any = None
+    #: 3.7+: the snapshot _checked_get_cache_key took, until compile() asks the hook for its key
+    snapshot: Optional[CompileSnapshot] = None
 
 
 _compiling = _Compiling()
@@ -100,33 +154,47 @@ _COMPILE_CODE = _compiler.compile.__code__
 _KERNEL = object()
 
 
+def _take_snapshot(src: Any, backend: Any, committed: bool) -> Optional[CompileSnapshot]:
+    """The compile's one reading of the enabled manager's state, attached to its backend; None when no
+    pipeline is in effect (nothing to apply, and the key stays bare Triton's)."""
+    hook = _installed  # read once: another thread may enable or disable meanwhile
+    if hook is None:
+        return None
+    key, payload = hook.snapshot(getattr(src, "fn", None))
+    if not key:
+        return None
+    _check_hook_is_ours(hook, key)
+    snap = CompileSnapshot(hook, key, payload, committed)
+    snap.attach(backend)
+    return snap
+
+
 def _keyed_get_cache_key(src, backend, backend_options, env_vars):
+    """3.6, in compile(): the key of the snapshot this compile's stages will apply."""
     base = _orig_get_cache_key(src, backend, backend_options, env_vars)
-    # compile() computes this key right before it builds the stages, so it tells the stages hook
-    # which kernel it is compiling.
-    kernel = _compiling.kernel = getattr(src, "fn", None)
-    if _installed is not None:
-        key, _ = _installed.key(kernel, True)  # compiling: a key computed afresh, never one cached for launches
-        if key:
-            _check_hook_is_ours(key)
-            return f"{base}-tritium-{key}"
-    return base
+    snap = _take_snapshot(src, backend, committed=True)
+    return base if snap is None else f"{base}-tritium-{snap.key}"
+
+
+def _jit_get_cache_key(src, backend, backend_options, env_vars):
+    """3.6, the JIT's async path: a key to deduplicate submissions with; compile() takes its own snapshot."""
+    base = _orig_jit_get_cache_key(src, backend, backend_options, env_vars)
+    hook = _installed
+    key = hook.key(getattr(src, "fn", None), True)[0] if hook is not None else ""
+    return f"{base}-tritium-{key}" if key else base
 
 
 def _checked_get_cache_key(src, backend, backend_options, env_vars):
-    """3.7+: Triton folds the hook's key in itself; this only refuses a compile whose pipelines a hook set
-    over tritium's would skip."""
-    if _installed is not None and knobs.runtime.add_stages_inspection_hook is not _installed:
-        key, _ = _installed.key(getattr(src, "fn", None))
-        if key:
-            _check_hook_is_ours(key)
+    """3.7+: Triton folds the hook's key in itself, asking right after this; the snapshot taken here is what
+    it gets (and commits it)."""
+    _compiling.snapshot = _take_snapshot(src, backend, committed=False)
     return _orig_get_cache_key(src, backend, backend_options, env_vars)
 
 
-def _check_hook_is_ours(key: str) -> None:
+def _check_hook_is_ours(hook: ChainedHook, key: str) -> None:
     """A hook set over ours after import would skip the pipelines (3.6: while their key still names them)."""
     current = knobs.runtime.add_stages_inspection_hook
-    if current is not _installed:
+    if current is not hook and _installed is hook:  # (not a manager enabled or disabled by another thread)
         skipped = ("Triton would ask that hook instead, so the pipelines in effect ({key}) would be skipped"
                    if NATIVE_HOOK_PROTOCOL else "the pipelines in effect ({key}) would not run and the binary "
                    "would be cached under a key that does not describe it")
@@ -196,7 +264,7 @@ def install_stages_hook(hook: ChainedHook) -> None:
     knobs.runtime.add_stages_inspection_hook = hook
     if not NATIVE_HOOK_PROTOCOL:
         _compiler.get_cache_key = _keyed_get_cache_key
-        _jit.get_cache_key = _keyed_get_cache_key
+        _jit.get_cache_key = _jit_get_cache_key
         _jit.compute_cache_key = _keyed_compute_cache_key
     else:
         _compiler.get_cache_key = _checked_get_cache_key
@@ -340,47 +408,118 @@ def _scratch_context() -> Any:
 
 #: Triton >= 3.8's ``llvm.translate_to_asm`` takes a ``canonicalize_gep`` flag after ``is_object``.
 LLVM_TRANSLATE_CANONICALIZE_GEP: bool = TRITON_VERSION >= (3, 8)
-_CHILD_ERROR = "tritium-child-python-error: "
+
+#: The LLVM IR checker's code: a fresh interpreter (never a fork of the caller, which may be running threads)
+#: that reads length-prefixed IR on stdin and answers on stdout, where LLVM's own messages also go.
+_LLVM_CHECKER = r"""
+import faulthandler, os, re, struct, sys
+faulthandler.disable()  # LLVM aborts on bad IR: that is the answer, not a crash to report
+from triton._C.libtriton import llvm
+answer = os.dup(1)
+os.dup2(1, 2)
+extra = (False,) if sys.argv[1] == "1" else ()
+while True:
+    head = sys.stdin.buffer.read(8)
+    if len(head) < 8:
+        break
+    text = sys.stdin.buffer.read(struct.unpack("<Q", head)[0]).decode()
+    triple = re.search(r'target triple = "([^"]+)"', text)
+    try:  # translate_to_asm(ir, triple, proc, features, flags, enable_fp_fusion, is_object[, canonicalize_gep])
+        llvm.translate_to_asm(text, triple.group(1) if triple else "nvptx64-nvidia-cuda", "", "", [], False, False,
+                              *extra)
+        reply = "ok"
+    except TypeError as e:  # the binding's arguments changed
+        reply = "typeerror " + str(e).replace(chr(10), " ")
+    os.write(answer, ("\n" + sys.argv[2] + reply + "\n").encode())
+"""
 
 
-def llvm_ir_parse_error(text: str) -> Optional[str]:
+class LLVMCheckError(RuntimeError):
+    """The LLVM IR checker did not answer: it hung past the timeout, or was killed."""
+
+
+class _LLVMChecker:
+    """One checker process, started on first use and kept for the next checks; one check at a time."""
+    MARK = "tritium-llvm-check-answer: "
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: Optional[Any] = None
+
+    def _start(self) -> Any:
+        import subprocess
+        self.proc = subprocess.Popen([sys.executable, "-c", _LLVM_CHECKER, "1" if LLVM_TRANSLATE_CANONICALIZE_GEP
+                                      else "0", self.MARK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        return self.proc
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if proc is not None:
+            proc.wait()
+            proc.stdin.close()
+            proc.stdout.close()
+
+    def check(self, text: str, timeout: float) -> tuple[bool, str]:
+        """``(answered, output)``: answered False when the process died on this IR (LLVM aborts on a parse
+        error), with what it printed."""
+        import select
+        import struct
+        with self.lock:
+            proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
+            data = text.encode()
+            try:
+                proc.stdin.write(struct.pack("<Q", len(data)) + data)
+                proc.stdin.flush()
+            except BrokenPipeError:  # died before reading (killed meanwhile): its output says why
+                pass
+            out, deadline = b"", time.monotonic() + timeout
+            fd = proc.stdout.fileno()
+            while self.MARK.encode() not in out or not out.endswith(b"\n"):
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    self.stop()
+                    raise LLVMCheckError(f"the LLVM IR check did not answer within {timeout:g} s "
+                                         "(tritium.knobs.runtime.llvm_check_timeout); its process was stopped")
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:  # the process ended
+                    code = proc.wait()
+                    self.stop()
+                    message = out.decode(errors="replace").strip()
+                    if code in (-9, -15):  # SIGKILL, SIGTERM: killed, not LLVM's answer
+                        raise LLVMCheckError(f"the LLVM IR check's process was killed (signal {-code})"
+                                             + (f": {message}" if message else ""))
+                    return False, message
+                out += chunk
+            return True, out.decode(errors="replace").split(self.MARK)[-1].strip()
+
+
+_llvm_checker = _LLVMChecker()
+atexit.register(_llvm_checker.stop)
+
+
+def llvm_ir_parse_error(text: str, timeout: float = 120.0) -> Optional[str]:
     """LLVM's message if ``text`` is not valid LLVM IR, else None.
 
-    Triton parses LLVM IR with a fatal-error handler that aborts the process, so the parse runs in a
-    forked child (LLVM's translation, whose parse step is what matters); only a parse failure
-    counts. Where fork is unavailable nothing is checked. A ``TypeError`` in the child (a Triton whose
-    ``translate_to_asm`` takes other arguments) is raised here, not taken for valid IR.
+    Triton parses LLVM IR with a fatal-error handler that aborts the process, so the parse runs in a helper
+    process, started once (a fresh interpreter, so a threaded caller is never forked) and reused; it runs
+    LLVM's translation, whose parse step is what matters, and only a parse failure counts.
+
+    Raises:
+        LLVMCheckError: the helper did not answer within ``timeout`` seconds, or was killed.
+        RuntimeError: this Triton's ``translate_to_asm`` takes other arguments (never taken for valid IR).
     """
-    if not hasattr(os, "fork"):
+    if os.name != "posix":  # the helper's pipe is waited on with select()
         return None
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: parse (and translate), report on stderr, never return
-        code = 0
-        try:
-            os.close(read)
-            os.dup2(write, 2)
-            faulthandler.disable()  # LLVM aborts on bad IR: that is the answer, not a crash to report
-            triple = re.search(r'target triple = "([^"]+)"', text)
-            # translate_to_asm(ir, triple, proc, features, flags, enable_fp_fusion, is_object[, canonicalize_gep])
-            extra = (False, ) if LLVM_TRANSLATE_CANONICALIZE_GEP else ()
-            llvm.translate_to_asm(text, triple.group(1) if triple else "nvptx64-nvidia-cuda", "", "", [], False,
-                                  False, *extra)
-        except TypeError as e:  # the binding's arguments changed: reported to the parent, which raises it
-            os.write(2, f"{_CHILD_ERROR}{e}".encode())
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        message = f.read().decode(errors="replace")
-    _, status = os.waitpid(pid, 0)
-    if _CHILD_ERROR in message:
-        raise RuntimeError("tritium.compat.llvm_ir_parse_error: llvm.translate_to_asm does not take these "
-                           f"arguments on triton {triton.__version__}: {message.split(_CHILD_ERROR, 1)[1]}")
-    if status != 0 and "parse" in message:
-        return message.strip()
-    return None
+    answered, output = _llvm_checker.check(text, timeout)
+    if answered:
+        if output.startswith("typeerror "):
+            raise RuntimeError("tritium.compat.llvm_ir_parse_error: llvm.translate_to_asm does not take these "
+                               f"arguments on triton {triton.__version__}: {output[len('typeerror '):]}")
+        return None
+    return output if "parse" in output else None
 
 
 def run_plain(pm: Any, mod: Any, name: str) -> None:

@@ -21,7 +21,7 @@ import warnings
 from typing import Iterator, Optional
 
 from . import knobs, plugins
-from .plugins import Pipeline, PipelineError, PluginLoadError
+from .plugins import Pipeline, PipelineError, PluginLoadError, TritiumError
 
 ENV = "TRITIUM_PIPELINE"
 
@@ -78,6 +78,17 @@ def _parse(text: str) -> dict:
         raise PipelineError(f"{ENV}: not a pipeline spec (JSON from tritium.handoff.spec()): {e}") from e
     if not isinstance(state, dict) or set(state) != {"plugins", "pipeline", "key"}:
         raise PipelineError(f"{ENV}: a pipeline spec has the keys plugins, pipeline and key; got {text[:200]!r}")
+    wanted = state["plugins"]
+    if wanted is not None and not isinstance(wanted, dict):
+        raise PipelineError(f"{ENV}: plugins must be an object (plugin name: file, module or null) or null, "
+                            f"not {type(wanted).__name__}")
+    for name, source in (wanted or {}).items():
+        if source is not None and not isinstance(source, str):
+            raise PipelineError(f"{ENV}: plugin {name!r} must name a file or module as a string or null, "
+                                f"not {type(source).__name__}")
+    for field in ("pipeline", "key"):
+        if state[field] is not None and not isinstance(state[field], str):
+            raise PipelineError(f"{ENV}: {field} must be a string or null, not {type(state[field]).__name__}")
     return state
 
 
@@ -124,7 +135,7 @@ def bootstrap() -> Optional[Pipeline]:
         if pipeline is not None:
             plugins.activate(pipeline)
         _check_key(expected)
-    except (PipelineError, PluginLoadError) as e:
+    except TritiumError as e:  # PipelineError, PluginLoadError
         plugins.deactivate()
         warnings.warn(f"{ENV} not applied, compiling with no pipeline: {e}", stacklevel=2)
         return None

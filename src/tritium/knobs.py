@@ -14,14 +14,53 @@ so values parse exactly as Triton's do (``1/true/on/yes`` for booleans).
 """
 from __future__ import annotations
 
-from triton.knobs import base_knobs, env_bool, env_opt_str, env_str
+from typing import Any
+
+from triton import knobs as _triton_knobs
+from triton.knobs import base_knobs
 
 __all__ = ["plugins", "runtime", "logs", "base_knobs"]
 
 
+class _Checked:
+    """Checks the type of a value set in code, naming the knob: a wrong one would fail later, far away
+    (``paths = [file]`` used to fail in ``discover()`` with "'list' object has no attribute 'split'")."""
+    expected = "a value"
+    accepts: tuple = ()
+
+    def check(self, value: Any) -> bool:
+        return isinstance(value, self.accepts) and not (isinstance(value, bool) and bool not in self.accepts)
+
+    def __set__(self, obj: object, value: Any) -> None:
+        if not isinstance(value, _triton_knobs.Env) and not self.check(value):
+            group = type(obj).__name__.removesuffix("_knobs")
+            raise TypeError(f"tritium.knobs.{group}.{self.name} ({self.key}) must be {self.expected}, not "
+                            f"{type(value).__name__} ({value!r})")
+        super().__set__(obj, value)  # type: ignore[misc]
+
+
+class env_str(_Checked, _triton_knobs.env_str):
+    expected, accepts = "a str", (str,)
+
+
+class env_opt_str(_Checked, _triton_knobs.env_opt_str):
+    expected, accepts = "a str or None", (str, type(None))
+
+
+class env_bool(_Checked, _triton_knobs.env_bool):
+    expected, accepts = "a bool", (bool,)
+
+
+class env_positive_int(_Checked, _triton_knobs.env_int):
+    expected, accepts = "a positive int", (int,)
+
+    def check(self, value: Any) -> bool:
+        return super().check(value) and value > 0
+
+
 class plugins_knobs(base_knobs):
     """How plugins are found at ``import tritium`` (docs/plugins.md)."""
-    #: Colon-separated ``.py`` files, package folders or module names to load as plugins.
+    #: Colon-separated ``.py`` files, package folders or module names to load as plugins (one string).
     paths: env_str = env_str("TRITIUM_PLUGIN_PATHS", "")
     #: Triton's own list of native ``.so`` plugins; tritium loads them where Triton leaves that to the caller (3.9+).
     native_paths: env_str = env_str("TRITON_PLUGIN_PATHS", "")
@@ -35,6 +74,8 @@ class plugins_knobs(base_knobs):
 class runtime_knobs(base_knobs):
     #: Where a failing Python pass's input IR is written (default: ``$TMPDIR/tritium-dumps``).
     dump_dir: env_opt_str = env_opt_str("TRITIUM_DUMP_DIR")
+    #: Seconds to wait for the helper process that checks the LLVM IR a Python ``llir`` pass returns.
+    llvm_check_timeout: env_positive_int = env_positive_int("TRITIUM_LLVM_CHECK_TIMEOUT", 120)
 
 
 class logs_knobs(base_knobs):

@@ -21,7 +21,10 @@ SHAPES = [(2, 3, 1024), (1, 2, 1000), (3, 2, 1), (1, 4, 128), (2, 2, 257), (1, 2
 
 def check(fn, B, H, S, D, dtype, causal, q_layout="bhsd"):
     gen = torch.Generator(device="cuda").manual_seed(B * 1000 + H * 100 + S + D + causal)
-    if q_layout == "bshd":  # [B, S, H, D] memory seen as [B, H, S, D]
+    if q_layout == "offset":  # contiguous, but 2 bytes into a larger buffer: a base TMA cannot address
+        q, k, v = (torch.randn(B * H * S * D + 1, device="cuda", dtype=dtype, generator=gen)[1:].view(B, H, S, D)
+                   for _ in range(3))
+    elif q_layout == "bshd":  # [B, S, H, D] memory seen as [B, H, S, D]
         q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=dtype, generator=gen).transpose(1, 2)
                    for _ in range(3))
     else:
@@ -49,6 +52,11 @@ def test_attention_matches_sdpa_fp32(B, H, S, D, dtype, causal, variant):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_strided_bshd_inputs(variant):
     check(VARIANTS[variant], 2, 4, 777, 128, torch.float16, True, q_layout="bshd")
+
+
+def test_misaligned_base_inputs_through_the_op():
+    from tritium.ops import attention as op
+    check(op, 1, 2, 300, 64, torch.bfloat16, False, q_layout="offset")
 
 
 def test_results_are_deterministic_and_leave_inputs_alone():

@@ -219,9 +219,11 @@ def check_shapes(q, k, v, op: str = "attention") -> None:
 
 def _tma_ready(x):
     """``x`` itself if TMA can read it in place (unit last stride, 16-byte aligned base and strides), else a copy."""
+    import torch
+
     elem = x.element_size()
     aligned = x.stride(3) == 1 and x.data_ptr() % 16 == 0 and all(s > 0 and s * elem % 16 == 0 for s in x.stride()[:3])
-    return x if aligned else x.contiguous()
+    return x if aligned else x.clone(memory_format=torch.contiguous_format)  # contiguous() keeps a misaligned base
 
 
 def launch(kernel, q, k, v, causal: bool, sm_scale: float | None, config: Config | None):

@@ -1,7 +1,22 @@
 """Torch operators backed by tritium's kernels: ``tritium.ops.matmul`` (``torch.ops.tritium.matmul``) and
 ``tritium.ops.attention`` (``torch.ops.tritium.attention``); docs/torch.md lists which kernel each runs."""
+import logging as _logging
+
 from .attention import attention
 from .gemm import matmul
 from .trimul import trimul  # torch.ops.tritium.trimul, the fused triangle multiplicative update
+
+
+
+class _OwnArgumentErrors(_logging.Filter):
+    """Drops torch's log of a TypeError that an op's fake implementation raised while tracing (a dtype error
+    naming the argument): torch raises it again right after, and the log adds 28 lines of its own frames."""
+
+    def filter(self, record: _logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(error, TypeError) and str(error).startswith("tritium.ops."))
+
+
+_logging.getLogger("torch._subclasses.fake_tensor").addFilter(_OwnArgumentErrors())
 
 __all__ = ["matmul", "attention", "trimul"]

@@ -23,6 +23,7 @@ import torch
 
 from ..kernels.attention import pick_kernel
 from ..kernels.attention_ws_hopper import check_inputs, check_shapes, launch
+from . import launch as ops_launch
 
 _OP = "tritium.ops.attention"
 
@@ -36,6 +37,7 @@ def _check_scale(sm_scale: Optional[float]) -> None:
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                sm_scale: Optional[float] = None) -> torch.Tensor:
     check_inputs(q, k, v, _OP)
+    ops_launch.check_not_cpu(_OP, "q", q)  # TRITON_INTERPRET=1 set after import passes check_inputs
     _check_scale(sm_scale)
     kernel = pick_kernel(q.shape[2], q.shape[3])
     if q.device.type == "cuda" and q.device.index != torch.cuda.current_device():

@@ -4,7 +4,8 @@ Contract:
 
 * ``a`` [M, K] and ``b`` [K, N], both float16 or both bfloat16, on one CUDA device (or on the CPU
   under ``TRITON_INTERPRET=1``, where float64 inputs are accepted too, with a float64 result, so that
-  ``torch.autograd.gradcheck`` can run through the kernels); any M, N, K >= 0 (ragged, K = 1, empty).
+  ``torch.autograd.gradcheck`` can run through the kernels: float64 takes the TMA kernels, accumulating in
+  fp32, never the small-problem one); any M, N, K >= 0 (ragged, K = 1, empty).
 * fp32 accumulation; the result is a new contiguous [M, N] tensor of ``out_dtype`` (float16,
   bfloat16 or float32), by default the inputs' dtype.
 * Layouts: row-major operands (unit column stride, any row stride) are read in place. Any other
@@ -73,9 +74,7 @@ def _check(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -
                         "torch.bfloat16 or torch.float32" + (" (torch.float64 needs float64 inputs)" if interp else ""))
     if b.device != a.device:
         raise ValueError(f"{_OP}: b is on {b.device} but a is on {a.device}; both must be on one device")
-    if a.device.type == "cpu" and not interp:
-        raise ValueError(f"{_OP}: a is a CPU tensor; the kernels run on CUDA devices, or on the CPU only under "
-                         "TRITON_INTERPRET=1 (set before triton is imported)")
+    launch.check_not_cpu(_OP, "a", a)
     if a.device.type not in ("cuda", "cpu", "meta"):
         raise ValueError(f"{_OP}: a is on {a.device}; the kernels run on CUDA devices")
 
@@ -90,8 +89,10 @@ def select_plan(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> pla
     the heuristic's."""
     M, K = a.shape
     N = b.shape[1]
-    # the small path is a cp.async kernel: what counts is the row strides it would read
-    even = plans.even_layout(launch.kernel_row_stride(a, False), launch.kernel_row_stride(b, False), K, N)
+    # the small path is a cp.async kernel: what counts is the row strides it would read. Its fp16/bf16 dot has no
+    # float64 form (an fp64 accumulator, garbage results), so float64 (interpreter only) takes the TMA kernels.
+    even = a.dtype != torch.float64 and plans.even_layout(launch.kernel_row_stride(a, False),
+                                                          launch.kernel_row_stride(b, False), K, N)
     sms = launch.sm_count(a.device)
     if not plans.autotune_enabled() or a.device.type != "cuda":
         return _heuristic(M, N, K, sms, even)

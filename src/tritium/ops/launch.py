@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 import triton
 
@@ -47,6 +48,14 @@ DESCRIPTORS_PER_OPERAND = 8
 #: overlap that kernel's tail. On the H200, in CUDA-graph replay of back-to-back calls, this made 256^3 to
 #: 2048^3 2 to 21% faster and 4096^3 and 8192^3 0.2 to 3% slower (docs/benchmarks.md, fifth session).
 PDL_MAX_WORK = 2048 ** 3
+
+def check_not_cpu(op: str, name: str, tensor: Any) -> None:
+    """Refuse a CPU tensor unless Triton was imported interpreting: setting ``TRITON_INTERPRET=1`` later changes
+    nothing (Triton chose its driver at import), and launching then fails with "0 active drivers"."""
+    if tensor.device.type == "cpu" and not interpreting():
+        raise ValueError(f"{op}: {name} is a CPU tensor; the kernels run on CUDA devices, or on the CPU only under "
+                         "TRITON_INTERPRET=1 (set before triton is imported)")
+
 
 @dataclass
 class _Compiled:

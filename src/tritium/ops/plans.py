@@ -50,18 +50,23 @@ Autotuning is off by default. With ``TRITIUM_GEMM_AUTOTUNE=1`` at import (or :fu
 first call on a new (device, dtype, out dtype, M, N, K) times every candidate of
 :func:`candidates` once and remembers the fastest in a JSON file
 (``$TRITIUM_GEMM_AUTOTUNE_CACHE``, default ``~/.cache/tritium/gemm_autotune.json``); later calls
-and later processes read the choice from it. Without autotuning a new shape costs one compile.
+and later processes read the choice from it, while the versions and kernel sources it was tuned with
+(:func:`tuning_stamp`) still hold. Processes tuning into one file merge their entries under a file lock;
+a path that cannot be written warns once and the choices stay in memory. Without autotuning a new shape
+costs one compile.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import tempfile
 import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import triton
 
@@ -312,12 +317,50 @@ def cache_key(device_name: str, dtype: str, out_dtype: str, M: int, N: int, K: i
     return f"{device_name}|{dtype}|{out_dtype}|{M}x{N}x{K}"
 
 
+@functools.lru_cache(maxsize=1)
+def tuning_stamp() -> str:
+    """What a tuned choice depends on besides the device and the problem: the versions of Triton, torch and
+    tritium, and the source of every GEMM kernel (Triton's hash of it, helpers included). An entry recorded
+    under another stamp is stale: it is tuned again and replaced."""
+    import hashlib
+    import importlib.metadata as md
+
+    def version(name: str) -> str:
+        try:
+            return md.version(name)
+        except md.PackageNotFoundError:
+            return "none"
+    sources = "|".join(getattr(v.kernel, "cache_key", None) or getattr(v.kernel, "src", "") for v in VARIANTS.values())
+    kernels = hashlib.sha256(sources.encode()).hexdigest()[:16]
+    return f"triton {triton.__version__}, torch {version('torch')}, tritium {version('tritium')}, kernels {kernels}"
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` + ``.lock`` (POSIX ``fcntl``; elsewhere writes are only atomic)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 class AutotuneCache:
     """Whether the op autotunes, and the plans it chose, in memory and in one JSON file.
 
     The file is ``$TRITIUM_GEMM_AUTOTUNE_CACHE`` (default ``~/.cache/tritium/gemm_autotune.json``), read
-    again whenever that variable names another file. A file that cannot be read as a cache is set
-    aside with a warning naming it: the cache only saves tuning time, so it never fails a matmul.
+    again whenever that variable names another file. The cache only saves tuning time, so it never fails
+    a matmul: a file that cannot be read as a cache is set aside with a warning naming it, and a path that
+    cannot be written (a read-only folder, a folder in its place) warns once and the process tunes in
+    memory. Writers in several processes merge their entries: each write re-reads the file under a lock
+    and replaces it atomically. An entry is ``{"plan": ..., "stamp": tuning_stamp()}``; one with another
+    stamp (other versions, edited kernels) is stale and tuned again.
     """
 
     def __init__(self) -> None:
@@ -325,6 +368,7 @@ class AutotuneCache:
         self._enabled: bool | None = None  # None: follow TRITIUM_GEMM_AUTOTUNE
         self._memory: dict[str, Plan] = {}
         self._loaded_from: Path | None = None
+        self._unwritable: set[Path] = set()  # paths already warned about
         #: Bumped by :meth:`set_enabled`: calls planned under another setting are not reused.
         self.generation = 0
 
@@ -353,35 +397,74 @@ class AutotuneCache:
         with self._lock:
             self._loaded_from = None
 
+    @staticmethod
+    def _read(path: Path, warn: bool = True) -> dict[str, Any]:
+        """The file's raw entries ({} when there is none, or when it is not a cache: with a warning)."""
+        if not path.is_file():
+            return {}
+        try:
+            raw = json.loads(path.read_text())
+            if not isinstance(raw, dict):
+                raise TypeError(f"a JSON {type(raw).__name__}, not an object")
+            for entry in raw.values():
+                if isinstance(entry, dict):
+                    Plan.from_json(entry["plan"]) if entry["plan"][0] in VARIANTS else None
+                elif not isinstance(entry, list):  # a list: an entry of tritium before stamps, stale
+                    raise TypeError(f"an entry {entry!r} is not an object")
+            return raw
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+            if warn:
+                warnings.warn(f"tritium.ops.matmul: the autotune cache {path} is not a plan cache ({e!r}); "
+                              "ignoring it (the next tuned shape rewrites it)", RuntimeWarning, stacklevel=4)
+            return {}
+
+    @staticmethod
+    def _current(raw: dict[str, Any]) -> dict[str, Plan]:
+        stamp = tuning_stamp()
+        return {k: Plan.from_json(v["plan"]) for k, v in raw.items()
+                if isinstance(v, dict) and v.get("stamp") == stamp and v["plan"][0] in VARIANTS}
+
     def _load(self) -> dict[str, Plan]:
         path = self.path()
         if self._loaded_from != path:
-            self._memory = {}
-            if path.exists():
-                try:
-                    raw = json.loads(path.read_text())
-                    self._memory = {k: Plan.from_json(v) for k, v in raw.items() if v[0] in VARIANTS}
-                except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
-                    warnings.warn(f"tritium.ops.matmul: the autotune cache {path} is not a plan cache ({e!r}); "
-                                  "ignoring it (the next tuned shape rewrites it)", RuntimeWarning, stacklevel=3)
+            self._memory = self._current(self._read(path))
             self._loaded_from = path
         return self._memory
 
     def lookup(self, key: str) -> Plan | None:
-        """The autotuned plan of ``key`` (see :func:`cache_key`), if one was recorded."""
+        """The autotuned plan of ``key`` (see :func:`cache_key`), if one was recorded under this stamp."""
         with self._lock:
             return self._load().get(key)
 
     def record(self, key: str, plan: Plan) -> None:
-        """Remember ``plan`` for ``key`` in memory and on disk (written atomically: tmp file + rename)."""
+        """Remember ``plan`` for ``key`` in memory and on disk: under the file's lock, the file as it is now
+        plus this entry, written to a temporary file that replaces it."""
         with self._lock:
             memory = self._load()
             memory[key] = plan
             path = self.path()
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({k: v.to_json() for k, v in sorted(memory.items())}, indent=1))
-            tmp.replace(path)
+            tmp = None
+            try:
+                if path.is_dir():
+                    raise IsADirectoryError(f"{path} is a folder")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with _file_lock(path):
+                    raw = self._read(path, warn=False)  # a broken file was warned about on loading
+                    raw[key] = {"plan": plan.to_json(), "stamp": tuning_stamp()}
+                    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+                    with os.fdopen(fd, "w") as f:
+                        json.dump(dict(sorted(raw.items())), f, indent=1)
+                    os.replace(tmp, path)
+                    tmp = None
+                memory.update(self._current(raw))  # what other processes tuned meanwhile
+            except OSError as e:
+                if path not in self._unwritable:
+                    self._unwritable.add(path)
+                    warnings.warn(f"tritium.ops.matmul: cannot write the autotune cache {path} ({e}); tuned plans "
+                                  "are kept in memory for this process only", RuntimeWarning, stacklevel=3)
+            finally:
+                if tmp is not None:
+                    os.unlink(tmp)
 
 
 #: The process's autotune state; the functions below are its methods.

@@ -35,3 +35,7 @@ class PassError(TritiumError):
             text += f" (IR dumped to {dump})"
         super().__init__(text)
         self.plugin, self.pass_name, self.stage, self.dump = plugin, pass_name, stage, dump
+
+
+class PassFingerprintWarning(UserWarning):
+    """A pass's fingerprint changed between two compiles of one kernel, so the kernel was compiled again."""

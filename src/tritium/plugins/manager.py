@@ -27,11 +27,12 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Union
 
 from .. import compat, knobs
-from .errors import PipelineError, PluginLoadError, TritiumError
+from .errors import PassFingerprintWarning, PipelineError, PluginLoadError, TritiumError
 from .passes import fingerprint_once
 from .pipeline import Generation, Pipeline
 from .registry import ENTRY_POINT_GROUP, NATIVE_PATHS_ENV, DeferredPlugin, LoadedPlugin, Plugin, import_file, \
@@ -75,7 +76,11 @@ class PluginManager:
         #: active pipeline -> (plugin generation, pipeline generation, (key, hash))
         self._keys: dict[Optional[Pipeline], tuple[int, int, tuple[str, str]]] = {}
         self._recorder = _ReportSlot()
-        self._hook = compat.ChainedHook(self._apply_stages, self.pipelines_key, owner=self, error=PipelineError)
+        #: kernel function -> {(pipeline, pass name): (the pass's function, its identity) when the kernel last compiled}
+        self._fingerprints: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], tuple[Any, str]]] = \
+            weakref.WeakKeyDictionary()
+        self._hook = compat.ChainedHook(self._apply_stages, self.pipelines_key, self._compile_snapshot, owner=self,
+                                        error=PipelineError)
 
     def __repr__(self) -> str:
         state = "enabled" if self.is_enabled() else "not enabled"
@@ -91,16 +96,18 @@ class PluginManager:
         Raises:
             TritiumError: another manager is enabled; Triton has one hook slot.
         """
-        other = enabled_manager()
-        if other is not None and other is not self:
-            raise TritiumError(f"cannot enable {self!r}: {other!r} holds Triton's stages hook, and Triton has one; "
-                               "call its disable() first, or use `with manager.enabled():` to hand the hook over "
-                               "for a block")
-        compat.install_stages_hook(self._hook)
+        with _switching:
+            other = enabled_manager()
+            if other is not None and other is not self:
+                raise TritiumError(f"cannot enable {self!r}: {other!r} holds Triton's stages hook, and Triton has "
+                                   "one; call its disable() first, or use `with manager.enabled():` to hand the hook "
+                                   "over for a block")
+            compat.install_stages_hook(self._hook)
 
     def disable(self) -> None:
         """Remove this manager's hook, restoring Triton's key functions and any hook that was there before."""
-        compat.uninstall_stages_hook(self._hook)
+        with _switching:
+            compat.uninstall_stages_hook(self._hook)
 
     def is_enabled(self) -> bool:
         return compat.installed_stages_hook() is self._hook
@@ -109,26 +116,75 @@ class PluginManager:
     def enabled(self) -> Iterator["PluginManager"]:
         """Enable this manager inside the block, taking the hook from the enabled one and giving it back after.
 
-        The hook is process-wide: other threads compile under this manager during the block too.
+        The hook is process-wide: other threads compile under this manager during the block too, and a block
+        in another thread waits until this thread's blocks have closed. Blocks nest, and must close innermost
+        first: one closed before a block opened inside it (asyncio tasks, ExitStacks) is refused with a
+        TritiumError, after giving the hook back to the manager that held it when that block opened.
         """
-        previous = enabled_manager()
-        if previous is self:
-            yield self
-            return
-        if previous is not None:
-            previous.disable()
-        try:
-            self.enable()
-            yield self
-        finally:
-            self.disable()
-            if previous is not None:
-                previous.enable()
+        with _blocks.lock:
+            with _switching:  # a plain enable() or disable() in another thread waits for the hand-over
+                previous = enabled_manager()
+                if previous is not self:
+                    if previous is not None:
+                        previous.disable()
+                    try:
+                        self.enable()
+                    except BaseException:
+                        if previous is not None:
+                            previous.enable()
+                        raise
+            block = _Block(self, previous)
+            _blocks.open.append(block)
+            try:
+                yield self
+            finally:
+                _blocks.close(block)
 
-    def _apply_stages(self, backend: Any, stages: dict, options: Any, language: Any, capability: Any = None, *,
-                      kernel: Any = None) -> None:
-        apply_pipelines(self.effective_pipelines(kernel), self._recorder.report, backend, stages, options,
-                        language, capability)
+    def _compile_snapshot(self, kernel: Any) -> tuple[str, tuple[Pipeline, ...]]:
+        """One reading of what is in effect for a compile: the key it is stored under and the pipelines its
+        stages run come from it together, whatever other threads change meanwhile."""
+        generation, edits = self._generation, Generation.value  # read first: a change meanwhile invalidates
+        active, auto = self.active_pipeline(kernel), self._auto
+        pipelines = auto if active is None else (*auto, active)
+        with fingerprint_once():
+            key = self._key_of(active, pipelines, generation, edits, fresh=True)[0]
+            if kernel is not None and key:
+                self._note_fingerprints(kernel, pipelines)
+        return key, pipelines
+
+    def _note_fingerprints(self, kernel: Any, pipelines: tuple[Pipeline, ...]) -> None:
+        """Warn when a Python pass (the same function) has another fingerprint than when ``kernel`` last
+        compiled: the kernel compiles again, and a pass that changes state it reads (a run counter in a module
+        dict) does so on every compile, with nothing saying why."""
+        fn = getattr(kernel, "fn", kernel)
+        try:
+            seen = self._fingerprints.setdefault(fn, {})
+        except TypeError:  # not weakly referenceable
+            return
+        for pipeline in pipelines:
+            if pipeline.plugin is not None and pipeline.plugin.content is not None:
+                continue  # the plugin's declared content stands for its code
+            for p in pipeline.python_passes():
+                if p.cache_key is not None:
+                    continue
+                try:
+                    identity = p.identity()
+                except PipelineError:  # unfingerprintable: the key computation has said so
+                    continue
+                before = seen.get((pipeline.origin(), p.name))
+                seen[(pipeline.origin(), p.name)] = (p.fn, identity)
+                if before is not None and before[0] is p.fn and before[1] != identity:  # the same pass, changed
+                    owner = f" of plugin {p.plugin!r}" if p.plugin else ""
+                    warnings.warn(
+                        f"pass {p.name!r}{owner}: its fingerprint changed between two compiles of kernel "
+                        f"{getattr(fn, '__name__', fn)!r}, so the kernel is compiled again under a new key. If the "
+                        "pass was not edited, it changes state it reads (a run counter in a module-level dict, "
+                        "say): keep statistics in a tritium.plugins.PassStats, which fingerprints leave out",
+                        PassFingerprintWarning, stacklevel=2)
+
+    def _apply_stages(self, pipelines: tuple[Pipeline, ...], backend: Any, stages: dict, options: Any,
+                      language: Any, capability: Any = None) -> None:
+        apply_pipelines(pipelines, self._recorder.report, backend, stages, options, language, capability)
 
     # ----------------------------------------------------------------------------------------
     # Tracing
@@ -451,16 +507,21 @@ class PluginManager:
         attribute) may have changed in place; finding such a change also refreshes. ``hash`` counts
         refreshes, so no kernel a launch compiled under a key gone stale is served again.
         """
+        generation, edits = self._generation, Generation.value  # read first: a change meanwhile invalidates
         active = getattr(kernel, "tritium_pipeline", None)  # active_pipeline(), inlined: once per launch
         if active is None:
             items = self._stack.get()
             active = items[-1] if items else self._global
-        generation, edits = self._generation, Generation.value  # read first: a change meanwhile invalidates
+        auto = self._auto
+        return self._key_of(active, auto if active is None else (*auto, active), generation, edits, fresh)
+
+    def _key_of(self, active: Optional[Pipeline], pipelines: tuple[Pipeline, ...], generation: int, edits: int,
+                fresh: bool) -> tuple[str, str]:
+        """The key of ``pipelines`` (``active`` after the automatic ones), read at ``generation`` and ``edits``."""
         hit = self._keys.get(active)
         current = hit is not None and hit[0] == generation and hit[1] == edits
         if current and not fresh:
             return hit[2]
-        pipelines = self._auto if active is None else (*self._auto, active)
         result = _EMPTY
         if pipelines:
             with fingerprint_once():
@@ -518,6 +579,46 @@ def bound_pipeline(kernel: Any) -> Optional[Pipeline]:
     return getattr(kernel, "tritium_pipeline", None)
 
 
+class _Block:
+    """One open ``enabled()`` block: its manager and the one that held the hook when it opened."""
+
+    def __init__(self, manager: PluginManager, previous: Optional[PluginManager]) -> None:
+        self.manager, self.previous = manager, previous
+
+
+class _OpenBlocks:
+    """The open ``enabled()`` blocks, process-wide like the hook they hand over. The lock is held from a
+    block's opening to its closing, so one thread at a time has blocks open; inside it, they form a stack."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.open: list[_Block] = []
+
+    def close(self, block: _Block) -> None:
+        if block not in self.open:
+            raise TritiumError(f"the enabled() block of {block.manager!r} was closed after the block it was opened "
+                               "in, which had already given the hook back; close enabled() blocks innermost first")
+        dropped = self.open[self.open.index(block) + 1:]
+        del self.open[self.open.index(block):]
+        with _switching:
+            holder = enabled_manager()
+            if holder is not block.previous:
+                if holder is not None:
+                    holder.disable()
+                if block.previous is not None:
+                    block.previous.enable()
+        if dropped:
+            inner = ", ".join(repr(b.manager.name) for b in dropped)
+            raise TritiumError(f"enabled() blocks were exited out of order: the block of {block.manager.name!r} "
+                               f"closed while the block of {inner} opened inside it was still open; the hook "
+                               f"went back to {block.previous!r}, as before the outer block. Close enabled() "
+                               "blocks innermost first (with ExitStack or asyncio tasks too)")
+
+
+_blocks = _OpenBlocks()
+#: Held while a manager's hook goes in or out of Triton's slot, so that checking who holds it and changing
+#: it are one step for every thread.
+_switching = threading.RLock()
 _default = PluginManager("default")
 
 

@@ -1,6 +1,7 @@
 """The three kinds of pass a pipeline can hold, and how each is fingerprinted for cache keys."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import enum
@@ -29,9 +30,17 @@ TEXT_KINDS = ("llir", "ptx", "amdgcn")
 CACHE_KEY_ATTR = "__tritium_cache_key__"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, enum.Enum)
-#: Objects a pass may reach that never decide its output (synchronization, logging).
+class PassStats(collections.Counter):
+    """Statistics a pass keeps about its own runs (counts, sizes, timings), left out of its fingerprint, so
+    that updating them does not give the pass a new cache key and recompile every kernel it touches.
+    Only for what never decides the pass's output: nothing in it is part of any cache key.
+
+    ``RUNS = tritium.plugins.PassStats()`` at module level, then ``RUNS[ctx.stage] += 1`` in the pass."""
+
+
+#: Objects a pass may reach that never decide its output (synchronization, logging, its statistics).
 _STATELESS = (type(threading.Lock()), type(threading.RLock()), threading.Condition, threading.Event,
-              logging.Logger)
+              logging.Logger, PassStats)
 
 
 class Unfingerprintable(PipelineError):
@@ -58,6 +67,8 @@ class _Fingerprint:
             return self.feed("key", explicit)
         if isinstance(obj, _PLAIN):
             return self.feed(type(obj).__qualname__, repr(obj))
+        if isinstance(obj, _STATELESS):
+            return self.feed("stateless", type(obj).__qualname__)
         if id(obj) in self.seen:
             return self.feed("ref", str(self.seen[id(obj)]))
         self.seen[id(obj)] = len(self.seen)
@@ -93,8 +104,6 @@ class _Fingerprint:
             self.code(obj)
         elif hasattr(obj, "identity") and isinstance(obj, (StockPass, PythonPass)):
             self.feed("pass", obj.identity())
-        elif isinstance(obj, _STATELESS):
-            self.feed("stateless", type(obj).__qualname__)
         else:
             self.instance(obj)
 

@@ -90,41 +90,47 @@ def _dump(ir_or_text: Any, stage: str, pass_name: str) -> str:
     return path
 
 
+def pass_error(message: str, p: Pass, stage: str, ir: Any) -> PassError:
+    """A :class:`PassError` naming pass ``p``, with ``ir`` dumped; a dump folder that cannot be written is
+    said in the message instead of hiding the pass's own error."""
+    try:
+        return PassError(message, plugin=p.plugin, pass_name=p.name, stage=stage, dump=_dump(ir, stage, p.name))
+    except OSError as e:
+        return PassError(f"{message} (the IR could not be dumped: {type(e).__name__}: {e}; set TRITIUM_DUMP_DIR "
+                         "to a folder that can be written)", plugin=p.plugin, pass_name=p.name, stage=stage, dump=None)
+
+
 def run_python_pass(p: PythonPass, value: Any, ctx: StageContext) -> Any:
     """Run a Python pass, turning any failure into a :class:`PassError` with the IR dumped."""
     kernel = compat.entry_function_name(value) if p.kind == "mlir" else None
     try:
         out = p(value, ctx)
     except Exception as e:
-        raise PassError(f"raised {type(e).__name__}: {e}", plugin=p.plugin, pass_name=p.name,
-                        stage=ctx.stage, dump=_dump(value, ctx.stage, p.name)) from e
+        raise pass_error(f"raised {type(e).__name__}: {e}", p, ctx.stage, value) from e
     if p.kind != "mlir":
         if not isinstance(out, str):
-            raise PassError(f"returned {type(out).__name__}, expected the new {p.kind} text",
-                            plugin=p.plugin, pass_name=p.name, stage=ctx.stage, dump=_dump(value, ctx.stage, p.name))
+            raise pass_error(f"returned {type(out).__name__}, expected the new {p.kind} text", p, ctx.stage, value)
         if out != value:
-            why = compat.llvm_ir_parse_error(out) if p.kind == "llir" else None
+            try:
+                why = compat.llvm_ir_parse_error(out, knobs.runtime.llvm_check_timeout) if p.kind == "llir" else None
+            except compat.LLVMCheckError as e:
+                raise pass_error(f"returned LLVM IR that could not be checked: {e}", p, ctx.stage, out) from e
             if why is not None:
-                raise PassError(f"returned LLVM IR that does not parse: {why}", plugin=p.plugin, pass_name=p.name,
-                                stage=ctx.stage, dump=_dump(out, ctx.stage, p.name))
+                raise pass_error(f"returned LLVM IR that does not parse: {why}", p, ctx.stage, out)
             ctx.text_edit[:] = [p, ctx.stage, out]
         return out
     if out is not None and not compat.is_mlir_module(out):
-        raise PassError(f"returned {type(out).__name__}, expected None or an MLIR module", plugin=p.plugin,
-                        pass_name=p.name, stage=ctx.stage, dump=_dump(value, ctx.stage, p.name))
+        raise pass_error(f"returned {type(out).__name__}, expected None or an MLIR module", p, ctx.stage, value)
     if out is not None and out is not value and getattr(out, "context", None) is not getattr(value, "context", None):
-        raise PassError("returned a module that is not in the compilation's MLIR context (or does not say which "
-                        "context it is in); edit the module in place and return None, or build the new one with "
-                        "tritium.plugins.parse_module(text, module.context)", plugin=p.plugin, pass_name=p.name,
-                        stage=ctx.stage, dump=_dump(value, ctx.stage, p.name))
+        raise pass_error("returned a module that is not in the compilation's MLIR context (or does not say which "
+                         "context it is in); edit the module in place and return None, or build the new one with "
+                         "tritium.plugins.parse_module(text, module.context)", p, ctx.stage, value)
     result = value if out is None else out
     if not result.verify():
-        raise PassError("produced IR that fails verification", plugin=p.plugin, pass_name=p.name,
-                        stage=ctx.stage, dump=_dump(result, ctx.stage, p.name))
+        raise pass_error("produced IR that fails verification", p, ctx.stage, result)
     if kernel and compat.entry_function_name(result) != kernel:
-        raise PassError(f"returned a module without the kernel function @{kernel} (the backend reads the kernel "
-                        "from it by that name)", plugin=p.plugin, pass_name=p.name, stage=ctx.stage,
-                        dump=_dump(result, ctx.stage, p.name))
+        raise pass_error(f"returned a module without the kernel function @{kernel} (the backend reads the kernel "
+                         "from it by that name)", p, ctx.stage, result)
     return result
 
 
@@ -193,9 +199,8 @@ class StageRunner:
         if run.consumed is not None:
             author, stage, text = run.consumed
             if isinstance(author, PythonPass):
-                return PassError(f"stage {self.name!r} rejected the {author.kind} this pass returned: {what}",
-                                 plugin=author.plugin, pass_name=author.name, stage=stage,
-                                 dump=_dump(text, stage, author.name))
+                return pass_error(f"stage {self.name!r} rejected the {author.kind} this pass returned: {what}",
+                                  author, stage, text)
             return StageError(f"pipeline {author.origin()!r}: stage {self.name!r} rejected the output of the "
                               f"stage function it gave stage {stage!r}: {what}", e)
         editing = list(dict.fromkeys([*editing, *([self.added_by] if self.added_by else [])]))

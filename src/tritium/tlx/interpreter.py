@@ -441,6 +441,8 @@ def async_dot(A: Any, B: Any, acc: Any = None, use_acc: Any = None, pred: Any = 
         a, b = _semantic().cast(a, tl.float32), _semantic().cast(b, tl.float32)  # exact: bf16 fits in fp32
         input_precision = "ieee"
     result = _semantic().dot(a, b, acc if use_acc else None, _value(input_precision), None, out_dtype)
+    if result.dtype != out_dtype:  # float64 operands (tritium.ops.matmul's gradcheck): wgmma accumulates in out_dtype
+        result = _semantic().cast(result, out_dtype)
     for bar in mBarriers:
         args.barrier(bar, "async_dot(mBarriers=...)").arrive(1)
     return result
