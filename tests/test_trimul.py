@@ -322,6 +322,30 @@ def test_unknown_direction_is_named(direction):
             trimul(*_op_args(x, mask, ref), direction=direction)
 
 
+def test_backward_says_there_is_none_instead_of_dropping_gradients():
+    """Parameters that require grad (the default) with an x that does not: the output used to have no grad_fn,
+    so a training step left every .grad at None without a word."""
+    m = TriMul(128).to("meta")
+    x, mask = torch.zeros(1, 32, 32, 128, device="meta"), torch.ones(1, 32, 32, device="meta")
+    y = m(x, mask)
+    with pytest.raises(RuntimeError, match=r"TriMul has no backward: .* torch.no_grad\(\)"):
+        y.sum().backward()
+    with torch.no_grad():
+        assert m(x, mask).grad_fn is None
+    m.requires_grad_(False)
+    assert m(x, mask).grad_fn is None
+    with pytest.raises(RuntimeError, match="TriMul has no backward"):
+        m(x.requires_grad_(), mask).sum().backward()
+
+
+@pytest.mark.parametrize("args, msg", [(("64", 64), "dim must be an int, got str '64'"),
+                                       ((64, 128.0), "hidden_dim must be an int, got float 128.0"),
+                                       ((True, 64), "dim must be an int, got bool True")])
+def test_module_sizes_must_be_ints(args, msg):
+    with pytest.raises(TypeError, match=f"TriMul: {msg}"):
+        TriMul(*args)
+
+
 def test_fake_implementation_gives_the_output_shape():
     ref = _reference().to("meta")
     x, mask = torch.zeros(2, 32, 32, 128, device="meta"), torch.ones(2, 32, 32, device="meta")

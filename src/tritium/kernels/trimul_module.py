@@ -13,13 +13,19 @@ class TriMul(TriMulReference):
 
     Submodules and parameters are the reference's (``norm``, ``left_proj``, ``right_proj``,
     ``left_gate``, ``right_gate``, ``out_gate``, ``to_out_norm``, ``to_out``), so a reference
-    ``state_dict`` loads unchanged. The packing of the six projection weights (and the choice of fp16 or
+    ``state_dict`` loads unchanged. There is no backward: while autograd records and a parameter or ``x``
+    requires grad, the output carries a grad_fn whose backward raises, naming TriMul, instead of silently
+    leaving the parameters' ``.grad`` at None (call it under ``torch.no_grad()``, or freeze the parameters).
+    The packing of the six projection weights (and the choice of fp16 or
     bf16 for the output path, which its parameters bound) is cached and redone only when a parameter
     changes (storage, in-place update or dtype/device move). Under ``torch.compile`` the packing is traced
     into the graph with the dtype chosen at construction, at ``load_state_dict`` or by the last eager call.
     """
 
     def __init__(self, dim: int, hidden_dim: int = 128, direction: str = "outgoing") -> None:
+        for name, value in (("dim", dim), ("hidden_dim", hidden_dim)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"TriMul: {name} must be an int, got {type(value).__name__} {value!r}")
         kernels.check_direction(direction, "TriMul")
         if dim % kernels.BK:
             raise ValueError(f"TriMul: dim={dim} must be a multiple of {kernels.BK} (the kernels' K step)")
@@ -66,5 +72,27 @@ class TriMul(TriMulReference):
         if x.dim() and x.shape[-1] != out_t.shape[1]:  # the op would blame its packed out_weight_t
             raise ValueError(f"TriMul: x's last dimension {x.shape[-1]} does not match the module's dim "
                              f"{out_t.shape[1]}")
-        return trimul(x, mask, proj_t, terms, self.to_out_norm.weight, self.to_out_norm.bias, out_t,
-                      self.norm.eps, self.to_out_norm.eps, self.direction)
+        y = trimul(x, mask, proj_t, terms, self.to_out_norm.weight, self.to_out_norm.bias, out_t,
+                   self.norm.eps, self.to_out_norm.eps, self.direction)
+        if torch.is_grad_enabled():
+            wanting = [p for p in self._packed_params if p.requires_grad] if self._packed_params else [
+                p for p in self.parameters() if p.requires_grad]
+            if wanting or x.requires_grad:
+                return _NoBackward.apply(y, x, *wanting)
+        return y
+
+
+class _NoBackward(torch.autograd.Function):
+    """Passes TriMul's output through, tied to the inputs that require grad, so that a backward reaches them and
+    says why there is no gradient (the packed weights are detached copies: without this, parameters that
+    require grad got none, silently)."""
+
+    @staticmethod
+    def forward(ctx, y, *inputs):
+        return y.view_as(y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise RuntimeError("TriMul has no backward: its kernels compute the forward only. Call it under "
+                           "torch.no_grad() or torch.inference_mode(), or freeze its parameters "
+                           "(module.requires_grad_(False)) and x")
