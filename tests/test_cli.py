@@ -1,12 +1,16 @@
 """The `tritium` command line."""
+import argparse
 import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+import torch
+import triton
 
-from tritium.cli import main
+import tritium
+from tritium.cli import BENCHMARKS, build_parser, main
 
 HERE = os.path.dirname(__file__)
 ADD = f"{HERE}/kernels.py:add_kernel"
@@ -278,3 +282,57 @@ def test_unknown_diff_around_or_stage_is_refused_before_the_report(tmp_path, cap
     monkeypatch.setenv("TRITIUM_PLUGIN_PATHS", str(plugin))
     err = _refused(capsys, ADD, *SIG, "-D", "BLOCK=256", "--pipeline", "offp:nc", "--diff-around", "ttgpuir.coalesce")
     assert "pass 'ttgpuir.coalesce' did not run" in err and "ttgpuir.coalesce," not in err.split("ran: ")[1]
+
+
+def _parsers(parser):
+    """``parser`` and every subcommand's parser under it."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_help_is_plain_text():
+    helps = {p.prog: p.format_help() for p in _parsers(build_parser())}
+    assert "tritium bench trimul" in helps
+    assert [prog for prog, text in helps.items() if "`" in text] == []
+
+
+def test_version_and_python_m_tritium():
+    proc = subprocess.run([sys.executable, "-m", "tritium", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == f"tritium {tritium.__version__} (triton {triton.__version__})\n"
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_bench_help(name, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", name, "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and out.startswith(f"usage: tritium bench {name} [-h] [--out OUT]")
+
+
+no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given without a GPU")
+
+
+@no_gpu
+@pytest.mark.parametrize("argv", [[n] for n in sorted(BENCHMARKS)] + [["overhead", "--only", "launch"]], ids=" ".join)
+def test_bench_without_a_gpu_says_so_in_one_line(argv, capsys):
+    assert main(["bench", *argv]) == 2
+    captured = capsys.readouterr()
+    hint = "; --only compile runs without one" if argv[0] == "overhead" else ""
+    assert (captured.out, captured.err) == ("", f"tritium bench: {argv[0]} needs a CUDA GPU, and torch sees none{hint}\n")
+
+
+def test_bench_overhead_only_takes_its_choices(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "overhead", "--only", "quick"])
+    assert exit_.value.code == 2 and "invalid choice: 'quick' (choose from 'compile', 'launch')" in capsys.readouterr().err
+
+
+def test_bench_policy_compares_the_example_plugins_pipelines():
+    from tritium.bench import policy
+    variants = policy.pipelines()
+    assert variants.pop("stock (3 stages)") is None
+    assert {name: p.origin() for name, p in variants.items()} == \
+        {"no-swp": "policy:no-swp", "stages-2": "policy:stages-2", "stages-4": "policy:stages-4"}

@@ -11,12 +11,13 @@ import typing
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler.compiler import make_backend
 from triton.runtime import JITFunction
 
-from . import compat, plugins
+from . import __version__, compat, plugins
 from .plugins.inspection import TARGET_FORMS, diff_around, format_report, parse_target, pipeline_report
 
 
@@ -324,15 +325,46 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    return importlib.import_module(f"tritium.bench.{BENCHMARKS[args.what]}").main(args.out, args.only)
+    module_name, _, _, gpu_free = BENCHMARKS[args.what]
+    only = getattr(args, "only", None) or ""
+    if only not in gpu_free and not _cuda_available():
+        hint = f"; --only {' or '.join(sorted(gpu_free))} runs without one" if gpu_free else ""
+        raise CommandError(f"{args.what} needs a CUDA GPU, and torch sees none{hint}")
+    return importlib.import_module(f"tritium.bench.{module_name}").main(args.out, only)
 
 
-#: ``tritium bench NAME`` -> module in tritium.bench
-BENCHMARKS = {"overhead": "overhead", "gemm": "gemm", "policy": "policy", "attention": "attention", "trimul": "trimul"}
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+#: ``tritium bench NAME`` -> (module in tritium.bench, what it compares, how ``--only`` reads (None: it takes
+#: none; a tuple: those choices), the ``--only`` values that need no GPU)
+BENCHMARKS: dict[str, tuple[str, str, Any, frozenset[str]]] = {
+    "overhead": ("overhead", "compile time with a no-op pipeline and host time per launch, against bare Triton",
+                 ("compile", "launch"), frozenset({"compile"})),
+    "gemm": ("gemm", "tritium.ops.matmul against cuBLAS, bare Triton and torch.compile; or the TLX GEMM kernels alone",
+             "fp16, bf16, quick, seeds, squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone",
+             frozenset()),
+    "policy": ("policy", "one tl.dot GEMM under stock Triton and the example plugin's pipelining pipelines",
+               None, frozenset()),
+    "attention": ("attention", "the TLX flash-attention kernels against PyTorch SDPA",
+                  "quick, or words such as bf16 d128 causal s4096 (all must match)", frozenset()),
+    "trimul": ("trimul", "the TriMul op against eager PyTorch and torch.compile",
+               "quick, fast, case numbers such as 1-4, or words such as N1024 C384 cauchy", frozenset()),
+}
+
+
+#: What ``tritium --help`` says first (plain text: argparse prints it as written).
+DESCRIPTION = "tritium: list plugins, show a kernel's effective pipeline, diff IR around a pass, run benchmarks."
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tritium", description=__doc__)
+    parser = argparse.ArgumentParser(prog="tritium", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"tritium {__version__} (triton {triton.__version__})")
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("plugins", help="list loaded plugins and what each contributes").set_defaults(run=_cmd_plugins)
@@ -349,14 +381,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diff-around", action="append", metavar="PASS", help="print the IR diff made by PASS")
     p.add_argument("--show", action="append", metavar="STAGE", help="print a stage's output (e.g. ttgir, ptx)")
     p.set_defaults(run=_cmd_pipeline)
-    b = sub.add_parser("bench", help="run a benchmark: print a table of ratios and save a PNG plot")
-    b.add_argument("what", choices=sorted(BENCHMARKS))
-    b.add_argument("--out", default="results", help="folder for the plots")
-    b.add_argument("--only", default="", help="run one part of a benchmark (overhead: compile or launch; "
-                   "attention: quick, or words such as bf16 d128 causal s4096; gemm: fp16, bf16, quick, seeds, "
-                   "squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone; trimul: quick, fast, "
-                   "case numbers such as 1-4, or words such as N1024 C384 cauchy)")
-    b.set_defaults(run=_cmd_bench)
+    b = sub.add_parser("bench", help="run a benchmark on a CUDA GPU: print a table of ratios and save a PNG plot")
+    benches = b.add_subparsers(dest="what", required=True, metavar="BENCHMARK")
+    for name, (_, what, only, gpu_free) in BENCHMARKS.items():
+        one = benches.add_parser(name, help=what, description=f"tritium bench {name}: {what}.")
+        one.add_argument("--out", default="results", help="folder for the plot (default: results)")
+        if isinstance(only, tuple):
+            one.add_argument("--only", choices=only, help=f"run one part: {' or '.join(only)}"
+                             + (f" ({', '.join(sorted(gpu_free))} needs no GPU)" if gpu_free else ""))
+        elif only:
+            one.add_argument("--only", default="", help=f"run a subset: {only}")
+        one.set_defaults(run=_cmd_bench)
     return parser
 
 
