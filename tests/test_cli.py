@@ -1,6 +1,7 @@
 """The `tritium` command line."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -336,3 +337,30 @@ def test_bench_policy_compares_the_example_plugins_pipelines():
     assert variants.pop("stock (3 stages)") is None
     assert {name: p.origin() for name, p in variants.items()} == \
         {"no-swp": "policy:no-swp", "stages-2": "policy:stages-2", "stages-4": "policy:stages-4"}
+
+
+TLX_KERNEL = '''
+import triton
+import triton.language as tl
+import tritium.tlx as tlx
+
+@triton.jit
+def copy(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    buf = tlx.local_alloc((BLOCK,), tl.float32, 1)
+    view = tlx.local_view(buf, 0)
+    tlx.local_store(view, tl.load(x_ptr + tl.arange(0, BLOCK)))
+    tl.store(y_ptr + tl.arange(0, BLOCK), tlx.local_load(view))
+'''
+
+
+def test_pipeline_of_a_tlx_kernel_names_tlx_and_decodes_its_placeholders(tmp_path, capsys):
+    (tmp_path / "tlx_copy.py").write_text(TLX_KERNEL)
+    assert main(["pipeline", f"{tmp_path}/tlx_copy.py:copy", "--signature", "*fp32:16,*fp32:16", "-D", "BLOCK=128",
+                 "--diff-around", "tlx.lower_placeholders", "--show", "ttir"]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    assert header.startswith(f"# {tmp_path}/tlx_copy.py:copy on sm90, pipeline tlx:tlx-cuda-sm8x-sm9x (automatic)")
+    assert "--- ttgir: before python:tlx.lower_placeholders" in out
+    assert '-    %buf = tt.elementwise_inline_asm "tlx:local_alloc(id=1, type=' in out
+    assert '"tlx:local_store(id=3, dst=2, ' in out.split("# output of stage ttir")[1]
+    assert re.search(r'"tlx:[A-Za-z0-9_-]{20,}', out) is None  # no base64 payload left

@@ -18,7 +18,7 @@ from triton.compiler.compiler import make_backend
 from triton.runtime import JITFunction
 
 from . import __version__, compat, plugins
-from .plugins.inspection import TARGET_FORMS, diff_around, format_report, parse_target, pipeline_report
+from .plugins.inspection import TARGET_FORMS, diff_around, edited_by, format_report, parse_target, pipeline_report
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -297,6 +297,7 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     pipeline: Any = plugins.bound_pipeline(kernel)
     if args.pipeline:
         pipeline = plugins.resolve_pipeline(args.pipeline)
+    chosen = [pipeline.origin()] if pipeline is not None else []
     if pipeline is None:
         pipeline = plugins.Pipeline("stock")
     diff = tuple(args.diff_around or ())
@@ -311,17 +312,26 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     for stage in args.show or ():
         if stage not in compiled.asm:
             raise CommandError(f"--show {stage}: no stage output {stage!r}; have {', '.join(compiled.asm)}")
-    print(f"# {args.kernel} on {args.target}, pipeline {pipeline.origin()}  "
+    automatic = [f"{o} (automatic)" for o in edited_by(report) if o not in chosen]
+    print(f"# {args.kernel} on {args.target}, pipeline {', '.join(chosen + automatic) or 'stock'}  "
           f"(+ inserted, - disabled, ~ replaced)")
     print(format_report(report))
     for name, text in diffs:
         print(f"\n# IR around {name}")
-        print(text)
+        print(_readable(text))
     for stage in args.show or ():
         print(f"\n# output of stage {stage}")
         output = compiled.asm[stage]
-        print(output if isinstance(output, str) else f"<{len(output)} bytes>")
+        print(_readable(output) if isinstance(output, str) else f"<{len(output)} bytes>")
     return 0
+
+
+def _readable(ir_text: str) -> str:
+    """IR as people read it: TLX placeholders as their op and arguments, not as base64."""
+    if '"tlx:' not in ir_text:
+        return ir_text
+    from .tlx.placeholders import decoded
+    return decoded(ir_text)
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:

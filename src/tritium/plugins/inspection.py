@@ -13,7 +13,7 @@ from triton.backends.compiler import GPUTarget
 from .. import compat
 from .errors import PipelineError, TritiumError
 from .manager import PipelineLike, bound_pipeline, default_manager, enabled_manager
-from .runner import CompileReport
+from .runner import CompileReport, pass_names
 
 #: How a target is written: Triton's ``backend:arch[:warp_size]`` (``cuda:90``, ``hip:gfx942:64``), or the
 #: short ``sm90``/``sm_90a`` and ``gfx942``.
@@ -138,7 +138,7 @@ def diff_around(report: CompileReport, pass_name: str) -> str:
             if not key.startswith("before "):
                 continue
             label = key[len("before "):]
-            if pass_name not in (label, label.split("@")[0]):
+            if pass_name not in pass_names(label):
                 continue
             after = stage.snapshots.get(f"after {label}", "")
             diff = difflib.unified_diff(before.splitlines(), after.splitlines(), f"{stage.name}: before {label}",
@@ -149,6 +149,12 @@ def diff_around(report: CompileReport, pass_name: str) -> str:
         raise KeyError(f"pass {pass_name!r} did not run in this compilation; passes that ran: "
                        f"{', '.join(passes_run(report))}")
     return "\n".join(out)
+
+
+def edited_by(report: CompileReport) -> list[str]:
+    """The pipelines whose edits show in the report (``plugin:pipeline``), in the order they first do."""
+    origins = [o for s in report.stages for o in (s.origin, *(p.origin for p in s.passes)) if o]
+    return list(dict.fromkeys(origins))
 
 
 def passes_run(report: CompileReport) -> list[str]:
