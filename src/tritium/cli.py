@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import importlib.util
 import os
@@ -14,11 +13,10 @@ from typing import Any, Optional, Sequence
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
-from triton.compiler.compiler import make_backend
-from triton.runtime import JITFunction
 
-from . import __version__, compat, plugins
-from .plugins.inspection import TARGET_FORMS, diff_around, edited_by, format_report, parse_target, pipeline_report
+from . import __version__, plugins
+from .plugins.inspection import (TARGET_FORMS, check_kernel, diff_around, edited_by, format_report, option_fields,
+                                 parse_target, pipeline_report, scalar_types, triton_type)
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -52,9 +50,7 @@ def _load_kernel(spec: str) -> Any:
     if not hasattr(module, name):
         raise CommandError(f"{path} has no kernel {name!r}")
     kernel = getattr(module, name)
-    if not isinstance(kernel, JITFunction):  # Gluon kernels are JITFunctions too
-        got = f"class {kernel.__name__}" if isinstance(kernel, type) else f"a {type(kernel).__name__} object"
-        raise CommandError(f"{spec} is not a @triton.jit function (it is {got})")
+    check_kernel(kernel, spec)
     return kernel
 
 
@@ -121,16 +117,10 @@ def _number(text: str) -> Optional[int | float]:
     return None
 
 
-def _defines(kernel: Any, items: Sequence[str]) -> dict[str, Any]:
-    """``-D NAME=VALUE``, checked here: Triton fails late, naming neither a NAME that is no argument nor the
-    value that is no constexpr."""
-    out = {}
-    for name, text in _assignments(items, "-D/--define").items():
-        if name not in kernel.arg_names:
-            raise CommandError(f"-D {name}: not an argument of kernel {kernel.__name__}; its arguments: "
-                               f"{', '.join(kernel.arg_names)}")
-        out[name] = _constexpr_value(f"-D {name}", text)
-    return out
+def _defines(items: Sequence[str]) -> dict[str, Any]:
+    """``-D NAME=VALUE``, each value read here (the names are checked with the signature, by
+    :func:`check_arguments`): Triton fails late on a value that is no constexpr."""
+    return {name: _constexpr_value(f"-D {name}", text) for name, text in _assignments(items, "-D/--define").items()}
 
 
 def _constexpr_value(what: str, text: str) -> Any:
@@ -141,52 +131,22 @@ def _constexpr_value(what: str, text: str) -> Any:
         return number
     if text in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[text]
-    dtype = getattr(tl, text[3:], None) if text.startswith("tl.") else text in _scalar_types() and _triton_type(text)
+    dtype = getattr(tl, text[3:], None) if text.startswith("tl.") else text in scalar_types() and triton_type(text)
     if isinstance(dtype, tl.dtype):
         return dtype
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     raise CommandError(f"{what}={text}: not a constexpr value; write a number, True, False, None, a type "
-                       f"({', '.join(_scalar_types())} or tl.NAME) or a quoted string ('\"{text}\"')")
-
-
-def _triton_type(text: str) -> Any:
-    """The type a signature entry names, by Triton's own parser (``*fp16``, ``i32``, ``tensordesc<...>``), or None."""
-    try:
-        return tl.str_to_ty(text, None)
-    except (KeyError, IndexError, ValueError):
-        return None
-
-
-def _scalar_types() -> list[str]:
-    """The scalar type names Triton's parser takes (``i32``, ``fp16``, ...), to list when an entry names none."""
-    return [name for name in compat.signature_type_names() if _triton_type(name) is not None]
+                       f"({', '.join(scalar_types())} or tl.NAME) or a quoted string ('\"{text}\"')")
 
 
 def _options(items: Sequence[str], target: GPUTarget) -> dict[str, Any]:
-    """``-O NAME=VALUE``, each a field of the backend's options, its value read as the field's type: Triton
-    ignores a name it does not know and fails late on a value of the wrong type."""
-    backend = make_backend(target)
-    fields = _option_fields(backend)
-    given = _assignments(items, "-O/--option")
-    out = {}
-    for name, text in given.items():
-        if name not in fields:
-            raise CommandError(f"-O {name}: not a compile option of the {target.backend} backend; its options: "
-                               f"{', '.join(fields)}")
-        out[name] = _option_value(f"-O {name}={text}", fields[name], text)
-    try:  # the backend's own checks (num_warps a power of 2, ...), before compiling
-        backend.parse_options(dict(out))
-    except Exception as e:
-        raise CommandError(f"-O {' '.join(f'{n}={t}' for n, t in given.items())}: {_first_line(e)}") from e
-    return out
-
-
-def _option_fields(backend: Any) -> dict[str, Any]:
-    """The backend's compile options and their types: the fields of the dataclass its ``parse_options`` returns."""
-    options_type = type(backend.parse_options({}))
-    hints = typing.get_type_hints(options_type)
-    return {f.name: hints.get(f.name, type(f.default)) for f in dataclasses.fields(options_type)}
+    """``-O NAME=VALUE``, each value read as the type of that field of the backend's options (Triton fails late
+    on a value of the wrong type). A name that is no option stays as written, for :func:`check_arguments`
+    to refuse with the list."""
+    fields = option_fields(target)
+    return {name: _option_value(f"-O {name}={text}", fields[name], text) if name in fields else text
+            for name, text in _assignments(items, "-O/--option").items()}
 
 
 def _option_value(what: str, hint: Any, text: str) -> Any:
@@ -258,18 +218,9 @@ def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> 
         if hint == "1":
             _set_constexpr(constexprs, name, 1)
             continue
-        if _triton_type(base) is None:
-            raise CommandError(f"--signature {name}={entry}: {base!r} is not a Triton type; use one of "
-                               f"{', '.join(_scalar_types())}, with * for a pointer (*fp16)")
         if hint == "16":
             aligned.append(name)
         sig[name] = base
-    missing = [n for i, n in enumerate(names) if i not in kernel.constexprs and n not in sig and n not in constexprs]
-    if missing:
-        raise CommandError(f"--signature gives no type for {', '.join(missing)}")
-    for i, n in enumerate(names):
-        if i in kernel.constexprs or n in constexprs:
-            sig[n] = "constexpr"
     return sig, aligned
 
 
@@ -286,14 +237,9 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
         target = parse_target(args.target)
     except ValueError as e:
         raise CommandError(str(e)) from None
-    constexprs = _defines(kernel, args.define)
+    constexprs = _defines(args.define)
     signature, aligned = _signature(kernel, args.signature, constexprs)
-    for param in kernel.params:  # constexprs not given take the kernel's defaults
-        if param.is_constexpr and param.name not in constexprs:
-            if not param.has_default:
-                raise CommandError(f"constexpr {param.name!r} has no default: give it with -D {param.name}=VALUE")
-            constexprs[param.name] = param.default
-    options = _options(args.option, target)
+    options = _options(args.option, target)  # checked with the rest by compile_kernel
     pipeline: Any = plugins.bound_pipeline(kernel)
     if args.pipeline:
         pipeline = plugins.resolve_pipeline(args.pipeline)
@@ -416,9 +362,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.traceback:
             raise
         known = isinstance(e, (plugins.TritiumError, CommandError))
-        what = _first_line(e) if known else f"{type(e).__name__}: {_last_line(e)}"
+        if isinstance(e, plugins.ArgumentError):  # named as the flag that gave it
+            what = f"{_FLAGS.get(e.what, e.what)} {e.name}: {e.problem}"
+        elif isinstance(e, plugins.KernelCompileError):
+            what = str(e)  # its place and source line follow on two more lines
+        else:
+            what = _first_line(e) if known else f"{type(e).__name__}: {_last_line(e)}"
         print(f"tritium {args.command}: {what}" + ("" if known else " (--traceback for details)"), file=sys.stderr)
         return 2
+
+
+#: The flag of ``tritium pipeline`` that gives each kind of argument :func:`check_arguments` checks.
+_FLAGS = {"constexpr": "-D", "option": "-O", "signature": "--signature", "aligned": "--signature"}
 
 
 def _last_line(e: BaseException) -> str:
