@@ -109,3 +109,34 @@ def test_the_switch_enters_inductors_cache_key_and_runs_in_its_pass(switch):
     assert targets(graph) == [torch.ops.tritium.matmul.default]
     switch(False, False)
     assert key_pass.uuid() == off
+
+
+END_TO_END = """
+import torch
+from torch._inductor.utils import run_and_get_code
+import tritium.ops
+from tritium.ops import inductor
+
+# The CPU stands in for the GPU: Inductor lowers the rewritten graph and the op runs in Triton's interpreter.
+inductor.mm_qualifies = lambda a, b, out: a is not None and a.device.type == "cpu" and a.dtype == torch.float16
+tritium.ops.use_kernels(mm=True, attention=False)
+
+def f(a, b, bias):
+    return torch.relu(torch.addmm(bias, a, b)) + 1
+
+a, b, bias = (torch.randn(*s, dtype=torch.float16) for s in ((64, 32), (32, 48), (48,)))
+out, code = run_and_get_code(torch.compile(f), a, b, bias)
+assert "torch.ops.tritium.matmul.default(" in "\\n".join(code), code
+assert (out.float() - f(a, b, bias).float()).abs().max().item() < 0.05
+"""
+
+
+@pytest.mark.skipif(not __import__("shutil").which("g++"), reason="Inductor's CPU backend needs a C++ compiler")
+def test_inductor_lowers_the_rewritten_graph_and_names_tritiums_op_in_its_code(tmp_path):
+    """torch.compile end to end (a fresh process: the interpreter is chosen before triton is imported)."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "TRITON_INTERPRET": "1", "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", END_TO_END], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
