@@ -117,22 +117,30 @@ from torch._inductor.utils import run_and_get_code
 import tritium.ops
 from tritium.ops import inductor
 
-# The CPU stands in for the GPU: Inductor lowers the rewritten graph and the op runs in Triton's interpreter.
-inductor.mm_qualifies = lambda a, b, out: a is not None and a.device.type == "cpu" and a.dtype == torch.float16
-tritium.ops.use_kernels(mm=True, attention=False)
+# The CPU stands in for the GPU: Inductor lowers the rewritten graph and the ops run in Triton's interpreter.
+cpu_fp16 = lambda t: t is not None and t.device.type == "cpu" and t.dtype == torch.float16
+inductor.mm_qualifies = lambda a, b, out: cpu_fp16(a)
+inductor.attention_qualifies = lambda q, k, v: cpu_fp16(q)
+tritium.ops.use_kernels(mm=True, attention=True)
 
-def f(a, b, bias):
-    return torch.relu(torch.addmm(bias, a, b)) + 1
+def f(a, b, bias, q):
+    attention = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    return torch.relu(torch.addmm(bias, a, b)) + 1, attention
 
 a, b, bias = (torch.randn(*s, dtype=torch.float16) for s in ((64, 32), (32, 48), (48,)))
-out, code = run_and_get_code(torch.compile(f), a, b, bias)
-assert "torch.ops.tritium.matmul.default(" in "\\n".join(code), code
-assert (out.float() - f(a, b, bias).float()).abs().max().item() < 0.05
+q = torch.randn(1, 2, 64, 64, dtype=torch.float16)
+with torch.no_grad():
+    (mm, attention), code = run_and_get_code(torch.compile(f), a, b, bias, q)
+    mm_ref, attention_ref = f(a, b, bias, q)
+code = "\\n".join(code)
+assert "torch.ops.tritium.matmul.default(" in code and "torch.ops.tritium.attention.default(" in code, code
+assert (mm.float() - mm_ref.float()).abs().max().item() < 0.05
+assert (attention.float() - attention_ref.float()).abs().max().item() < 0.01
 """
 
 
 @pytest.mark.skipif(not __import__("shutil").which("g++"), reason="Inductor's CPU backend needs a C++ compiler")
-def test_inductor_lowers_the_rewritten_graph_and_names_tritiums_op_in_its_code(tmp_path):
+def test_inductor_lowers_the_rewritten_graph_and_names_tritiums_ops_in_its_code(tmp_path):
     """torch.compile end to end (a fresh process: the interpreter is chosen before triton is imported)."""
     import os
     import subprocess

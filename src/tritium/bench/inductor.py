@@ -105,7 +105,8 @@ def run_size(size: Size, mode: str) -> dict:
                 ms[name] = min(ms.get(name, t), t)
     return {"size": size.name, "mode": mode, "tokens": size.batch * size.seq, "hidden": size.hidden,
             "ms_off": ms["off"], "ms_on": ms["on"], "speedup": ms["off"] / ms["on"], "rel_err": err,
-            "tritium_ops": [n for n in OP_NAMES if n in on_code], "off_has_tritium": any(n in off_code for n in OP_NAMES)}
+            "tritium_ops": [n for n in OP_NAMES if n in on_code],
+            "off_has_tritium": any(n in off_code for n in OP_NAMES)}
 
 
 def main(out: str, only: str = "") -> int:
@@ -115,7 +116,8 @@ def main(out: str, only: str = "") -> int:
     results = [run_size(size, mode) for mode in modes for size in SIZES]
     print(f"## torch.compile of a bf16 transformer block, tritium.ops.use_kernels off / on, "
           f"{torch.cuda.get_device_name()} (torch {torch.__version__}, triton {triton.__version__})")
-    print(table(["block", "mode", "tokens x hidden", "off ms", "on ms", "off / on", "rel. error", "tritium ops in code"],
+    headers = ["block", "mode", "tokens x hidden", "off ms", "on ms", "off / on", "rel. error", "tritium ops in code"]
+    print(table(headers,
                 [(r["size"], r["mode"], f"{r['tokens']} x {r['hidden']}", r["ms_off"], r["ms_on"], r["speedup"],
                   f"{r['rel_err']:.1e}", ", ".join(r["tritium_ops"]) or "none") for r in results]))
     print(f"\njson: {save_json(f'{out}/inductor.json', results)}")

@@ -34,8 +34,10 @@ from .attention import at_least_sdpa
 RULES_VERSION = 1
 
 aten = torch.ops.aten
+#: Inductor's SDPA kernel nodes (the CPU one too: it is never replaced, attention_qualifies wants CUDA, but it
+#: lets the CPU tests follow a replacement through Inductor's lowering).
 _SDPA = (aten._scaled_dot_product_flash_attention.default, aten._scaled_dot_product_efficient_attention.default,
-         aten._scaled_dot_product_cudnn_attention.default)
+         aten._scaled_dot_product_cudnn_attention.default, aten._scaled_dot_product_flash_attention_for_cpu.default)
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ def _rewrite_sdpa(graph: torch.fx.Graph, node: torch.fx.Node) -> int:
     users = list(node.users)
     if not users or any(u.target is not operator.getitem or u.args[1] != 0 for u in users):
         return 0  # the log-sum-exp or the RNG state is used (a backward, dropout): SDPA keeps it
-    if _arg(node, "dropout_p", 0.0) != 0.0 or _arg(node, "attn_bias") is not None \
+    if _arg(node, "dropout_p", 0.0) != 0.0 or any(_arg(node, name) is not None for name in ("attn_bias", "attn_mask")) \
             or _arg(node, "return_debug_mask", False) or _arg(node, "compute_log_sumexp", False):
         return 0
     q, k, v = node.args[:3]
