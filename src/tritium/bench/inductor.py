@@ -11,7 +11,8 @@ operands row-major. Two sizes, one for each kind of kernel the switch may pick:
 
 Each is compiled under ``torch.no_grad()`` with the switch off, then on (``torch._dynamo.reset()`` between),
 its output checked against the switch-off output, and the names of tritium's ops looked up in Inductor's
-output code. Time: median ms of ``triton.testing.do_bench``, best of two interleaved rounds; with
+output code. Time: median ms of ``triton.testing.do_bench``, best of two rounds, right after each
+compilation (not interleaved: see :func:`compiled_run`); with
 ``--only graphs`` also ``mode="reduce-overhead"`` (CUDA graphs), where the small GEMMs measured fastest.
 """
 from __future__ import annotations
@@ -69,10 +70,16 @@ def make_block(size: Size, device: str = "cuda", seed: int = 0) -> Any:
     return Block().to(device=device, dtype=torch.bfloat16)
 
 
-def compiled_run(block: Any, x: Any, kernels: bool, mode: str = "default") -> tuple[Any, Any, str]:
-    """``(compiled block, its output on x, Inductor's output code)`` with the switch ``kernels``."""
+def compiled_run(block: Any, x: Any, kernels: bool, mode: str = "default",
+                 time: bool = False) -> tuple[Any, str, float]:
+    """``(output of the compiled block on x, Inductor's output code, median ms or nan)`` with the switch ``kernels``.
+
+    Timed here, before the next compilation: Dynamo keeps one cache per code object and the switch is no
+    guard of it, so after ``torch._dynamo.reset()`` and a compilation with the switch on, a block compiled
+    with it off would run the new code (and the two timings would be of the same graph)."""
     import torch
     from torch._inductor.utils import run_and_get_code
+    from triton.testing import do_bench
 
     from ..ops import use_kernels
     torch._dynamo.reset()
@@ -81,28 +88,25 @@ def compiled_run(block: Any, x: Any, kernels: bool, mode: str = "default") -> tu
         fn = torch.compile(block, mode=None if mode == "default" else mode)
         with torch.no_grad():
             out, code = run_and_get_code(fn, x)
+            ms = min(do_bench(lambda: fn(x), warmup=25, rep=200, return_mode="median") for _ in range(2)) \
+                if time else float("nan")
     finally:
         use_kernels(mm=previous.mm, attention=previous.attention)
-    return fn, out, "\n".join(code)
+        torch._dynamo.reset()
+    return out, "\n".join(code), ms
 
 
 def run_size(size: Size, mode: str) -> dict:
     import torch
-    from triton.testing import do_bench
 
     block = make_block(size)
     x = torch.randn(size.batch, size.seq, size.hidden, device="cuda", dtype=torch.bfloat16)
-    off_fn, off_out, off_code = compiled_run(block, x, False, mode)
-    on_fn, on_out, on_code = compiled_run(block, x, True, mode)
+    off_out, off_code, off_ms = compiled_run(block, x, False, mode, time=True)
+    on_out, on_code, on_ms = compiled_run(block, x, True, mode, time=True)
     err = ((on_out.float() - off_out.float()).norm() / off_out.float().norm()).item()
     if not err < 2e-2:
         raise AssertionError(f"{size.name} ({mode}): switch on differs from switch off, relative error {err:.2e}")
-    ms: dict[str, float] = {}
-    with torch.no_grad():
-        for _ in range(2):  # interleaved rounds, best of each
-            for name, fn in (("off", off_fn), ("on", on_fn)):
-                t = do_bench(lambda: fn(x), warmup=25, rep=200, return_mode="median")
-                ms[name] = min(ms.get(name, t), t)
+    ms = {"off": off_ms, "on": on_ms}
     return {"size": size.name, "mode": mode, "tokens": size.batch * size.seq, "hidden": size.hidden,
             "ms_off": ms["off"], "ms_on": ms["on"], "speedup": ms["off"] / ms["on"], "rel_err": err,
             "tritium_ops": [n for n in OP_NAMES if n in on_code],
