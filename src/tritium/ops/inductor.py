@@ -54,7 +54,8 @@ _choice = KernelChoice()
 def use_kernels(mm: bool = True, attention: bool = True) -> KernelChoice:
     """Let torch.compile (Inductor) run tritium's GEMM for ``aten.mm``/``aten.addmm`` (``mm``) and its
     flash attention for SDPA (``attention``) where they are at least as fast; ``use_kernels(False, False)``
-    turns it off. Returns the previous choice. Applies to graphs compiled from now on."""
+    turns it off. Returns the previous choice. Applies to graphs compiled from now on: Dynamo does not guard
+    on it, so a function already compiled keeps its graph until ``torch._dynamo.reset()``."""
     global _choice
     for name, value in (("mm", mm), ("attention", attention)):
         if not isinstance(value, bool):
