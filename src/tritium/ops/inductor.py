@@ -68,10 +68,6 @@ def use_kernels(mm: bool = True, attention: bool = True) -> KernelChoice:
     return previous
 
 
-def choice() -> KernelChoice:
-    return _choice
-
-
 def cache_key() -> str:
     """What the switch adds to Inductor's cache key ("" while it is off)."""
     c = _choice
