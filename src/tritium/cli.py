@@ -298,10 +298,12 @@ def _cuda_available() -> bool:
 
 
 #: ``tritium bench NAME`` -> (module in tritium.bench, what it compares, how ``--only`` reads (None: it takes
-#: none; a tuple: those choices), the ``--only`` values that need no GPU)
+#: none; a str: the words its module reads; a dict: its choices and what each does), the ``--only`` values
+#: that need no GPU)
 BENCHMARKS: dict[str, tuple[str, str, Any, frozenset[str]]] = {
     "overhead": ("overhead", "compile time with a no-op pipeline and host time per launch, against bare Triton",
-                 ("compile", "launch"), frozenset({"compile"})),
+                 {"compile": "compile time alone (needs no GPU)", "launch": "host time per launch alone"},
+                 frozenset({"compile"})),
     "gemm": ("gemm", "tritium.ops.matmul against cuBLAS, bare Triton and torch.compile; or the TLX GEMM kernels alone",
              "fp16, bf16, quick, seeds, squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone",
              frozenset()),
@@ -312,7 +314,7 @@ BENCHMARKS: dict[str, tuple[str, str, Any, frozenset[str]]] = {
     "trimul": ("trimul", "the TriMul op against eager PyTorch and torch.compile",
                "quick, fast, case numbers such as 1-4, or words such as N1024 C384 cauchy", frozenset()),
     "inductor": ("inductor", "torch.compile of a bf16 transformer block with tritium.ops.use_kernels off and on",
-                 ("graphs",), frozenset()),
+                 {"graphs": "also under mode='reduce-overhead' (CUDA graphs)"}, frozenset()),
 }
 
 
@@ -341,12 +343,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_cmd_pipeline)
     b = sub.add_parser("bench", help="run a benchmark on a CUDA GPU: print a table of ratios and save a PNG plot")
     benches = b.add_subparsers(dest="what", required=True, metavar="BENCHMARK")
-    for name, (_, what, only, gpu_free) in BENCHMARKS.items():
+    for name, (_, what, only, _) in BENCHMARKS.items():
         one = benches.add_parser(name, help=what, description=f"tritium bench {name}: {what}.")
-        one.add_argument("--out", default="results", help="folder for the plot (default: results)")
-        if isinstance(only, tuple):
-            one.add_argument("--only", choices=only, help=f"run one part: {' or '.join(only)}"
-                             + (f" ({', '.join(sorted(gpu_free))} needs no GPU)" if gpu_free else ""))
+        one.add_argument("--out", default="results", help="folder for the results (default: results)")
+        if isinstance(only, dict):
+            one.add_argument("--only", choices=list(only), help="; ".join(f"{k}: {v}" for k, v in only.items()))
         elif only:
             one.add_argument("--only", default="", help=f"run a subset: {only}")
         one.set_defaults(run=_cmd_bench)
