@@ -2,8 +2,13 @@ import os
 import sys
 import tempfile
 
-# Compile into a private cache so tests never reuse binaries from another run or another venv.
+# Compile into a private cache so tests never reuse binaries from another run or another venv. Each
+# pytest-xdist worker (scripts/test.sh runs two) gets its own folder in it: the workers inherit the
+# controller's variable, and a shared cache would let one worker's compilation stand in for the other's in
+# an order that changes from run to run (a test that watches a pass run would see a cache hit).
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="tritium-test-cache-"))
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(os.environ["TRITON_CACHE_DIR"], os.environ["PYTEST_XDIST_WORKER"])
 sys.path.insert(0, os.path.dirname(__file__))
 
 import pytest  # noqa: E402

@@ -1,12 +1,17 @@
 """The `tritium` command line."""
+import argparse
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
+import torch
+import triton
 
-from tritium.cli import main
+import tritium
+from tritium.cli import BENCHMARKS, build_parser, main
 
 HERE = os.path.dirname(__file__)
 ADD = f"{HERE}/kernels.py:add_kernel"
@@ -63,7 +68,6 @@ BAD_KERNEL_FILE = "import nonexistent_module_for_the_cli_test\n"
     (["pipeline", ADD, "--signature", "*fp99,*fp32,*fp32,i32", "-D", "BLOCK=256"], "fp99"),
     (["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32"], "BLOCK"),  # a constexpr without a value
     (["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK"], "-D/--define expects NAME=VALUE"),
-    (["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK=100"], "power of 2"),
     (["pipeline", "{bad}:k", "--signature", "i32"], "importing"),
     (["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK=256", "--diff-around", "no.such"],
      "no.such"),
@@ -79,6 +83,14 @@ def test_bad_input_is_one_line_with_a_nonzero_exit(tmp_path, capsys, args, says)
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err and says in err, err
     assert err.startswith("tritium pipeline: ")
+
+
+def test_a_kernel_that_does_not_compile_keeps_its_place_in_a_short_paragraph(capsys):
+    assert main(["pipeline", ADD, "--signature", "*fp32,*fp32,*fp32,i32", "-D", "BLOCK=100"]) == 2
+    assert capsys.readouterr().err == (
+        "tritium pipeline: kernel 'add_kernel' does not compile at 2:38: arange's range must be a power of 2\n"
+        "        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "                                          ^\n")
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,7 +144,7 @@ def test_signature_hint_1_and_numbers_make_constants(capsys):
     ("*fp32,*fp32,*fp32,i32,*fp32", "'BLOCK' is a constexpr"),
     ("*fp32,*fp32", "--signature has 2 entries; give one per argument (5: x_ptr, y_ptr, out_ptr, n, BLOCK)"),
     ("x_ptr=*fp32,nope=i32", "names no argument 'nope'"),
-    ("x_ptr=*fp32", "gives no type for y_ptr, out_ptr, n"),
+    ("x_ptr=*fp32", "--signature y_ptr, out_ptr, n: no type given"),
     ("*fp32,*fp32,*fp32,i32,128:16", "a constant takes no hint"),
 ])
 def test_bad_signatures_are_clear(capsys, sig, says):
@@ -199,7 +211,7 @@ def _refused(capsys, *args) -> str:
 
 def test_kernel_must_be_a_jit_function(capsys):
     err = _refused(capsys, f"{HERE}/kernels.py:FakeDriver", "--signature", "i32")
-    assert "kernels.py:FakeDriver is not a @triton.jit function (it is class FakeDriver)" in err
+    assert "kernels.py:FakeDriver: not a @triton.jit function (it is class FakeDriver)" in err
 
 
 @pytest.mark.parametrize("defines,says", [
@@ -258,7 +270,7 @@ def test_options_are_the_backends(capsys):
 
 
 @pytest.mark.parametrize("sig,says", [
-    ("*fp99,*fp32,*fp32,i32", "--signature x_ptr=*fp99: '*fp99' is not a Triton type; use one of u1, "),
+    ("*fp99,*fp32,*fp32,i32", "--signature x_ptr: '*fp99' is not a Triton type; use one of u1, "),
     ("x_ptr=*fp32,x_ptr=*fp16,y_ptr=*fp32,out_ptr=*fp32,n=i32", "--signature gives 'x_ptr' twice"),
 ])
 def test_signature_types_and_names_are_checked(capsys, sig, says):
@@ -293,3 +305,86 @@ def test_unknown_diff_around_or_stage_is_refused_before_the_report(tmp_path, cap
 def test_out_of_range_values_name_the_argument(capsys, args, says):
     err = _refused(capsys, ADD, *SIG, *args)
     assert says in err, err
+
+
+def _parsers(parser):
+    """``parser`` and every subcommand's parser under it."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_help_is_plain_text():
+    helps = {p.prog: p.format_help() for p in _parsers(build_parser())}
+    assert "tritium bench trimul" in helps
+    assert [prog for prog, text in helps.items() if "`" in text] == []
+
+
+def test_version_and_python_m_tritium():
+    proc = subprocess.run([sys.executable, "-m", "tritium", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == f"tritium {tritium.__version__} (triton {triton.__version__})\n"
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_bench_help(name, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", name, "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and out.startswith(f"usage: tritium bench {name} [-h] [--out OUT]")
+
+
+no_gpu = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given without a GPU")
+
+
+@no_gpu
+@pytest.mark.parametrize("argv", [[n] for n in sorted(BENCHMARKS)] + [["overhead", "--only", "launch"]], ids=" ".join)
+def test_bench_without_a_gpu_says_so_in_one_line(argv, capsys):
+    assert main(["bench", *argv]) == 2
+    captured = capsys.readouterr()
+    hint = "; --only compile runs without one" if argv[0] == "overhead" else ""
+    assert captured.out == ""
+    assert captured.err == f"tritium bench: {argv[0]} needs a CUDA GPU, and torch sees none{hint}\n"
+
+
+def test_bench_overhead_only_takes_its_choices(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "overhead", "--only", "quick"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "invalid choice: 'quick' (choose from 'compile', 'launch')" in err
+
+
+def test_bench_policy_compares_the_example_plugins_pipelines():
+    from tritium.bench import policy
+    variants = policy.pipelines()
+    assert variants.pop("stock (3 stages)") is None
+    assert {name: p.origin() for name, p in variants.items()} == \
+        {"no-swp": "policy:no-swp", "stages-2": "policy:stages-2", "stages-4": "policy:stages-4"}
+
+
+TLX_KERNEL = '''
+import triton
+import triton.language as tl
+import tritium.tlx as tlx
+
+@triton.jit
+def copy(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    buf = tlx.local_alloc((BLOCK,), tl.float32, 1)
+    view = tlx.local_view(buf, 0)
+    tlx.local_store(view, tl.load(x_ptr + tl.arange(0, BLOCK)))
+    tl.store(y_ptr + tl.arange(0, BLOCK), tlx.local_load(view))
+'''
+
+
+def test_pipeline_of_a_tlx_kernel_names_tlx_and_decodes_its_placeholders(tmp_path, capsys):
+    (tmp_path / "tlx_copy.py").write_text(TLX_KERNEL)
+    assert main(["pipeline", f"{tmp_path}/tlx_copy.py:copy", "--signature", "*fp32:16,*fp32:16", "-D", "BLOCK=128",
+                 "--diff-around", "tlx.lower_placeholders", "--show", "ttir"]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0]
+    assert header.startswith(f"# {tmp_path}/tlx_copy.py:copy on sm90, pipeline tlx:tlx-cuda-sm8x-sm9x (automatic)")
+    assert "--- ttgir: before python:tlx.lower_placeholders" in out
+    assert '-    %buf = tt.elementwise_inline_asm "tlx:local_alloc(id=1, type=' in out
+    assert '"tlx:local_store(id=3, dst=2, ' in out.split("# output of stage ttir")[1]
+    assert re.search(r'"tlx:[A-Za-z0-9_-]{20,}', out) is None  # no base64 payload left

@@ -269,3 +269,37 @@ def test_a_tritium_error_raised_in_a_stage_keeps_its_own_message():
     with pytest.raises(tp.TritiumError, match="^my plugin's own diagnosis$"):
         compile_add(Pipeline("d").override_stage("ttgir", diagnose))
     check_recovered()
+
+
+@pytest.mark.parametrize("call,says", [
+    (lambda fn, sig, const: compile_kernel(fn.fn, sig, "sm90", constexprs=const),
+     "kernel add_kernel: not a @triton.jit function (it is a function object)"),
+    (lambda fn, sig, const: compile_kernel(fn, {**sig, "x_ptr": "*fp99"}, "sm90", constexprs=const),
+     "signature x_ptr: '*fp99' is not a Triton type; use one of u1, "),
+    (lambda fn, sig, const: compile_kernel(fn, {k: v for k, v in sig.items() if k != "n"}, "sm90", constexprs=const),
+     "signature n: no type given (kernel add_kernel's arguments: x_ptr, y_ptr, out_ptr, n, BLOCK)"),
+    (lambda fn, sig, const: compile_kernel(fn, sig, "sm90", constexprs={**const, "NOPE": 1}),
+     "constexpr NOPE: not an argument of kernel add_kernel; its arguments: x_ptr, "),
+    (lambda fn, sig, const: compile_kernel(fn, sig, "sm90"),
+     "constexpr BLOCK: kernel add_kernel gives it no default"),
+    (lambda fn, sig, const: compile_kernel(fn, sig, "sm90", constexprs=const, options={"num_warps": 3}),
+     "option num_warps=3: num_warps must be a power of 2"),
+    (lambda fn, sig, const: compile_kernel(fn, sig, "gfx950", constexprs=const, options={"maxnreg": 3}),
+     "option maxnreg: not a compile option of the hip backend; its options: "),
+])
+def test_compile_kernel_checks_its_arguments_as_the_cli_does(call, says):
+    with pytest.raises(tp.ArgumentError) as info:
+        call(*ADD)
+    assert str(info.value).startswith(says), str(info.value)
+    check_recovered()
+
+
+def test_a_kernel_that_does_not_compile_says_where_in_a_short_paragraph():
+    fn, sig, _ = ADD
+    with pytest.raises(tp.KernelCompileError) as info:
+        compile_kernel(fn, sig, "sm90", constexprs={"BLOCK": 100})
+    assert str(info.value) == ("kernel 'add_kernel' does not compile at 2:38: arange's range must be a power of 2\n"
+                               "        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+                               "                                          ^")
+    from triton.compiler.errors import CompilationError
+    assert isinstance(info.value, CompilationError) and isinstance(info.value.__cause__, CompilationError)

@@ -199,15 +199,20 @@ def test_ci_installs_each_triton_with_plain_pip_install():
 
 def test_ci_runs_every_supported_triton_in_a_fresh_venv():
     """scripts/test.sh gives every minor version the dependency range admits a ci_triton.sh run: the
-    compile-only suite, or the whole non-GPU suite."""
+    compile-only suite, or the whole non-GPU suite, or (for the version of .venv, whose whole suite runs
+    there) the tests of a plain install."""
     test_sh = (ROOT / "scripts" / "test.sh").read_text()
     loop = re.search(r'^for version in ([\d. ]+); do\n +bash scripts/ci_triton\.sh "\$version" --compile-only\n', test_sh,
                      re.M)
     compile_only = loop[1].split() if loop else []
     full = re.findall(r"^bash scripts/ci_triton\.sh (\d+\.\d+\.\d+)$", test_sh, re.M)
+    installed = re.findall(r"^bash scripts/ci_triton\.sh (\d+\.\d+\.\d+) --installed$", test_sh, re.M)
+    setup = (ROOT / "scripts" / "setup.sh").read_text()
+    assert installed == re.findall(r'"triton==(\d+\.\d+\.\d+)"', setup), (installed, "the version of .venv")
+    assert re.search(r"^\.venv/bin/python -m pytest .*$", test_sh, re.M), "the whole suite runs in .venv"
     (low, high) = tritium.SUPPORTED_TRITON
-    minors = sorted(tuple(map(int, v.split(".")[:2])) for v in compile_only + full)
-    assert minors == [(low[0], m) for m in range(low[1], high[1] + 1)], (compile_only, full)
+    minors = sorted(tuple(map(int, v.split(".")[:2])) for v in compile_only + full + installed)
+    assert minors == [(low[0], m) for m in range(low[1], high[1] + 1)], (compile_only, full, installed)
 
 
 def test_a_source_tree_without_an_install_still_offers_the_bundled_plugins():

@@ -219,6 +219,17 @@ def test_an_unknown_pipeline_name_leaves_deferred_plugins_unloaded():
     assert mine.find_pipeline("policy:no-swp").name == "no-swp"  # it still loads when asked for by name
 
 
+def test_errors_listing_what_is_known_name_the_deferred_plugins():
+    mine = PluginManager("mine")
+    mine.announce(DeferredPlugin("policy", "tritium.examples.pipeline_policy"), "test")
+    with pytest.raises(tp.PluginLoadError, match=r"pipeline 'memtag:tag' .*known: none; plugins not loaded yet "
+                                                 r"\(name one as PLUGIN:PIPELINE to load it\): policy"):
+        mine.activate("memtag:tag")
+    with pytest.raises(tp.PluginLoadError, match="loaded: none; plugins not loaded yet .*: policy"):
+        mine.get_plugin("memtag")
+    assert mine.loaded_plugins() == []
+
+
 def test_a_pipeline_belongs_to_one_plugin():
     shared = tagging("shared")
     owner = Plugin("owner", "1.0", pipelines={"shared": shared})

@@ -241,9 +241,9 @@ def test_key_pass_keeps_the_pass_it_replaced():
     key_pass = torch_integration._key_pass_type()(Mine())
     key_pass("graph")
     key = tp.pipelines_key()[0]
-    assert seen == ["graph"] and key_pass.uuid() == ("tritium.pipelines", key, ("mine-1", ))
+    assert seen == ["graph"] and key_pass.uuid() == ("tritium.pipelines", key, ("mine-1", ), "")
     assert torch_integration._key_pass_type()(lambda graph: None).uuid() is None
-    assert torch_integration._key_pass_type()(None).uuid() == ("tritium.pipelines", key, ())
+    assert torch_integration._key_pass_type()(None).uuid() == ("tritium.pipelines", key, (), "")
 
 
 def test_the_mark_pipeline_marks_ptx(mark_plugin):
@@ -254,7 +254,8 @@ def test_the_mark_pipeline_marks_ptx(mark_plugin):
 
     sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
     marked = compile_kernel(add_kernel, sig, "cuda:90", constexprs={"BLOCK": 128}, pipeline="torchmark:mark")
-    assert f"{m.MARK}{os.getpid()}" in marked.asm["ptx"]
+    assert m.MARK in marked.asm["ptx"]  # with the pid of whichever process compiled it first: an earlier test's
+    # compile workers share this process's Triton cache
     plain = compile_kernel(add_kernel, sig, "cuda:90", constexprs={"BLOCK": 128}, pipeline=None)
     assert m.MARK not in plain.asm["ptx"]
 

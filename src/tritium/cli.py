@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import importlib.util
 import math
@@ -12,13 +11,13 @@ import typing
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
-from triton.compiler.compiler import make_backend
-from triton.runtime import JITFunction
 
-from . import compat, plugins
-from .plugins.inspection import TARGET_FORMS, diff_around, format_report, parse_target, pipeline_report
+from . import __version__, plugins
+from .plugins.inspection import (TARGET_FORMS, check_kernel, diff_around, edited_by, format_report, option_fields,
+                                 parse_target, pipeline_report, scalar_types, triton_type)
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -52,9 +51,7 @@ def _load_kernel(spec: str) -> Any:
     if not hasattr(module, name):
         raise CommandError(f"{path} has no kernel {name!r}")
     kernel = getattr(module, name)
-    if not isinstance(kernel, JITFunction):  # Gluon kernels are JITFunctions too
-        got = f"class {kernel.__name__}" if isinstance(kernel, type) else f"a {type(kernel).__name__} object"
-        raise CommandError(f"{spec} is not a @triton.jit function (it is {got})")
+    check_kernel(kernel, spec)
     return kernel
 
 
@@ -121,16 +118,10 @@ def _number(text: str) -> Optional[int | float]:
     return None
 
 
-def _defines(kernel: Any, items: Sequence[str]) -> dict[str, Any]:
-    """``-D NAME=VALUE``, checked here: Triton fails late, naming neither a NAME that is no argument nor the
-    value that is no constexpr."""
-    out = {}
-    for name, text in _assignments(items, "-D/--define").items():
-        if name not in kernel.arg_names:
-            raise CommandError(f"-D {name}: not an argument of kernel {kernel.__name__}; its arguments: "
-                               f"{', '.join(kernel.arg_names)}")
-        out[name] = _constexpr_value(f"-D {name}", text)
-    return out
+def _defines(items: Sequence[str]) -> dict[str, Any]:
+    """``-D NAME=VALUE``, each value read here (the names are checked with the signature, by
+    :func:`check_arguments`): Triton fails late on a value that is no constexpr."""
+    return {name: _constexpr_value(f"-D {name}", text) for name, text in _assignments(items, "-D/--define").items()}
 
 
 def _constexpr_value(what: str, text: str) -> Any:
@@ -145,7 +136,7 @@ def _constexpr_value(what: str, text: str) -> Any:
         return number
     if text in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[text]
-    dtype = getattr(tl, text[3:], None) if text.startswith("tl.") else text in _scalar_types() and _triton_type(text)
+    dtype = getattr(tl, text[3:], None) if text.startswith("tl.") else text in scalar_types() and triton_type(text)
     if isinstance(dtype, tl.dtype):
         return dtype
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
@@ -154,46 +145,16 @@ def _constexpr_value(what: str, text: str) -> Any:
                                f"{what.split()[-1]}={text[1:-1]} for the number")
         return text[1:-1]
     raise CommandError(f"{what}={text}: not a constexpr value; write a number, True, False, None, a type "
-                       f"({', '.join(_scalar_types())} or tl.NAME) or a quoted string ('\"{text}\"')")
-
-
-def _triton_type(text: str) -> Any:
-    """The type a signature entry names, by Triton's own parser (``*fp16``, ``i32``, ``tensordesc<...>``), or None."""
-    try:
-        return tl.str_to_ty(text, None)
-    except (KeyError, IndexError, ValueError):
-        return None
-
-
-def _scalar_types() -> list[str]:
-    """The scalar type names Triton's parser takes (``i32``, ``fp16``, ...), to list when an entry names none."""
-    return [name for name in compat.signature_type_names() if _triton_type(name) is not None]
+                       f"({', '.join(scalar_types())} or tl.NAME) or a quoted string ('\"{text}\"')")
 
 
 def _options(items: Sequence[str], target: GPUTarget) -> dict[str, Any]:
-    """``-O NAME=VALUE``, each a field of the backend's options, its value read as the field's type: Triton
-    ignores a name it does not know and fails late on a value of the wrong type."""
-    backend = make_backend(target)
-    fields = _option_fields(backend)
-    given = _assignments(items, "-O/--option")
-    out = {}
-    for name, text in given.items():
-        if name not in fields:
-            raise CommandError(f"-O {name}: not a compile option of the {target.backend} backend; its options: "
-                               f"{', '.join(fields)}")
-        out[name] = _option_value(f"-O {name}={text}", fields[name], text)
-    try:  # the backend's own checks (num_warps a power of 2, ...), before compiling
-        backend.parse_options(dict(out))
-    except Exception as e:
-        raise CommandError(f"-O {' '.join(f'{n}={t}' for n, t in given.items())}: {_first_line(e)}") from e
-    return out
-
-
-def _option_fields(backend: Any) -> dict[str, Any]:
-    """The backend's compile options and their types: the fields of the dataclass its ``parse_options`` returns."""
-    options_type = type(backend.parse_options({}))
-    hints = typing.get_type_hints(options_type)
-    return {f.name: hints.get(f.name, type(f.default)) for f in dataclasses.fields(options_type)}
+    """``-O NAME=VALUE``, each value read as the type of that field of the backend's options (Triton fails late
+    on a value of the wrong type). A name that is no option stays as written, for :func:`check_arguments`
+    to refuse with the list."""
+    fields = option_fields(target)
+    return {name: _option_value(f"-O {name}={text}", fields[name], text) if name in fields else text
+            for name, text in _assignments(items, "-O/--option").items()}
 
 
 #: Options that count warps or CTAs: Triton fails deep in a pass, printing MLIR, when one is below 1.
@@ -274,18 +235,9 @@ def _signature(kernel: Any, text: Optional[str], constexprs: dict[str, Any]) -> 
         if hint == "1":
             _set_constexpr(constexprs, name, 1)
             continue
-        if _triton_type(base) is None:
-            raise CommandError(f"--signature {name}={entry}: {base!r} is not a Triton type; use one of "
-                               f"{', '.join(_scalar_types())}, with * for a pointer (*fp16)")
         if hint == "16":
             aligned.append(name)
         sig[name] = base
-    missing = [n for i, n in enumerate(names) if i not in kernel.constexprs and n not in sig and n not in constexprs]
-    if missing:
-        raise CommandError(f"--signature gives no type for {', '.join(missing)}")
-    for i, n in enumerate(names):
-        if i in kernel.constexprs or n in constexprs:
-            sig[n] = "constexpr"
     return sig, aligned
 
 
@@ -302,17 +254,13 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
         target = parse_target(args.target)
     except ValueError as e:
         raise CommandError(str(e)) from None
-    constexprs = _defines(kernel, args.define)
+    constexprs = _defines(args.define)
     signature, aligned = _signature(kernel, args.signature, constexprs)
-    for param in kernel.params:  # constexprs not given take the kernel's defaults
-        if param.is_constexpr and param.name not in constexprs:
-            if not param.has_default:
-                raise CommandError(f"constexpr {param.name!r} has no default: give it with -D {param.name}=VALUE")
-            constexprs[param.name] = param.default
-    options = _options(args.option, target)
+    options = _options(args.option, target)  # checked with the rest by compile_kernel
     pipeline: Any = plugins.bound_pipeline(kernel)
     if args.pipeline:
         pipeline = plugins.resolve_pipeline(args.pipeline)
+    chosen = [pipeline.origin()] if pipeline is not None else []
     if pipeline is None:
         pipeline = plugins.Pipeline("stock")
     diff = tuple(args.diff_around or ())
@@ -327,29 +275,73 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     for stage in args.show or ():
         if stage not in compiled.asm:
             raise CommandError(f"--show {stage}: no stage output {stage!r}; have {', '.join(compiled.asm)}")
-    print(f"# {args.kernel} on {args.target}, pipeline {pipeline.origin()}  "
+    automatic = [f"{o} (automatic)" for o in edited_by(report) if o not in chosen]
+    print(f"# {args.kernel} on {args.target}, pipeline {', '.join(chosen + automatic) or 'stock'}  "
           f"(+ inserted, - disabled, ~ replaced)")
     print(format_report(report))
     for name, text in diffs:
         print(f"\n# IR around {name}")
-        print(text)
+        print(_readable(text))
     for stage in args.show or ():
         print(f"\n# output of stage {stage}")
         output = compiled.asm[stage]
-        print(output if isinstance(output, str) else f"<{len(output)} bytes>")
+        print(_readable(output) if isinstance(output, str) else f"<{len(output)} bytes>")
     return 0
 
 
+def _readable(ir_text: str) -> str:
+    """IR as people read it: TLX placeholders as their op and arguments, not as base64."""
+    if '"tlx:' not in ir_text:
+        return ir_text
+    from .tlx.placeholders import decoded
+    return decoded(ir_text)
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
-    return importlib.import_module(f"tritium.bench.{BENCHMARKS[args.what]}").main(args.out, args.only)
+    module_name, _, _, gpu_free = BENCHMARKS[args.what]
+    only = getattr(args, "only", None) or ""
+    if only not in gpu_free and not _cuda_available():
+        hint = f"; --only {' or '.join(sorted(gpu_free))} runs without one" if gpu_free else ""
+        raise CommandError(f"{args.what} needs a CUDA GPU, and torch sees none{hint}")
+    return importlib.import_module(f"tritium.bench.{module_name}").main(args.out, only)
 
 
-#: ``tritium bench NAME`` -> module in tritium.bench
-BENCHMARKS = {"overhead": "overhead", "gemm": "gemm", "policy": "policy", "attention": "attention", "trimul": "trimul"}
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+#: ``tritium bench NAME`` -> (module in tritium.bench, what it compares, how ``--only`` reads (None: it takes
+#: none; a str: the words its module reads; a dict: its choices and what each does), the ``--only`` values
+#: that need no GPU)
+BENCHMARKS: dict[str, tuple[str, str, Any, frozenset[str]]] = {
+    "overhead": ("overhead", "compile time with a no-op pipeline and host time per launch, against bare Triton",
+                 {"compile": "compile time alone (needs no GPU)", "launch": "host time per launch alone"},
+                 frozenset({"compile"})),
+    "gemm": ("gemm", "tritium.ops.matmul against cuBLAS, bare Triton and torch.compile; or the TLX GEMM kernels alone",
+             "fp16, bf16, quick, seeds, squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone",
+             frozenset()),
+    "policy": ("policy", "one tl.dot GEMM under stock Triton and the example plugin's pipelining pipelines",
+               None, frozenset()),
+    "attention": ("attention", "the TLX flash-attention kernels against PyTorch SDPA",
+                  "quick, or words such as bf16 d128 causal s4096 (all must match)", frozenset()),
+    "trimul": ("trimul", "the TriMul op against eager PyTorch and torch.compile",
+               "quick, fast, case numbers such as 1-4, or words such as N1024 C384 cauchy", frozenset()),
+    "inductor": ("inductor", "torch.compile of a bf16 transformer block with tritium.ops.use_kernels off and on",
+                 {"graphs": "also under mode='reduce-overhead' (CUDA graphs)"}, frozenset()),
+}
+
+
+#: What ``tritium --help`` says first (plain text: argparse prints it as written).
+DESCRIPTION = "tritium: list plugins, show a kernel's effective pipeline, diff IR around a pass, run benchmarks."
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tritium", description=__doc__)
+    parser = argparse.ArgumentParser(prog="tritium", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"tritium {__version__} (triton {triton.__version__})")
     parser.add_argument("--traceback", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("plugins", help="list loaded plugins and what each contributes").set_defaults(run=_cmd_plugins)
@@ -366,14 +358,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diff-around", action="append", metavar="PASS", help="print the IR diff made by PASS")
     p.add_argument("--show", action="append", metavar="STAGE", help="print a stage's output (e.g. ttgir, ptx)")
     p.set_defaults(run=_cmd_pipeline)
-    b = sub.add_parser("bench", help="run a benchmark: print a table of ratios and save a PNG plot")
-    b.add_argument("what", choices=sorted(BENCHMARKS))
-    b.add_argument("--out", default="results", help="folder for the plots")
-    b.add_argument("--only", default="", help="run one part of a benchmark (overhead: compile or launch; "
-                   "attention: quick, or words such as bf16 d128 causal s4096; gemm: fp16, bf16, quick, seeds, "
-                   "squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone; trimul: quick, fast, "
-                   "case numbers such as 1-4, or words such as N1024 C384 cauchy)")
-    b.set_defaults(run=_cmd_bench)
+    b = sub.add_parser("bench", help="run a benchmark on a CUDA GPU: print a table of ratios and save a PNG plot")
+    benches = b.add_subparsers(dest="what", required=True, metavar="BENCHMARK")
+    for name, (_, what, only, _) in BENCHMARKS.items():
+        one = benches.add_parser(name, help=what, description=f"tritium bench {name}: {what}.")
+        one.add_argument("--out", default="results", help="folder for the results (default: results)")
+        if isinstance(only, dict):
+            one.add_argument("--only", choices=list(only), help="; ".join(f"{k}: {v}" for k, v in only.items()))
+        elif only:
+            one.add_argument("--only", default="", help=f"run a subset: {only}")
+        one.set_defaults(run=_cmd_bench)
     return parser
 
 
@@ -388,9 +382,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.traceback:
             raise
         known = isinstance(e, (plugins.TritiumError, CommandError))
-        what = _first_line(e) if known else f"{type(e).__name__}: {_last_line(e)}"
+        if isinstance(e, plugins.ArgumentError):  # named as the flag that gave it
+            what = f"{_FLAGS.get(e.what, e.what)} {e.name}: {e.problem}"
+        elif isinstance(e, plugins.KernelCompileError):
+            what = str(e)  # its place and source line follow on two more lines
+        else:
+            what = _first_line(e) if known else f"{type(e).__name__}: {_last_line(e)}"
         print(f"tritium {args.command}: {what}" + ("" if known else " (--traceback for details)"), file=sys.stderr)
         return 2
+
+
+#: The flag of ``tritium pipeline`` that gives each kind of argument :func:`check_arguments` checks.
+_FLAGS = {"constexpr": "-D", "option": "-O", "signature": "--signature", "aligned": "--signature"}
 
 
 def _last_line(e: BaseException) -> str:

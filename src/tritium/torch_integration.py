@@ -12,7 +12,9 @@ tritium. :func:`install` changes three things, all in Inductor's parent process:
   differ raises instead of compiling something else;
 * Inductor's FX graph cache key (and AOTAutograd's, which extends it) includes tritium's pipelines
   key, through ``torch._inductor.config.post_grad_custom_post_pass``: a ``CustomGraphPass`` whose
-  ``uuid()`` is that key, running the pass that was in the slot before, if any;
+  ``uuid()`` is that key, running the pass that was in the slot before, if any; with
+  ``tritium.ops.inductor.use_kernels`` on, the same pass also puts tritium's ops in the graph where they
+  are faster, and its ``uuid()`` says so;
 * a process that compiles Triton kernels (the parent with ``compile_threads=1``, or a worker) drops
   Inductor's in-memory kernel modules when the pipelines key changed since its last compilation,
   so a kernel loaded under one pipeline is not reused under another.
@@ -119,6 +121,9 @@ def _key_pass_type() -> type:
         def __call__(self, graph: Any) -> None:
             for p in self._inner():
                 p(graph)
+            choice = _kernel_choice()
+            if choice is not None:
+                choice.rewrite(graph)
 
         def uuid(self) -> Optional[Any]:
             inner = []
@@ -128,9 +133,18 @@ def _key_pass_type() -> type:
                 if u is None:
                     return None
                 inner.append(u)
-            return ("tritium.pipelines", plugins.pipelines_key()[0], tuple(inner))
+            choice = _kernel_choice()
+            return ("tritium.pipelines", plugins.pipelines_key()[0], tuple(inner),
+                    choice.cache_key() if choice is not None else "")
 
     return PipelinesKeyPass
+
+
+def _kernel_choice() -> Optional[Any]:
+    """:mod:`tritium.ops.inductor` while its switch is on (``use_kernels``), else None; never imported here,
+    since importing the ops compiles nothing but loads TLX and the kernels."""
+    module = sys.modules.get("tritium.ops.inductor")
+    return module if module is not None and module.cache_key() else None
 
 
 # ------------------------------------------------------------------------------------------------

@@ -6,15 +6,12 @@ pipelines, chosen per launch with ``use_pipeline``; the kernel source never chan
 """
 from __future__ import annotations
 
-import os
-
 import triton
 import triton.language as tl
 
 from .. import plugins
 from .report import bar_plot, table
 
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "plugins", "pipeline_policy.py")
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 BM, BN, BK = 128, 128, 64
 
@@ -34,11 +31,17 @@ def policy_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
 
 
+def pipelines() -> dict[str, plugins.Pipeline | None]:
+    """The pipelines compared: stock and those of the example plugin ``policy`` (tritium's own entry point,
+    src/tritium/examples/pipeline_policy.py), by label."""
+    policy = plugins.get_plugin("policy")
+    return {"stock (3 stages)": None, **{name: policy.pipelines[name] for name in ("no-swp", "stages-2", "stages-4")}}
+
+
 def main(out: str, only: str = "") -> int:
     import torch
     from triton.testing import do_bench
-    plugin = plugins.load_plugin(os.path.abspath(EXAMPLE))
-    variants = {"stock (3 stages)": None, **{name: plugin.pipelines[name] for name in ("no-swp", "stages-2", "stages-4")}}
+    variants = pipelines()
     rows = []
     for M, N, K in SHAPES:
         a = torch.randn(M, K, device="cuda", dtype=torch.float16)

@@ -1,11 +1,12 @@
 """Torch operators backed by tritium's kernels: ``tritium.ops.matmul`` (``torch.ops.tritium.matmul``) and
-``tritium.ops.attention`` (``torch.ops.tritium.attention``); docs/torch.md lists which kernel each runs."""
+``tritium.ops.attention`` (``torch.ops.tritium.attention``); docs/torch.md lists which kernel each runs.
+``use_kernels`` lets torch.compile pick them where they are faster (:mod:`tritium.ops.inductor`)."""
 import logging as _logging
 
 from .attention import attention
 from .gemm import matmul
+from .inductor import use_kernels
 from .trimul import trimul  # torch.ops.tritium.trimul, the fused triangle multiplicative update
-
 
 
 class _OwnArgumentErrors(_logging.Filter):
@@ -19,4 +20,4 @@ class _OwnArgumentErrors(_logging.Filter):
 
 _logging.getLogger("torch._subclasses.fake_tensor").addFilter(_OwnArgumentErrors())
 
-__all__ = ["matmul", "attention", "trimul"]
+__all__ = ["matmul", "attention", "trimul", "use_kernels"]

@@ -62,6 +62,15 @@ def _no_backward(ctx, grad: torch.Tensor):
 _attention.register_autograd(_no_backward)
 
 
+def at_least_sdpa(seq: int, head_dim: int) -> bool:
+    """Whether the H200 measurements rate this op at least as fast as PyTorch's fastest SDPA backend (cuDNN)
+    for q, k, v of sequence length ``seq`` and ``head_dim``, which is what ``torch.compile`` with
+    ``tritium.ops.inductor.use_kernels`` asks before replacing SDPA. Head dim 128 from sequence 8192 on:
+    1.014-1.096x in all eight fp16/bf16, causal/non-causal cases (docs/benchmarks.md, "Flash-attention
+    forward"); at 4096 one case ran 0.968, and below, and at head dim 64, 0.66-0.98."""
+    return head_dim == 128 and seq >= 8192
+
+
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
               sm_scale: Optional[float] = None) -> torch.Tensor:
     """softmax(q k^T * sm_scale [+ causal mask]) v with tritium's attention kernels (the module docstring

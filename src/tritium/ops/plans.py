@@ -221,6 +221,16 @@ def shape_class(M: int, N: int, K: int, sms: int, even: bool = True) -> str:
     return "partial" if 2 * tiles128 > sms else "few"
 
 
+def at_least_cublas(M: int, N: int, K: int, even: bool) -> bool:
+    """Whether the H200 measurements rate ``tritium.ops.matmul`` at least as fast as cuBLAS for this problem
+    (``even``: :func:`even_layout`), which is what ``torch.compile`` with ``tritium.ops.inductor.use_kernels``
+    asks before replacing an ``aten.mm``. Only rule 1's class qualifies: at 256^3 and 512^3 the op ran
+    1.25-1.46x cuBLAS in CUDA-graph replay and 0.97-1.12x eager (docs/benchmarks.md, issue 9's
+    programmatic dependent launch sweep); every larger class measured 0.93-1.02x, below or within the
+    noise of cuBLAS, so it stays cuBLAS's."""
+    return shape_class(M, N, K, sms=1 << 30, even=even) == "small"
+
+
 #: Rule 5's plan: cooperative 128x256x64, GROUP_SIZE_M 8, 3 stages, 2 store slices (3 x 48 KiB of
 #: operands + 4 x 16 KiB of staging = 208 KiB of shared memory).
 LARGE_PLAN = Plan("cooperative", coop.Config(128, 256, 64, 8, 3, 2, 232))

@@ -7,7 +7,8 @@ here knows about TLX or any other plugin; see ``docs/plugins.md`` for a tour.
 from __future__ import annotations
 
 from ..compat import parse_module
-from .errors import PassError, PassFingerprintWarning, PipelineError, PluginLoadError, StageError, TritiumError
+from .errors import (ArgumentError, KernelCompileError, PassError, PassFingerprintWarning, PipelineError,
+                     PluginLoadError, StageError, TritiumError)
 from .manager import PipelineLike, PluginManager, bound_pipeline, default_manager, enabled_manager
 from .passes import PassStats, PythonPass, StockPass, mlir_pass, text_pass
 from .pipeline import Pipeline
@@ -45,6 +46,6 @@ __all__ = [
     "DeferredPlugin", "deferred_plugins", "load_deferred",
     "activate", "deactivate", "use_pipeline", "bind", "bound_pipeline", "active_pipeline", "effective_pipelines",
     "pipelines_key", "refresh", "resolve_pipeline", "recording", "enable", "disable",
-    "TritiumError", "PluginLoadError", "PipelineError", "StageError", "PassError", "parse_module",
-    "PassStats", "PassFingerprintWarning",
+    "TritiumError", "PluginLoadError", "PipelineError", "StageError", "PassError", "KernelCompileError",
+    "ArgumentError", "parse_module", "PassStats", "PassFingerprintWarning",
 ]

@@ -310,8 +310,16 @@ class PluginManager:
         with self._lock:
             if name not in self._loaded:
                 raise PluginLoadError(f"no plugin named {name!r} is loaded; loaded: "
-                                      f"{', '.join(self._loaded) or 'none'}")
+                                      f"{', '.join(self._loaded) or 'none'}{self._deferred_note()}")
             return self._loaded[name].plugin
+
+    def _deferred_note(self) -> str:
+        """The deferred plugins, for an error listing what is known: their pipelines are not known until they
+        load, and without them the list read "known: none" while pipelines were a name away."""
+        if not self._deferred:
+            return ""
+        return (f"; plugins not loaded yet (name one as PLUGIN:PIPELINE to load it): "
+                f"{', '.join(sorted(self._deferred))}")
 
     def auto_pipelines(self) -> tuple[Pipeline, ...]:
         return self._auto
@@ -329,9 +337,10 @@ class PluginManager:
                 matches = [p for lp in self._loaded.values() for key, p in lp.plugin.pipelines.items()
                            if name in (key, f"{lp.plugin.name}:{key}")]
                 known = [f"{lp.plugin.name}:{key}" for lp in self._loaded.values() for key in lp.plugin.pipelines]
+                deferred = self._deferred_note()
             if len(matches) != 1:
                 why = "is ambiguous" if matches else "is not contributed by any loaded plugin"
-                raise PluginLoadError(f"pipeline {name!r} {why}; known: {', '.join(known) or 'none'}")
+                raise PluginLoadError(f"pipeline {name!r} {why}; known: {', '.join(known) or 'none'}{deferred}")
         return matches[0]
 
     def load_plugin(self, spec: Any, origin: Optional[str] = None) -> Plugin:

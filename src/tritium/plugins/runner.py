@@ -54,6 +54,13 @@ class CompileReport:
         raise KeyError(f"no stage {name!r}; stages: {', '.join(s.name for s in self.stages)}")
 
 
+def pass_names(label: str) -> set[str]:
+    """The names that pick a pass run labelled ``label`` (``python:tlx.lower@2``): the label, the label without
+    its run number, and both without the ``python:`` that marks a Python pass."""
+    names = {label, label.split("@")[0]}
+    return names | {n[len("python:"):] for n in names if n.startswith("python:")}
+
+
 # --------------------------------------------------------------------------------------------
 # Contexts handed to passes and stage functions
 # --------------------------------------------------------------------------------------------
@@ -363,7 +370,7 @@ class _StageRun:
                 current, pending = compat.new_pass_manager(pm.context, pm.debug), 0
 
         for step in steps:
-            watched = step.label in self.snapshot or step.label.split("@")[0] in self.snapshot
+            watched = not self.snapshot.isdisjoint(pass_names(step.label))
             if watched:
                 flush()
                 self.record.snapshots[f"before {step.label}"] = mod.str()

@@ -107,6 +107,24 @@ def parse(line: str) -> Optional[Placeholder]:
     return Placeholder(m["indent"], m["res"], payload, operands, types, out.strip(), m["loc"] or "")
 
 
+_PAYLOAD = re.compile('"' + PREFIX + r'(?P<payload>[A-Za-z0-9_=-]+)"')
+
+
+def decoded(text: str) -> str:
+    """``text`` (printed IR) with each placeholder's base64 payload written as the op and its arguments,
+    ``"tlx:local_alloc(id=1, ...)"``: for people reading a listing or a diff, not for :func:`parse`."""
+    def readable(m: re.Match) -> str:
+        try:
+            payload = json.loads(base64.urlsafe_b64decode(m["payload"]))
+        except ValueError:
+            return m[0]
+        if not isinstance(payload, dict) or "op" not in payload:
+            return m[0]
+        args = ", ".join(f"{k}={json.dumps(v)}" for k, v in payload.items() if k != "op" and (k != "dummy" or v))
+        return f'"{PREFIX}{payload["op"]}({args})"'
+    return _PAYLOAD.sub(readable, text)
+
+
 def placeholders(text: str) -> Iterator[Placeholder]:
     for line in text.splitlines():
         p = parse(line)

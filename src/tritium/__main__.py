@@ -1,0 +1,6 @@
+"""``python -m tritium``: the ``tritium`` command."""
+import sys
+
+from .cli import main
+
+sys.exit(main())

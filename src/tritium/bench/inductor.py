@@ -1,0 +1,128 @@
+"""torch.compile of a bf16 transformer block with ``tritium.ops.use_kernels`` on and off, same run, same data.
+
+The block: pre-norm causal self-attention (a fused QKV projection, SDPA, an output projection) and an MLP
+(up projection, GELU, down projection), weights stored [in, out] so that Inductor's GEMMs read both
+operands row-major. Two sizes, one for each kind of kernel the switch may pick:
+
+* ``small``: 256 tokens, hidden 256 (2 heads of 128): every GEMM is in the plan's small class, where
+  tritium's GEMM measured at least cuBLAS's speed; attention at 256 tokens stays SDPA's;
+* ``long``: 8192 tokens, hidden 2048 (16 heads of 128): SDPA goes to tritium's attention (head dim 128,
+  8192 tokens); the GEMMs are large and stay cuBLAS's.
+
+Each is compiled under ``torch.no_grad()`` with the switch off, then on (``torch._dynamo.reset()`` between),
+its output checked against the switch-off output, and the names of tritium's ops looked up in Inductor's
+output code. Time: median ms of ``triton.testing.do_bench``, best of two rounds, right after each
+compilation (not interleaved: see :func:`compiled_run`); with
+``--only graphs`` also ``mode="reduce-overhead"`` (CUDA graphs), where the small GEMMs measured fastest.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from .report import save_json, table
+
+#: tritium's op names as Inductor's output code calls them.
+OP_NAMES = ("torch.ops.tritium.matmul", "torch.ops.tritium.attention")
+
+
+class Size(NamedTuple):
+    name: str
+    batch: int
+    seq: int
+    heads: int
+    head_dim: int = 128
+
+    @property
+    def hidden(self) -> int:
+        return self.heads * self.head_dim
+
+
+SIZES = (Size("small", 1, 256, 2), Size("long", 1, 8192, 16))
+
+
+def make_block(size: Size, device: str = "cuda", seed: int = 0) -> Any:
+    """The transformer block of the module docstring, bf16, on ``device``."""
+    import torch
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            g = torch.Generator().manual_seed(seed)
+            C = size.hidden
+
+            def weight(i: int, o: int) -> torch.nn.Parameter:
+                return torch.nn.Parameter((torch.randn(i, o, generator=g) / i ** 0.5).to(torch.bfloat16))
+
+            self.norm1, self.norm2 = torch.nn.LayerNorm(C), torch.nn.LayerNorm(C)
+            self.w_qkv, self.w_out = weight(C, 3 * C), weight(C, C)
+            self.w_up, self.w_down = weight(C, 4 * C), weight(4 * C, C)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            B, S, C = x.shape
+            h = self.norm1(x).reshape(B * S, C)
+            q, k, v = (h @ self.w_qkv).split(C, dim=-1)
+            q, k, v = (t.reshape(B, S, size.heads, size.head_dim).transpose(1, 2) for t in (q, k, v))
+            a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + (a.transpose(1, 2).reshape(B * S, C) @ self.w_out).reshape(B, S, C)
+            h = self.norm2(x).reshape(B * S, C)
+            return x + (torch.nn.functional.gelu(h @ self.w_up) @ self.w_down).reshape(B, S, C)
+
+    return Block().to(device=device, dtype=torch.bfloat16)
+
+
+def compiled_run(block: Any, x: Any, kernels: bool, mode: str = "default",
+                 time: bool = False) -> tuple[Any, str, float]:
+    """``(output of the compiled block on x, Inductor's output code, median ms or nan)`` with the switch ``kernels``.
+
+    Timed here, before the next compilation: Dynamo keeps one cache per code object and the switch is no
+    guard of it, so after ``torch._dynamo.reset()`` and a compilation with the switch on, a block compiled
+    with it off would run the new code (and the two timings would be of the same graph)."""
+    import torch
+    from torch._inductor.utils import run_and_get_code
+    from triton.testing import do_bench
+
+    from ..ops import use_kernels
+    torch._dynamo.reset()
+    previous = use_kernels(mm=kernels, attention=kernels)
+    try:
+        fn = torch.compile(block, mode=None if mode == "default" else mode)
+        with torch.no_grad():
+            out, code = run_and_get_code(fn, x)
+            ms = min(do_bench(lambda: fn(x), warmup=25, rep=200, return_mode="median") for _ in range(2)) \
+                if time else float("nan")
+    finally:
+        use_kernels(mm=previous.mm, attention=previous.attention)
+        torch._dynamo.reset()
+    return out, "\n".join(code), ms
+
+
+def run_size(size: Size, mode: str) -> dict:
+    import torch
+
+    block = make_block(size)
+    x = torch.randn(size.batch, size.seq, size.hidden, device="cuda", dtype=torch.bfloat16)
+    off_out, off_code, off_ms = compiled_run(block, x, False, mode, time=True)
+    on_out, on_code, on_ms = compiled_run(block, x, True, mode, time=True)
+    err = ((on_out.float() - off_out.float()).norm() / off_out.float().norm()).item()
+    if not err < 2e-2:
+        raise AssertionError(f"{size.name} ({mode}): switch on differs from switch off, relative error {err:.2e}")
+    ms = {"off": off_ms, "on": on_ms}
+    return {"size": size.name, "mode": mode, "tokens": size.batch * size.seq, "hidden": size.hidden,
+            "ms_off": ms["off"], "ms_on": ms["on"], "speedup": ms["off"] / ms["on"], "rel_err": err,
+            "tritium_ops": [n for n in OP_NAMES if n in on_code],
+            "off_has_tritium": any(n in off_code for n in OP_NAMES)}
+
+
+def main(out: str, only: str = "") -> int:
+    import torch
+    import triton
+    modes = ("default", "reduce-overhead") if only == "graphs" else ("default",)
+    results = [run_size(size, mode) for mode in modes for size in SIZES]
+    print(f"## torch.compile of a bf16 transformer block, tritium.ops.use_kernels off / on, "
+          f"{torch.cuda.get_device_name()} (torch {torch.__version__}, triton {triton.__version__})")
+    headers = ["block", "mode", "tokens x hidden", "off ms", "on ms", "off / on", "rel. error", "tritium ops in code"]
+    print(table(headers,
+                [(r["size"], r["mode"], f"{r['tokens']} x {r['hidden']}", r["ms_off"], r["ms_on"], r["speedup"],
+                  f"{r['rel_err']:.1e}", ", ".join(r["tritium_ops"]) or "none") for r in results]))
+    print(f"\njson: {save_json(f'{out}/inductor.json', results)}")
+    return 0
