@@ -188,3 +188,13 @@ def test_compiled_and_interpreted_errors_match(case, compiled, interpreted):
 if __name__ == "__main__":  # the interpreted half, in a process started with TRITON_INTERPRET=1
     sys.path.insert(0, str(HERE))
     print(json.dumps(_interpret_all()))
+
+
+def test_every_op_registers_its_interpreter_semantics():
+    """Ops register themselves where they are written: every ``@tlx_builtin`` has an ``@interprets``."""
+    import tritium.tlx as tlx
+    from tritium.tlx import interpreter  # noqa: F401  (its ops register themselves)
+    from tritium.tlx.emit import BUILTINS, INTERPRETERS
+
+    assert set(tlx.OPS) == set(BUILTINS) == set(INTERPRETERS)
+    assert all(getattr(tlx, name) is op for name, op in BUILTINS.items())
