@@ -25,6 +25,7 @@ import triton.language as tl
 from triton.language.core import base_type, builtin
 
 from . import args, barriers, layouts, mem, misc
+from .args import ConstInt, Pred, Scalar
 from .core import check_target, memdesc_type, predicate
 from .emit import emit, tlx_builtin
 from .mem import _buffer
@@ -234,9 +235,22 @@ def _l2_hint(evict: str) -> dict:
 
 
 @tlx_builtin
-def async_descriptor_load(desc, result, offsets, barrier, pred=None, cache_modifier="", eviction_policy="",
-                          multicast_targets=[], two_ctas=False, _semantic=None) -> None:
-    """TMA-load the tile of ``desc`` at ``offsets`` into ``result``; its bytes count on ``barrier``."""
+def async_descriptor_load(desc: tensor_descriptor | tl.tensor_descriptor, result: buffered_tensor,
+                          offsets: Sequence[Scalar], barrier: buffered_tensor, pred: Pred = None,
+                          cache_modifier: str = "", eviction_policy: str = "", multicast_targets: Sequence[Any] = (),
+                          two_ctas: bool = False, _semantic: Any = None) -> None:
+    """TMA-load the tile of ``desc`` at ``offsets`` into ``result``; its bytes count on ``barrier``.
+
+    Args:
+        desc: a TMA descriptor (a kernel argument, or made on the device).
+        result: the shared buffer of the tile's shape that receives it.
+        offsets: the tile's coordinates, one per dimension, in elements.
+        barrier: the mbarrier that completes when the bytes landed (arm it with ``barrier_expect_bytes``).
+        pred: skip the load where false.
+        cache_modifier: only "" (a TMA load has no cache operator; use eviction_policy).
+        eviction_policy: an L2 eviction hint (``"evict_first"``, ``"evict_last"``, ...).
+        multicast_targets, two_ctas: cluster features; refused (a cluster of one CTA).
+    """
     op = "async_descriptor_load"
     check_target(_semantic, op, 90)
     hint = _l2_hint(check_descriptor_load(desc, result, offsets, barrier, pred, cache_modifier, eviction_policy,
@@ -248,9 +262,19 @@ def async_descriptor_load(desc, result, offsets, barrier, pred=None, cache_modif
 
 
 @tlx_builtin
-def async_descriptor_store(desc, source, offsets, eviction_policy="", store_reduce="", _semantic=None) -> None:
-    """TMA-store buffer ``source`` to the tile of ``desc`` at ``offsets``, or reduce into it with
-    ``store_reduce`` (``cp.reduce.async.bulk.tensor``); wait with ``async_descriptor_store_wait``."""
+def async_descriptor_store(desc: tensor_descriptor | tl.tensor_descriptor, source: buffered_tensor,
+                           offsets: Sequence[Scalar], eviction_policy: str = "", store_reduce: str = "",
+                           _semantic: Any = None) -> None:
+    """TMA-store buffer ``source`` to the tile of ``desc`` at ``offsets``, or reduce into it
+    (``cp.reduce.async.bulk.tensor``); wait with ``async_descriptor_store_wait`` before reusing ``source``.
+
+    Args:
+        desc: a TMA descriptor.
+        source: the shared buffer holding the tile (written, then ``fence_async_shared``).
+        offsets: the tile's coordinates, one per dimension, in elements.
+        eviction_policy: an L2 eviction hint.
+        store_reduce: ``""`` stores; ``"add"``, ``"min"``, ``"max"``, ``"and"``, ``"or"``, ``"xor"`` reduce.
+    """
     op = "async_descriptor_store"
     check_target(_semantic, op, 90)
     evict, reduce = check_descriptor_store(desc, source, offsets, eviction_policy, store_reduce)
@@ -313,8 +337,12 @@ def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
 
 
 @tlx_builtin
-def async_descriptor_store_wait(pendings, _semantic=None) -> None:
-    """Wait until at most ``pendings`` TMA stores still read their shared-memory source."""
+def async_descriptor_store_wait(pendings: ConstInt, _semantic: Any = None) -> None:
+    """Wait until at most ``pendings`` TMA stores still read their shared-memory source.
+
+    Args:
+        pendings: stores that may still be reading (0 waits for all).
+    """
     check_target(_semantic, "async_descriptor_store_wait", 90)
     pendings = args.compile_time_int(pendings, "async_descriptor_store_wait", "pendings", 0)
     emit(_semantic, "tma_store_wait", pendings=pendings)
