@@ -9,6 +9,7 @@ import triton.language as tl
 
 from . import alias, args, layouts
 from .args import BUFFER, BUFFERS, MBARRIER, MBARRIERS
+from .args import ConstInt, Scalar
 from .core import memdesc_type
 from .emit import emit, tensor_type, tlx_builtin
 from .triton_compat import compile_options, kernel_state, statement_location, type_builder, unwrap_if_constexpr
@@ -269,8 +270,18 @@ def _view(_semantic: Any, op: str, dtype: tl.dtype, shape: Sequence[int], layout
 
 
 @tlx_builtin
-def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _semantic=None) -> buffered_tensor:
-    """Allocate ``num`` shared-memory buffers of ``shape``/``dtype``; index them with ``local_view``."""
+def local_alloc(shape: Sequence[ConstInt], dtype: tl.dtype, num: ConstInt, storage: str = "smem",
+                reuse: Any = None, layout: Any = None, _semantic: Any = None) -> buffered_tensor:
+    """Allocate ``num`` shared-memory buffers of ``shape``/``dtype``; index them with ``local_view``.
+
+    Args:
+        shape: one buffer's shape.
+        dtype: the element dtype.
+        num: how many buffers (a ring's stages).
+        storage: ``"smem"`` (tensor memory is Blackwell-only).
+        reuse: another allocation whose bytes these buffers reuse, or a ``storage_alias_spec``.
+        layout: a shared layout (``tlx.swizzled_shared_layout_encoding``, ...); the planner's without it.
+    """
     shape, dtype, num = check_local_alloc(shape, dtype, num, storage)
     layout = _shared_layout(_semantic, "local_alloc", layout, shape, dtype)
     reuse = unwrap_if_constexpr(reuse)
@@ -306,8 +317,13 @@ def storage_alias_spec(storage=layouts.storage_kind.smem, buffer_size_bytes=None
 
 @method_op
 @tlx_builtin
-def local_view(local_allocated_buffers, buffer_idx, _semantic=None) -> buffered_tensor:
-    """Buffer ``idx`` of a multi-buffer allocation (or barrier ``idx`` of ``alloc_barriers``)."""
+def local_view(local_allocated_buffers: buffered_tensor, buffer_idx: Scalar, _semantic: Any = None) -> buffered_tensor:
+    """One buffer of a multi-buffer allocation, or one barrier of ``alloc_barriers`` (``bufs[i]`` too).
+
+    Args:
+        local_allocated_buffers: the allocation.
+        buffer_idx: the buffer's index, known when compiling or at run time.
+    """
     buf, idx = local_allocated_buffers, buffer_idx  # the fork's parameter names
     idx = check_local_view(buf, idx)
     buf = _anchored(_semantic, buf, "local_view")
@@ -355,8 +371,15 @@ def _row_view(_semantic: Any, buf: buffered_tensor, index: tl.tensor) -> buffere
 
 
 @tlx_builtin
-def local_slice(buffer, offset, shape, _semantic=None) -> buffered_tensor:
-    """A same-rank sub-view starting at compile-time ``offset``."""
+def local_slice(buffer: buffered_tensor, offset: Sequence[ConstInt], shape: Sequence[ConstInt],
+                _semantic: Any = None) -> buffered_tensor:
+    """A same-rank sub-view of a buffer (no data movement).
+
+    Args:
+        buffer: one buffer.
+        offset: where the view starts, per dimension.
+        shape: the view's shape.
+    """
     offset, shape = check_local_slice(buffer, offset, shape)  # ``buffer``: the fork's parameter name
     buf = _buffer(buffer, "local_slice", _semantic)
     return _view(_semantic, "memdesc_subslice", buf.dtype, shape, buf.layout, buf.type.alloc_shape,
@@ -364,8 +387,13 @@ def local_slice(buffer, offset, shape, _semantic=None) -> buffered_tensor:
 
 
 @tlx_builtin
-def local_trans(input, dims=(1, 0), _semantic=None) -> buffered_tensor:
-    """The buffer seen with its dimensions permuted (no data movement)."""
+def local_trans(input: buffered_tensor, dims: Sequence[ConstInt] = (1, 0), _semantic: Any = None) -> buffered_tensor:
+    """The buffer seen with its dimensions permuted (no data movement).
+
+    Args:
+        input: one buffer.
+        dims: the permutation.
+    """
     dims = check_local_trans(input, dims)  # ``input``: the fork's parameter name
     buf = _buffer(input, "local_trans", _semantic)
     shape = tuple(buf.shape[d] for d in dims)
@@ -374,8 +402,13 @@ def local_trans(input, dims=(1, 0), _semantic=None) -> buffered_tensor:
 
 
 @tlx_builtin
-def local_reshape(src, shape, _semantic=None) -> buffered_tensor:
-    """The buffer seen with another shape of the same size (no data movement)."""
+def local_reshape(src: buffered_tensor, shape: Sequence[ConstInt], _semantic: Any = None) -> buffered_tensor:
+    """The buffer seen with another shape of the same size (no data movement).
+
+    Args:
+        src: one buffer.
+        shape: the new shape.
+    """
     shape = check_local_reshape(src, shape)  # ``src``: the fork's parameter name
     buf = _buffer(src, "local_reshape", _semantic)
     layout = layouts.reshaped(buf.layout, buf.shape, shape)
@@ -383,13 +416,20 @@ def local_reshape(src, shape, _semantic=None) -> buffered_tensor:
 
 
 @tlx_builtin
-def local_reinterpret(src, dtype, shape=None, layout=None, _semantic=None) -> buffered_tensor:
+def local_reinterpret(src: buffered_tensor, dtype: tl.dtype, shape: Sequence[ConstInt] | None = None,
+                      layout: Any = None, _semantic: Any = None) -> buffered_tensor:
     """The same bytes seen as another dtype, shape (same byte size) and layout; no data movement.
 
     ``buf`` may be a whole multi-buffer allocation: the result is then one view over all its buffers.
     Without ``layout`` the result keeps ``buf``'s layout when dtype width and shape allow it, else it
     gets the planner's default. The bytes map to elements in row-major order as the interpreter
     models them only when both layouts are unswizzled; pass ``layout=`` to choose.
+
+    Args:
+        src: a buffer or a whole allocation.
+        dtype: the new element dtype.
+        shape: the new shape (the same byte size; ``src``'s shape without it).
+        layout: the new shared layout.
     """
     buf = _buffer(src, "local_reinterpret", _semantic)  # ``src``: the fork's parameter name
     alias.check_not_member(_semantic, buf, "local_reinterpret")
@@ -425,12 +465,20 @@ def _tensor_type_in(_semantic: Any, op: str, layout: Any, shape: Sequence[int], 
 
 
 @tlx_builtin
-def local_load(src, token=None, layout=None, relaxed=False, rematerialize_coordinates=False,
-               rematerialize_coordinates_group=None, _semantic=None) -> tl.tensor:
+def local_load(src: buffered_tensor, token: Any = None, layout: Any = None, relaxed: bool = False,
+               rematerialize_coordinates: bool = False, rematerialize_coordinates_group: Any = None,
+               _semantic: Any = None) -> tl.tensor:
     """Shared memory -> registers, in the register ``layout`` when given (else a coalesced one).
 
     ``relaxed`` and ``rematerialize_coordinates(_group)`` are the fork's AMD scheduling hints; stock
     Triton has no counterpart, so they are checked and have no effect.
+
+    Args:
+        src: one buffer.
+        token: the fork's ``async_load`` token, accepted (the data is ready once ``async_load_wait_group``
+            returned).
+        layout: the register layout of the result.
+        relaxed, rematerialize_coordinates, rematerialize_coordinates_group: AMD scheduling hints.
     """
     check_local_load(src, layout, relaxed, rematerialize_coordinates, rematerialize_coordinates_group)
     src = _buffer(src, "local_load", _semantic)
@@ -443,8 +491,13 @@ def local_load(src, token=None, layout=None, relaxed=False, rematerialize_coordi
 
 
 @tlx_builtin
-def local_store(dst, src, _semantic=None) -> None:
-    """Registers -> shared memory."""
+def local_store(dst: buffered_tensor, src: tl.tensor, _semantic: Any = None) -> None:
+    """Registers -> shared memory.
+
+    Args:
+        dst: one buffer.
+        src: a tensor of ``dst``'s shape and dtype.
+    """
     check_local_store(dst, src)
     dst = _buffer(dst, "local_store", _semantic)
     want = tensor_type(_semantic, dst.dtype, dst.shape, _register_layout(_semantic, dst.shape, dst.dtype))
