@@ -8,8 +8,7 @@ from typing import Any, Sequence
 import triton.language as tl
 
 from . import alias, args, layouts
-from .args import BUFFER, BUFFERS, MBARRIER, MBARRIERS
-from .args import ConstInt, Scalar
+from .args import BUFFER, BUFFERS, MBARRIER, MBARRIERS, ConstInt, Scalar
 from .core import memdesc_type
 from .emit import emit, tensor_type, tlx_builtin
 from .triton_compat import compile_options, kernel_state, statement_location, type_builder, unwrap_if_constexpr
@@ -309,9 +308,15 @@ def _shared_layout(_semantic: Any, op: str, layout: Any, shape: Sequence[int], d
 
 
 @tlx_builtin
-def storage_alias_spec(storage=layouts.storage_kind.smem, buffer_size_bytes=None, _semantic=None):
+def storage_alias_spec(storage: Any = layouts.storage_kind.smem, buffer_size_bytes: ConstInt | None = None,
+                       _semantic: Any = None) -> Any:
     """A shared region for several allocations (``local_alloc(..., reuse=spec)``), placed by
-    ``spec.set_buffer_overlap(tlx.reuse_group(...))``; see tlx/alias.py."""
+    ``spec.set_buffer_overlap(tlx.reuse_group(...))``; see tlx/alias.py.
+
+    Args:
+        storage: ``tlx.storage_kind.smem`` (shared memory).
+        buffer_size_bytes: the region's size in bytes, which the placement must fit (what it needs without it).
+    """
     return alias.new_spec(_semantic, storage, buffer_size_bytes)
 
 
@@ -505,11 +510,18 @@ def local_store(dst: buffered_tensor, src: tl.tensor, _semantic: Any = None) -> 
 
 
 @tlx_builtin
-def local_gather(src, indices, axis, token=None, _semantic=None) -> tl.tensor:
+def local_gather(src: buffered_tensor, indices: tl.tensor, axis: ConstInt, token: Any = None,
+                 _semantic: Any = None) -> tl.tensor:
     """``out[..., i, ...] = src[..., indices[..., i, ...], ...]`` along ``axis`` (``torch.gather``).
 
     Stock Triton 3.6 has no shared-memory gather op: this is a ``local_load`` of ``src`` and a
     stock ``tt.gather``, whose lowering goes through shared memory again.
+
+    Args:
+        src: one buffer.
+        indices: an integer tensor of the result's shape.
+        axis: the dimension indexed.
+        token: accepted, as ``local_load``'s.
     """
     axis = check_gather("local_gather", src, indices, axis)
     src, indices = _buffer(src, "local_gather", _semantic), unwrap_if_constexpr(indices)
@@ -521,12 +533,20 @@ SCATTER_LIMIT = 1 << 16
 
 
 @tlx_builtin
-def local_scatter(dst, src, indices, axis, token=None, _semantic=None) -> None:
+def local_scatter(dst: buffered_tensor, src: tl.tensor, indices: tl.tensor, axis: ConstInt, token: Any = None,
+                  _semantic: Any = None) -> None:
     """``dst[..., indices[..., i, ...], ...] = src[..., i, ...]`` along ``axis``; the last duplicate wins.
 
     Stock Triton 3.6 has no scatter op. This loads ``dst``, finds for each destination row the last
     ``i`` that writes it (a compare of every index against every row, at most
     :data:`SCATTER_LIMIT` elements), gathers those values with ``tt.gather`` and stores ``dst`` back.
+
+    Args:
+        dst: one buffer.
+        src: the values, of ``indices``'s shape.
+        indices: an integer tensor.
+        axis: the dimension indexed.
+        token: accepted, as ``local_load``'s.
     """
     axis = check_local_scatter(dst, src, indices, axis)
     dst, src, indices = _buffer(dst, "local_scatter", _semantic), unwrap_if_constexpr(src), unwrap_if_constexpr(indices)
@@ -571,8 +591,14 @@ def _max_along(sem: Any, x: tl.tensor, axis: int) -> tl.tensor:
 
 
 @tlx_builtin
-def zeros(shape, dtype, layout=None, _semantic=None) -> tl.tensor:
-    """A zero tensor, made directly in the register ``layout`` when given (as Gluon MFMA accumulators are)."""
+def zeros(shape: Sequence[ConstInt], dtype: tl.dtype, layout: Any = None, _semantic: Any = None) -> tl.tensor:
+    """A zero tensor, made directly in the register ``layout`` when given (as Gluon MFMA accumulators are).
+
+    Args:
+        shape: the tensor's shape.
+        dtype: its dtype.
+        layout: a register layout.
+    """
     shape, dtype = check_zeros(shape, dtype, layout)
     shape = list(shape)
     if unwrap_if_constexpr(layout) is None:
@@ -583,12 +609,18 @@ def zeros(shape, dtype, layout=None, _semantic=None) -> tl.tensor:
 
 
 @tlx_builtin
-def require_layout(x, layout, pin=True, late_address_compute=False, _semantic=None) -> tl.tensor:
+def require_layout(x: tl.tensor, layout: Any, pin: bool = True, late_address_compute: bool = False,
+                   _semantic: Any = None) -> tl.tensor:
     """``x`` converted to the register ``layout``; TLX ops that take it use that layout directly.
 
     Stock Triton cannot pin a layout against its own passes: ``remove_layout_conversions`` may still
     move the conversion, as for any ``ttg.convert_layout``. ``pin`` and ``late_address_compute`` are
     checked and otherwise have no effect.
+
+    Args:
+        x: a register tensor.
+        layout: the register layout.
+        pin, late_address_compute: the fork's hints, checked.
     """
     x = check_require_layout(x, layout, pin, late_address_compute)
     want = _tensor_type_in(_semantic, "require_layout", layout, x.shape, x.dtype)
@@ -597,14 +629,22 @@ def require_layout(x, layout, pin=True, late_address_compute=False, _semantic=No
 
 
 @tlx_builtin
-def release_layout(x, _semantic=None) -> tl.tensor:
-    """``x`` free to take any layout again: every tensor is, once TLX's lowering is done, so this is ``x``."""
+def release_layout(x: tl.tensor, _semantic: Any = None) -> tl.tensor:
+    """``x`` free to take any layout again: every tensor is, once TLX's lowering is done, so this is ``x``.
+
+    Args:
+        x: a register tensor.
+    """
     return check_register_tensor("release_layout", x)
 
 
 @tlx_builtin
-def subslice(local_allocated_buffer, offset, size, _semantic=None) -> buffered_tensor:
-    """The fork's tensor-memory column slice: tensor memory is Blackwell-only."""
+def subslice(local_allocated_buffer: Any, offset: ConstInt, size: ConstInt, _semantic: Any = None) -> buffered_tensor:
+    """The fork's tensor-memory column slice: tensor memory is Blackwell-only.
+
+    Args:
+        local_allocated_buffer, offset, size: the fork's; refused (tensor memory).
+    """
     check_subslice()
 
 
@@ -614,8 +654,13 @@ def _layout_of(_semantic: Any, x: Any, op: str) -> Any:
 
 
 @tlx_builtin
-def assert_same_layout(lhs, rhs, _semantic=None) -> None:
-    """Compile-time check that two buffers (or a buffer and a shared layout) have one layout."""
+def assert_same_layout(lhs: buffered_tensor, rhs: Any, _semantic: Any = None) -> None:
+    """Compile-time check that two buffers (or a buffer and a shared layout) have one layout.
+
+    Args:
+        lhs: a buffer.
+        rhs: another buffer, or a shared layout.
+    """
     have = _layout_of(_semantic, lhs, "assert_same_layout")
     rhs = unwrap_if_constexpr(rhs)
     lhs = unwrap_if_constexpr(lhs)
@@ -627,10 +672,14 @@ def assert_same_layout(lhs, rhs, _semantic=None) -> None:
 
 
 @tlx_builtin
-def dump_layout(x, _semantic=None) -> None:
+def dump_layout(x: Any, _semantic: Any = None) -> None:
     """Print a value's layout while the kernel compiles: a buffer's shared memory type now, a register
     tensor's TritonGPU type when TLX lowers (the layout ``convert_to_ttgpuir`` chose; stock passes
-    may still change it, and stock Triton has no hook after them)."""
+    may still change it, and stock Triton has no hook after them).
+
+    Args:
+        x: a buffer or a register tensor.
+    """
     x = unwrap_if_constexpr(x)
     check_layout_operand("dump_layout", x, tensor_ok=True)
     if isinstance(x, tl.tensor):

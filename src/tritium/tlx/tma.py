@@ -285,8 +285,16 @@ def async_descriptor_store(desc: tensor_descriptor | tl.tensor_descriptor, sourc
 
 
 @tlx_builtin
-def async_descriptor_prefetch_tensor(desc, offsets, pred=None, eviction_policy="", _semantic=None) -> None:
-    """Hint TMA to bring the tile of ``desc`` at ``offsets`` into L2 (``cp.async.bulk.prefetch.tensor``)."""
+def async_descriptor_prefetch_tensor(desc: tensor_descriptor | tl.tensor_descriptor, offsets: Sequence[Scalar],
+                                     pred: Pred = None, eviction_policy: str = "", _semantic: Any = None) -> None:
+    """Hint TMA to bring the tile of ``desc`` at ``offsets`` into L2 (``cp.async.bulk.prefetch.tensor``).
+
+    Args:
+        desc: a TMA descriptor.
+        offsets: the tile's coordinates, in elements.
+        pred: skip the prefetch where false.
+        eviction_policy: an L2 eviction hint.
+    """
     op = "async_descriptor_prefetch_tensor"
     check_target(_semantic, op, 90)
     hint = _l2_hint(check_prefetch_tensor(desc, offsets, pred, eviction_policy))
@@ -319,13 +327,19 @@ def bulk_box(_semantic: Any, nbytes: int, op: str) -> tuple[str, str]:
 
 
 @tlx_builtin
-def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
+def async_store(dst_global_ptr: tl.tensor, src_smem: buffered_tensor, size: ConstInt, _semantic: Any = None) -> None:
     """Copy ``size`` bytes of ``src_smem`` to ``dst_global_ptr`` (``cp.async.bulk.global.shared::cta``), in the
     bulk group that ``async_descriptor_store_wait`` waits on. ``size`` and both addresses: multiples of 16.
 
     Stock Triton has no such op. It is emitted as a TMA store of the buffer's bytes seen as one box,
     through a descriptor that is only the destination pointer, and tlx/tma_llvm.py rewrites that store's
-    PTX into the bulk copy (so it is ordered like a TMA store: the same proxy fence and bulk group)."""
+    PTX into the bulk copy (so it is ordered like a TMA store: the same proxy fence and bulk group).
+
+    Args:
+        dst_global_ptr: the destination, 16-byte aligned.
+        src_smem: the shared buffer copied from.
+        size: bytes, a multiple of 16.
+    """
     op = "async_store"
     check_target(_semantic, op, 90)
     nbytes = check_async_store(dst_global_ptr, src_smem, size)
@@ -406,8 +420,12 @@ class tensor_descriptor_ptr(tlx_value):
 
 
 @tlx_builtin
-def allocate_tensor_descriptor(num, _semantic=None) -> tensor_descriptor_ptr:
-    """Global scratch for ``num`` descriptors (128 bytes each, 128-byte aligned; needs ``triton.set_allocator``)."""
+def allocate_tensor_descriptor(num: ConstInt, _semantic: Any = None) -> tensor_descriptor_ptr:
+    """Global scratch for ``num`` descriptors (128 bytes each, 128-byte aligned; needs ``triton.set_allocator``).
+
+    Args:
+        num: how many descriptor slots.
+    """
     check_target(_semantic, "allocate_tensor_descriptor", 90)
     num = args.compile_time_int(num, "allocate_tensor_descriptor", "num")
     _, handle = emit(_semantic, "alloc_desc", scalar=tl.pointer_type(tl.int8), nbytes=num * DESCRIPTOR_SIZE,
@@ -423,11 +441,21 @@ def _block_shape(block_shape: Any, op: str) -> list[int]:
 
 
 @tlx_builtin
-def make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_option="zero",
-                           _semantic=None) -> Any:
+def make_tensor_descriptor(desc_ptr: tensor_descriptor_ptr | None, base: tl.tensor, shape: Sequence[Scalar],
+                           strides: Sequence[Scalar], block_shape: Sequence[ConstInt], padding_option: str = "zero",
+                           _semantic: Any = None) -> Any:
     """A TMA descriptor made on the device: in compiler-managed global scratch (``desc_ptr=None``, the
     stock ``tt.make_tensor_descriptor``), or written into the slot ``desc_ptr`` (``tensormap_create``),
-    where ``reinterpret_tensor_descriptor`` reads it back. Both need ``triton.set_allocator``."""
+    where ``reinterpret_tensor_descriptor`` reads it back. Both need ``triton.set_allocator``.
+
+    Args:
+        desc_ptr: the slot to write (``allocate_tensor_descriptor``), or None for compiler-managed scratch.
+        base: the tensor's base pointer, 16-byte aligned.
+        shape: the tensor's shape.
+        strides: its strides, in elements (the last 1).
+        block_shape: the tile a TMA op moves.
+        padding_option: ``"zero"`` (or ``"nan"``) for out-of-bounds elements.
+    """
     op = "make_tensor_descriptor"
     check_target(_semantic, op, 90)
     block, padding = check_make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_option)
@@ -445,9 +473,16 @@ def make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_
 
 
 @tlx_builtin
-def reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype, _semantic=None) -> tensor_descriptor:
+def reinterpret_tensor_descriptor(desc_ptr: tensor_descriptor_ptr, block_shape: Sequence[ConstInt], dtype: tl.dtype,
+                                  _semantic: Any = None) -> tensor_descriptor:
     """The descriptor in slot ``desc_ptr`` (written by ``make_tensor_descriptor(desc_ptr, ...)``) for
-    TLX TMA ops, seen as a ``dtype`` tensor of ``block_shape`` blocks."""
+    TLX TMA ops, seen as a ``dtype`` tensor of ``block_shape`` blocks.
+
+    Args:
+        desc_ptr: the slot ``make_tensor_descriptor`` wrote.
+        block_shape: the tile a TMA op moves.
+        dtype: the element dtype.
+    """
     op = "reinterpret_tensor_descriptor"
     check_target(_semantic, op, 90)
     block, dtype = check_reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype)
