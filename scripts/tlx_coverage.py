@@ -22,6 +22,7 @@ import inspect
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "tlx-coverage.md"
@@ -185,6 +186,7 @@ def render() -> str:
     import fork_conformance as fc
     import tritium.tlx as tlx
     from tritium.tlx import unsupported
+    from tritium.tlx.emit import BUILTINS
     cover = scan_tests()
     lines = [
         "# TLX coverage: the fork's API in tritium",
@@ -239,8 +241,40 @@ def render() -> str:
             reason = fc.KNOWN_FAILURES.get((case.name, mode))
             cells.append(f"xfail: {reason}" if reason else "pass")
         lines.append(f"| `{case.name}` | {case.source} | {case.target[0]}:{case.target[1]} | {cells[0]} | {cells[1]} |")
+    lines += ["", "## Signatures", "",
+              "Every op `tritium.tlx` implements, as its builtin declares it (`Args:` in its docstring says what each "
+              "parameter is; `ConstInt`, `Scalar` and `Pred` are in `tlx/args.py`).", ""]
+    lines += [f"- `{name}{_signature(op)}`" for name, op in sorted(BUILTINS.items(), key=lambda kv: kv[0].lower())]
     lines += ["", "## The fork's unit tests", "", UNIT_TESTS_NOTE, ""]
     return "\n".join(lines)
+
+
+def _default(value: Any) -> str:
+    """A default as the source spells it: ``tl.float32``, ``storage_kind.smem``, else its repr."""
+    import enum
+
+    import triton.language as tl
+    if isinstance(value, tl.dtype):  # its name in triton.language (tl.float32, not its short name fp32)
+        return "tl." + min(n for n, v in vars(tl).items() if isinstance(v, tl.dtype) and v == value and n[0] != "_")
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return repr(value)
+
+
+def _signature(op: Any) -> str:
+    """``op``'s parameters and result as written, without ``_semantic``."""
+    sig = inspect.signature(op.__wrapped__)
+    params = []
+    for p in sig.parameters.values():
+        if p.name == "_semantic":
+            continue
+        text = ("*" if p.kind is p.VAR_POSITIONAL else "") + p.name
+        text += f": {p.annotation}" if p.annotation is not p.empty else ""
+        params.append(text + (f" = {_default(p.default)}" if p.default is not p.empty else ""))
+    kinds = [p.kind for p in sig.parameters.values()]
+    if inspect.Parameter.KEYWORD_ONLY in kinds and inspect.Parameter.VAR_POSITIONAL not in kinds:
+        params.insert(kinds.index(inspect.Parameter.KEYWORD_ONLY), "*")
+    return f"({', '.join(params)}) -> {sig.return_annotation}"
 
 
 #: The fork's unit tests are not in its wheel; what running them by hand found (not regenerated).

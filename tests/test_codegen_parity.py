@@ -106,3 +106,30 @@ def test_error_summary_keeps_the_cause_not_the_moving_line_numbers():
              "barrier_arrive() got an unexpected keyword argument 'pred'\n")
     assert compare._error_summary(error) == "CompilationError: barrier_arrive() got an unexpected keyword argument 'pred'"
     assert compare._error_summary("not run") == "not run" and compare._error_summary("") == "?"
+
+
+def test_a_failure_in_a_jit_helper_is_recorded_down_to_the_helper():
+    from codegen_parity.dump import _chain
+    from triton.compiler.errors import CompilationError
+
+    class Inner(CompilationError):  # Triton's own class, raised for the helper's line
+        def __init__(self, text):
+            Exception.__init__(self, text)
+
+        def __str__(self):
+            return self.args[0]
+
+    Inner.__name__ = "CompilationError"
+    try:
+        try:
+            try:
+                raise TypeError("barrier_arrive() got an unexpected keyword argument 'pred'")
+            except TypeError as e:
+                raise Inner("at 20:12:\n    tlx.barrier_arrive(...)\nbarrier_arrive() got an unexpected keyword "
+                            "argument 'pred'") from e
+        except Inner as e:
+            raise Inner("at 25:26:\n    it, acc = mma_steps(...)\n    ^") from e
+    except Inner as e:
+        recorded = _chain(e)
+    assert compare._error_summary(recorded) == \
+        "CompilationError: barrier_arrive() got an unexpected keyword argument 'pred'"

@@ -128,6 +128,16 @@ def compile_one(spec: Spec, target_tuple: tuple, tutorials: Path | None) -> dict
             "shared": getattr(kernel.metadata, "shared", None)}
 
 
+def _chain(e: BaseException) -> str:
+    """``e``, and where it is a CompilationError raised from one (an error in a ``@triton.jit`` helper reaches
+    the kernel as a CompilationError pointing at the call), the helper's, down to where the error is."""
+    parts = [f"{type(e).__name__}: {e}".strip()]
+    while type(e).__name__ == "CompilationError" and type(e.__cause__).__name__ == "CompilationError":
+        e = e.__cause__
+        parts.append(f"{type(e).__name__}: {e}".strip())
+    return "\n".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", choices=("utlx", "tritium"), required=True)
@@ -155,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 result = compile_one(spec, t, args.tutorials)
             except Exception as e:  # recorded per case: the report shows what failed and why
-                message = f"{type(e).__name__}: {e}".strip()
+                message = _chain(e)
                 status["cases"][case] = {"ok": False, "error": message[:4000]}
                 print(f"{case}: FAILED {message.splitlines()[0][:200] if message else ''}", flush=True)
                 continue

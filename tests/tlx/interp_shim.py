@@ -15,13 +15,14 @@ import triton.language as tl
 from triton.language.core import TRITON_BUILTIN
 from triton.runtime.interpreter import InterpretedFunction, InterpreterBuilder
 
-from tritium.tlx import interpreter
+from tritium.tlx import interpreter  # noqa: F401  (imported, its ops register themselves)
+from tritium.tlx.emit import INTERPRETERS
 
-OPS = [name for name in interpreter.__all__ if name[0].islower() and name != "check_async_dot_shape"]
+OPS = sorted(INTERPRETERS)  # every op the interpreter implements (it registers them as it is imported)
 
 
 def _forward_to_interpreter(name: str) -> Callable:
-    impl = getattr(interpreter, name)
+    impl = INTERPRETERS[name]
 
     def op(*args, _semantic=None, **kwargs):
         if _semantic is not None and not isinstance(_semantic.builder, InterpreterBuilder):

@@ -188,3 +188,29 @@ def test_compiled_and_interpreted_errors_match(case, compiled, interpreted):
 if __name__ == "__main__":  # the interpreted half, in a process started with TRITON_INTERPRET=1
     sys.path.insert(0, str(HERE))
     print(json.dumps(_interpret_all()))
+
+
+def test_every_op_registers_its_interpreter_semantics():
+    """Ops register themselves where they are written: every ``@tlx_builtin`` has an ``@interprets``."""
+    import tritium.tlx as tlx
+    from tritium.tlx import interpreter  # noqa: F401  (its ops register themselves)
+    from tritium.tlx.emit import BUILTINS, INTERPRETERS
+
+    assert set(tlx.OPS) == set(BUILTINS) == set(INTERPRETERS)
+    assert all(getattr(tlx, name) is op for name, op in BUILTINS.items())
+
+
+def test_typed_builtins_document_their_parameters():
+    """Every public TLX op has typed parameters, each described in its docstring's ``Args:`` section."""
+    import inspect
+
+    from tritium.tlx.emit import BUILTINS
+
+    for name, op in BUILTINS.items():
+        params = [p for p in inspect.signature(op.__wrapped__).parameters.values() if p.name != "_semantic"]
+        assert all(p.annotation is not inspect.Parameter.empty for p in params), name
+        if params:
+            doc = inspect.getdoc(op)
+            assert "\nArgs:\n" in doc, name
+            args_doc = doc.split("\nArgs:\n", 1)[1]
+            assert all(p.name in args_doc for p in params), name

@@ -26,7 +26,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles
+from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
 from .tiles import WSConfig as Config
 from .tiles import grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency
 
@@ -46,10 +46,7 @@ def matmul_kernel_ws_cooperative(a_desc, b_desc, c_desc, M, N, K, BM: tl.constex
     a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
     c_bufs = tlx.local_alloc((HALF_M, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
     full, empty = ring_barriers(NUM_STAGES, 2)
-    num_pid_m = tl.cdiv(M, BM)
-    num_pid_n = tl.cdiv(N, BN)
-    num_tiles = num_pid_m * num_pid_n
-    k_tiles = tl.cdiv(K, BK)
+    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer

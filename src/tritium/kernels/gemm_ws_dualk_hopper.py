@@ -34,7 +34,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .partitions import load_tiles, ring_barriers, ring_buffers, store_slice, wait_stage
+from .partitions import load_tiles, ring_barriers, ring_buffers, store_slice, tile_counts, wait_stage
 from .tiles import WSConfig as Config
 from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, sync_grid_dependency
 
@@ -61,10 +61,7 @@ def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN
     partial = tlx.local_alloc((BM, EPI_N), tl.float32, EPILOGUE_SUBTILES)  # replica 1's tile, by column slice
     c_bufs = tlx.local_alloc((BM, EPI_N), tlx.dtype_of(c_desc), 2)
     full, empty = ring_barriers(NUM_STAGES, 1)
-    num_pid_m = tl.cdiv(M, BM)
-    num_pid_n = tl.cdiv(N, BN)
-    num_tiles = num_pid_m * num_pid_n
-    k_tiles = tl.cdiv(K, BK)
+    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer

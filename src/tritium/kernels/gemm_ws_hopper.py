@@ -19,7 +19,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .partitions import load_tiles, mma_steps, ring_barriers, ring_buffers
+from .partitions import load_tiles, mma_steps, ring_barriers, ring_buffers, tile_counts
 from .tiles import grouped_tile, launch_tma_gemm, pick_tile
 
 
@@ -47,10 +47,7 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
     a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
     c_bufs = tlx.local_alloc((HALF_M, EPI_N), tlx.dtype_of(c_desc), 2)
     full, empty = ring_barriers(NUM_STAGES, 2)
-    num_pid_m = tl.cdiv(M, BM)
-    num_pid_n = tl.cdiv(N, BN)
-    num_tiles = num_pid_m * num_pid_n
-    k_tiles = tl.cdiv(K, BK)
+    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer

@@ -2,7 +2,7 @@
 
 A persistent WS GEMM keeps a ring of NUM_STAGES (A, B) stages in shared memory, guarded by a ``full``
 and an ``empty`` mbarrier per stage (the prologue: :func:`ring_buffers`, the kernel's staging buffers,
-:func:`ring_barriers`). The producer (:func:`load_tiles`) fills the
+:func:`ring_barriers`, :func:`tile_counts`). The producer (:func:`load_tiles`) fills the
 ring, the consumers (:func:`mma_steps`, then :func:`release_last`) run wgmma over it, and the epilogue
 leaves through shared-memory staging buffers with TMA stores (:func:`store_slice`,
 :func:`store_subtiles`). Every side walks the ring with one counter ``it``, the ring step, and waits for
@@ -52,6 +52,16 @@ def ring_barriers(NUM_STAGES: tl.constexpr, CONSUMERS: tl.constexpr):
     full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
     empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=CONSUMERS)
     return full, empty
+
+
+@triton.jit
+def tile_counts(M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, UNITS: tl.constexpr = 1):
+    """``(num_pid_m, num_pid_n, num_units, k_tiles)`` of an M x N x K GEMM in BM x BN tiles and BK steps, with
+    ``UNITS`` units of work per tile (split-K's slices)."""
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    num_units = num_pid_m * num_pid_n * UNITS
+    return num_pid_m, num_pid_n, num_units, tl.cdiv(K, BK)
 
 
 @triton.jit

@@ -9,11 +9,17 @@ This module holds the pieces those checks are made of.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Sequence, Union
 
 import triton.language as tl
 
 from .triton_compat import unwrap_if_constexpr
+
+#: What builtins' parameters accept, for their type hints: an int known when compiling (a Python int or a
+#: ``tl.constexpr``), a scalar that may be a run-time value, and a predicate (None is true).
+ConstInt = Union[int, tl.constexpr]
+Scalar = Union[int, tl.tensor, tl.constexpr]
+Pred = Union[bool, tl.tensor, tl.constexpr, None]
 
 #: ``tlx_kind`` of TLX values: a single buffer (a view), a whole allocation of ``num`` buffers, one
 #: mbarrier, an array of them, an mbarrier of another CTA (``remote_view``), a TMA descriptor.

@@ -9,11 +9,12 @@ A copy the hardware cannot run asynchronously (fewer than 4 provable bytes per t
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import triton.language as tl
 
 from . import args, layouts, triton_compat
+from .args import ConstInt
 from .core import check_target
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
@@ -122,12 +123,26 @@ def _bulk_load(_semantic: Any, src: Any, result: buffered_tensor, bulk_size: Any
 
 
 @tlx_builtin
-def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_policy="", is_volatile=False, bulk=False,
-               bulk_size=None, barrier=None, _semantic=None) -> async_token:
+def async_load(src: tl.tensor, result: buffered_tensor, mask: tl.tensor | None = None, other: Any = None,
+               cache_modifier: str = "", eviction_policy: str = "", is_volatile: bool = False, bulk: bool = False,
+               bulk_size: ConstInt | None = None, barrier: buffered_tensor | None = None,
+               _semantic: Any = None) -> async_token:
     """Start copying the elements ``src`` points to into buffer ``result``; returns a token.
 
     Masked-off elements get ``other``, zero when it is omitted (what the hardware writes). The copy
     lands at the ``async_load_wait_group`` that retires its commit group.
+
+    Args:
+        src: a tensor of pointers of the buffer's shape (or, with ``bulk``, one pointer).
+        result: the shared buffer receiving the elements.
+        mask: where false, nothing is read and ``other`` is written.
+        other: the value of masked-off elements (zero without it).
+        cache_modifier: a cache operator Triton takes for ``cp.async`` (others raise, naming the op).
+        eviction_policy: an L2 eviction hint.
+        is_volatile: a volatile copy (the copy op's ``isVolatile``).
+        bulk: one ``cp.async.bulk`` of ``bulk_size`` bytes completing on ``barrier`` (sm_90).
+        bulk_size: the bytes of a bulk copy.
+        barrier: the mbarrier a bulk copy completes on.
     """
     opts = compile_options(_semantic)
     _check_target(opts.arch, "async_load")
@@ -159,9 +174,13 @@ def async_load(src, result, mask=None, other=None, cache_modifier="", eviction_p
 
 
 @tlx_builtin
-def async_load_commit_group(tokens=[], _semantic=None) -> async_token:
+def async_load_commit_group(tokens: Sequence[async_token] = (), _semantic: Any = None) -> async_token:
     """Close the current group of async copies: every copy issued since the last commit, whatever
-    ``tokens`` lists (tokens only document which copies the caller means)."""
+    ``tokens`` lists (tokens only document which copies the caller means).
+
+    Args:
+        tokens: the copies the caller means; every copy since the last commit is in the group.
+    """
     _check_target(compile_options(_semantic).arch, "async_load_commit_group")
     args.tokens(tokens, "async_load_commit_group")
     emit(_semantic, "commit_group")
@@ -169,8 +188,13 @@ def async_load_commit_group(tokens=[], _semantic=None) -> async_token:
 
 
 @tlx_builtin
-def async_load_wait_group(pendings, tokens=[], _semantic=None) -> async_token:
-    """Wait until at most ``pendings`` groups of async copies are in flight."""
+def async_load_wait_group(pendings: ConstInt, tokens: Sequence[async_token] = (), _semantic: Any = None) -> async_token:
+    """Wait until at most ``pendings`` groups of async copies are in flight.
+
+    Args:
+        pendings: groups that may stay in flight (0 waits for all).
+        tokens: accepted for the fork's API.
+    """
     _check_target(compile_options(_semantic).arch, "async_load_wait_group")
     pendings = check_wait_group(pendings, tokens)
     emit(_semantic, "wait_group", num=pendings)
@@ -198,11 +222,19 @@ def check_prefetch(pointer: Any, level: Any, mask: Any, tensormap: Any) -> bool:
 
 
 @tlx_builtin
-def prefetch(pointer, level="L2", mask=None, tensormap=False, _semantic=None) -> None:
+def prefetch(pointer: Any, level: str = "L2", mask: tl.tensor | None = None, tensormap: bool = False,
+             _semantic: Any = None) -> None:
     """Hint the hardware to fetch the elements ``pointer`` points to into L2 (``level="L2"``) or L1 and
     L2 (``"L1"``): one ``prefetch.global.L2``/``.L1`` per element, skipped where ``mask`` is false. With
     ``tensormap=True``, ``pointer`` is a tensor descriptor whose tensor map is prefetched (``level`` and
-    ``mask`` are ignored, as in the fork)."""
+    ``mask`` are ignored, as in the fork).
+
+    Args:
+        pointer: a tensor of pointers, or with ``tensormap`` a tensor descriptor.
+        level: ``"L2"`` or ``"L1"``.
+        mask: skip the elements where false.
+        tensormap: prefetch the descriptor's tensor map instead.
+    """
     level, mask = unwrap_if_constexpr(level), unwrap_if_constexpr(mask)
     tensormap = check_prefetch(pointer, level, mask, tensormap)
     arch = compile_options(_semantic).arch

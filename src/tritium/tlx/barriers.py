@@ -6,8 +6,9 @@ from typing import Any
 import triton.language as tl
 
 from . import args, layouts
-from .emit import emit, tlx_builtin
+from .args import ConstInt, Pred, Scalar
 from .core import check_target, executing_warps, memdesc_type, predicate
+from .emit import emit, tlx_builtin
 from .mem import _view
 from .types import buffered_tensor
 from .triton_compat import compile_options, statement_location, unwrap_if_constexpr
@@ -84,8 +85,14 @@ def check_named_barrier(op: str, bar: Any, arrive_count: Any, threads: int) -> N
 
 
 @tlx_builtin
-def alloc_barriers(num_barriers, arrive_count=1, _semantic=None) -> buffered_tensor:
-    """``num_barriers`` mbarriers, each completing a phase after ``arrive_count`` arrivals."""
+def alloc_barriers(num_barriers: ConstInt, arrive_count: ConstInt = 1, _semantic: Any = None) -> buffered_tensor:
+    """``num_barriers`` mbarriers in shared memory, each completing a phase after ``arrive_count`` arrivals.
+
+    Args:
+        num_barriers: how many (index the result, ``bars[i]``, for one).
+        arrive_count: arrivals that complete a phase: one per ``barrier_arrive`` execution by a task (not
+            per thread), plus one per ``barrier_expect_bytes``.
+    """
     check_target(_semantic, "alloc_barriers")
     num, count = check_alloc_barriers(num_barriers, arrive_count)
     one = memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
@@ -94,16 +101,28 @@ def alloc_barriers(num_barriers, arrive_count=1, _semantic=None) -> buffered_ten
 
 
 @tlx_builtin
-def barrier_expect_bytes(bar, size, pred=None, _semantic=None) -> None:
-    """Arrive once on ``bar`` and make its phase also wait for ``size`` bytes of TMA traffic."""
+def barrier_expect_bytes(bar: buffered_tensor, size: ConstInt, pred: Pred = None, _semantic: Any = None) -> None:
+    """Arrive once on ``bar`` and make its phase also wait for ``size`` bytes of TMA traffic.
+
+    Args:
+        bar: one mbarrier.
+        size: bytes the TMA loads completing on ``bar`` bring in this phase.
+        pred: skip the op where false.
+    """
     check_target(_semantic, "barrier_expect_bytes", 90)
     size = check_barrier_expect_bytes(bar, size, pred)
     emit(_semantic, "barrier_expect", operands=[predicate(_semantic, pred)], bar=bar.type.id, size=size)
 
 
 @tlx_builtin
-def barrier_wait(bar, phase, pred=None, _semantic=None) -> None:
-    """Wait until the phase of parity ``phase`` of ``bar`` completed."""
+def barrier_wait(bar: buffered_tensor, phase: Scalar, pred: Pred = None, _semantic: Any = None) -> None:
+    """Wait until the phase of parity ``phase`` of ``bar`` completed.
+
+    Args:
+        bar: one mbarrier.
+        phase: the parity (0 or 1) of the phase to wait for; it flips each time the barrier completes.
+        pred: skip the wait where false.
+    """
     check_target(_semantic, "barrier_wait")
     check_barrier_wait(bar, phase, pred)
     phase = _semantic.to_tensor(phase)
@@ -112,13 +131,19 @@ def barrier_wait(bar, phase, pred=None, _semantic=None) -> None:
 
 
 @tlx_builtin
-def alloc_warp_barrier(num_barriers, num_warps=1, num_arrivals=1, _semantic=None) -> buffered_tensor:
+def alloc_warp_barrier(num_barriers: ConstInt, num_warps: ConstInt = 1, num_arrivals: ConstInt = 1,
+                       _semantic: Any = None) -> buffered_tensor:
     """``num_barriers`` mbarriers on which every thread of ``num_warps`` warps arrives ``num_arrivals`` times
     per phase (the fork's per-thread "warp barriers": arrive count ``num_warps * 32 * num_arrivals``).
 
     Stock Triton has no per-thread arrive, so ``barrier_arrive`` on such a barrier is one elected arrive
     that counts for every thread of the warps executing it: the phase accounting is the fork's, at the
     cost of the warp-group sync the fork's per-thread arrive avoids.
+
+    Args:
+        num_barriers: how many.
+        num_warps: warps whose every thread arrives.
+        num_arrivals: arrivals per thread and phase.
     """
     check_target(_semantic, "alloc_warp_barrier")
     num, warps, arrivals = check_alloc_warp_barrier(num_barriers, num_warps, num_arrivals)
@@ -128,12 +153,20 @@ def alloc_warp_barrier(num_barriers, num_warps=1, num_arrivals=1, _semantic=None
 
 
 @tlx_builtin
-def barrier_arrive(bar, arrive_count=1, remote_cta_rank=None, pred=None, _semantic=None) -> None:
+def barrier_arrive(bar: buffered_tensor, arrive_count: ConstInt = 1, remote_cta_rank: Scalar | None = None,
+                   pred: Pred = None, _semantic: Any = None) -> None:
     """Arrive ``arrive_count`` times on ``bar``: once per execution by the task's warps (one elected thread
     arrives after they synchronize), not once per thread, so a barrier released by two consumer tasks
     is allocated with ``arrive_count=2``. On an ``alloc_warp_barrier`` barrier every thread of the
     executing warps counts, as in the fork. ``remote_cta_rank`` names the CTA of the cluster whose copy of
-    ``bar`` to arrive on; a TLX kernel on stock Triton is a cluster of one CTA, so it is 0 (tlx/cluster.py)."""
+    ``bar`` to arrive on; a TLX kernel on stock Triton is a cluster of one CTA, so it is 0 (tlx/cluster.py).
+
+    Args:
+        bar: one mbarrier (or a ``remote_view`` of one).
+        arrive_count: arrivals this execution counts for.
+        remote_cta_rank: the cluster CTA whose barrier to arrive on (0, this CTA).
+        pred: skip the arrive where false.
+    """
     check_target(_semantic, "barrier_arrive")
     count = check_barrier_arrive(bar, arrive_count, remote_cta_rank, pred)
     if bar.type.barrier == WARP_BARRIER:
@@ -156,14 +189,23 @@ def _named_barrier(_semantic: Any, op: str, bar: Any, arrive_count: Any) -> None
 
 
 @tlx_builtin
-def named_barrier_wait(bar, arrive_count, _semantic=None) -> None:
-    """Wait on hardware named barrier ``bar`` (0-15) until ``arrive_count`` threads arrived or waited on it,
-    this task's threads included (PTX ``bar.sync``)."""
+def named_barrier_wait(bar: ConstInt, arrive_count: ConstInt, _semantic: Any = None) -> None:
+    """Wait on hardware named barrier ``bar`` until ``arrive_count`` threads arrived or waited on it, this
+    task's threads included (PTX ``bar.sync``).
+
+    Args:
+        bar: the named barrier, 0-15 (stock Triton uses 0-3 for its own syncs).
+        arrive_count: threads taking part, a multiple of 32.
+    """
     _named_barrier(_semantic, "named_barrier_wait", bar, arrive_count)
 
 
 @tlx_builtin
-def named_barrier_arrive(bar, arrive_count, _semantic=None) -> None:
-    """Arrive on hardware named barrier ``bar`` without waiting (PTX ``bar.arrive``); ``arrive_count`` is the
-    same total the waiters give."""
+def named_barrier_arrive(bar: ConstInt, arrive_count: ConstInt, _semantic: Any = None) -> None:
+    """Arrive on hardware named barrier ``bar`` without waiting (PTX ``bar.arrive``).
+
+    Args:
+        bar: the named barrier, 0-15.
+        arrive_count: the same total of threads the waiters give.
+    """
     _named_barrier(_semantic, "named_barrier_arrive", bar, arrive_count)

@@ -15,9 +15,10 @@ from typing import Any, Optional
 import triton.language as tl
 
 from . import layouts
+from .args import ConstInt
 from .async_copy import async_load
 from .emit import tlx_builtin
-from .types import async_token
+from .types import async_token, buffered_tensor
 from .triton_compat import compile_options, interpreted, unwrap_if_constexpr
 
 
@@ -56,8 +57,18 @@ def _mask(_semantic: Any, mask: Any) -> Optional[tl.tensor]:
 
 
 @tlx_builtin
-def buffer_load(ptr, offsets, mask=None, other=None, cache=None, contiguity=1, _semantic=None) -> tl.tensor:
-    """Load ``ptr[offsets]`` into registers (masked elements get ``other``; undefined without it)."""
+def buffer_load(ptr: tl.tensor, offsets: tl.tensor, mask: tl.tensor | None = None, other: Any = None,
+                cache: str | None = None, contiguity: ConstInt = 1, _semantic: Any = None) -> tl.tensor:
+    """Load ``ptr[offsets]`` into registers (masked elements get ``other``; undefined without it).
+
+    Args:
+        ptr: the scalar base pointer.
+        offsets: element offsets from ``ptr``, an i32 tensor.
+        mask: where false, nothing is read.
+        other: the value of masked-off elements.
+        cache: a cache modifier, as ``tl.load``'s.
+        contiguity: how many consecutive offsets are contiguous.
+    """
     mask, other = _mask(_semantic, mask), unwrap_if_constexpr(other)
     _check(_semantic, "buffer_load", ptr, offsets, mask, other)
     addresses = _addresses(_semantic, ptr, offsets, _contiguity(contiguity, "buffer_load"))
@@ -66,8 +77,17 @@ def buffer_load(ptr, offsets, mask=None, other=None, cache=None, contiguity=1, _
 
 
 @tlx_builtin
-def buffer_store(stored_value, ptr, offsets, mask=None, cache=None, _semantic=None) -> None:
-    """Store ``stored_value`` to ``ptr[offsets]`` where ``mask`` holds."""
+def buffer_store(stored_value: tl.tensor, ptr: tl.tensor, offsets: tl.tensor, mask: tl.tensor | None = None,
+                 cache: str | None = None, _semantic: Any = None) -> None:
+    """Store ``stored_value`` to ``ptr[offsets]`` where ``mask`` holds.
+
+    Args:
+        stored_value: the values, of ``offsets``'s shape.
+        ptr: the scalar base pointer.
+        offsets: element offsets from ``ptr``.
+        mask: where false, nothing is written.
+        cache: a cache modifier, as ``tl.store``'s.
+    """
     mask = _mask(_semantic, mask)
     _check(_semantic, "buffer_store", ptr, offsets, mask)
     tl.store(_semantic.add(ptr, offsets, True), stored_value, mask=mask,
@@ -75,8 +95,19 @@ def buffer_store(stored_value, ptr, offsets, mask=None, cache=None, _semantic=No
 
 
 @tlx_builtin
-def buffer_atomic_add(ptr, offsets, value, mask=None, sem=None, scope=None, contiguity=1, _semantic=None) -> tl.tensor:
-    """Atomically add ``value`` to ``ptr[offsets]``; returns the old values."""
+def buffer_atomic_add(ptr: tl.tensor, offsets: tl.tensor, value: tl.tensor, mask: tl.tensor | None = None,
+                      sem: str | None = None, scope: str | None = None, contiguity: ConstInt = 1,
+                      _semantic: Any = None) -> tl.tensor:
+    """Atomically add ``value`` to ``ptr[offsets]``; returns the old values.
+
+    Args:
+        ptr: the scalar base pointer.
+        offsets: element offsets from ``ptr``.
+        value: what to add.
+        mask: where false, nothing happens.
+        sem, scope: as ``tl.atomic_add``'s.
+        contiguity: how many consecutive offsets are contiguous.
+    """
     mask = _mask(_semantic, mask)
     _check(_semantic, "buffer_atomic_add", ptr, offsets, mask)
     element = ptr.dtype.element_ty
@@ -88,9 +119,19 @@ def buffer_atomic_add(ptr, offsets, value, mask=None, sem=None, scope=None, cont
 
 
 @tlx_builtin
-def buffer_load_to_local(dest, ptr, offsets, mask=None, other=None, cache_modifier="", _semantic=None) -> async_token:
+def buffer_load_to_local(dest: buffered_tensor, ptr: tl.tensor, offsets: tl.tensor, mask: tl.tensor | None = None,
+                         other: Any = None, cache_modifier: str = "", _semantic: Any = None) -> async_token:
     """Asynchronously copy ``ptr[offsets]`` into shared buffer ``dest`` (``tlx.async_load`` semantics:
-    commit, then wait for it; masked elements get ``other``, zero without it)."""
+    commit, then wait for it; masked elements get ``other``, zero without it).
+
+    Args:
+        dest: the shared buffer receiving the elements.
+        ptr: the scalar base pointer.
+        offsets: element offsets from ``ptr``.
+        mask: where false, ``other`` is written.
+        other: the value of masked-off elements (zero without it).
+        cache_modifier: as ``async_load``'s.
+    """
     mask, other = _mask(_semantic, mask), unwrap_if_constexpr(other)
     _check(_semantic, "buffer_load_to_local", ptr, offsets, mask, other)
     return async_load(_semantic.add(ptr, offsets, True), dest, mask=mask, other=other, cache_modifier=cache_modifier,

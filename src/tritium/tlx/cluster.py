@@ -16,6 +16,7 @@ from typing import Any
 import triton.language as tl
 
 from . import args, layouts
+from .args import Scalar
 from .barriers import REMOTE_BARRIER, barrier
 from .core import check_target, current_task
 from .emit import emit, tlx_builtin
@@ -33,8 +34,11 @@ def _is_nvidia(_semantic: Any, op: str) -> bool:
 
 
 @tlx_builtin
-def cluster_cta_rank(_semantic=None) -> tl.tensor:
-    """This CTA's rank in its cluster, over all cluster dimensions (``%cluster_ctarank``)."""
+def cluster_cta_rank(_semantic: Any = None) -> tl.tensor:
+    """This CTA's rank in its cluster, over all cluster dimensions (``%cluster_ctarank``).
+
+    Args:
+    """
     if not _is_nvidia(_semantic, "cluster_cta_rank"):
         return _semantic.to_tensor(0)
     check_target(_semantic, "cluster_cta_rank", 90)
@@ -42,8 +46,11 @@ def cluster_cta_rank(_semantic=None) -> tl.tensor:
 
 
 @tlx_builtin
-def cluster_size_1d(_semantic=None) -> tl.tensor:
-    """The number of CTAs in this CTA's cluster (``%cluster_nctarank``)."""
+def cluster_size_1d(_semantic: Any = None) -> tl.tensor:
+    """The number of CTAs in this CTA's cluster (``%cluster_nctarank``).
+
+    Args:
+    """
     if not _is_nvidia(_semantic, "cluster_size_1d"):
         return _semantic.to_tensor(1)
     check_target(_semantic, "cluster_size_1d", 90)
@@ -51,9 +58,12 @@ def cluster_size_1d(_semantic=None) -> tl.tensor:
 
 
 @tlx_builtin
-def cluster_barrier(_semantic=None) -> None:
+def cluster_barrier(_semantic: Any = None) -> None:
     """Every thread of every CTA of the cluster arrives, then waits for all (``barrier.cluster.arrive`` +
-    ``barrier.cluster.wait``, release/acquire at cluster scope)."""
+    ``barrier.cluster.wait``, release/acquire at cluster scope).
+
+    Args:
+    """
     if not _is_nvidia(_semantic, "cluster_barrier"):
         _semantic.debug_barrier()  # the workgroup is the whole cluster
         return
@@ -62,19 +72,28 @@ def cluster_barrier(_semantic=None) -> None:
 
 
 @tlx_builtin
-def fence_mbarrier_init_cluster(_semantic=None) -> None:
+def fence_mbarrier_init_cluster(_semantic: Any = None) -> None:
     """Make this thread's earlier mbarrier inits visible to the whole cluster before barriers are used across
-    CTAs (``fence.mbarrier_init.release.cluster``)."""
+    CTAs (``fence.mbarrier_init.release.cluster``).
+
+    Args:
+    """
     _is_nvidia(_semantic, "fence_mbarrier_init_cluster")
     check_target(_semantic, "fence_mbarrier_init_cluster", 90)
     read_register(_semantic, "fence.mbarrier_init.release.cluster;\n\tmov.u32 $0, 0;", "=r", tl.int32)
 
 
 @tlx_builtin
-def remote_view(local_allocated_buffer, remote_cta_rank, _semantic=None) -> buffered_tensor:
+def remote_view(local_allocated_buffer: buffered_tensor, remote_cta_rank: Scalar,
+                _semantic: Any = None) -> buffered_tensor:
     """The mbarrier at the same place in CTA ``remote_cta_rank`` of the cluster. As in the fork, only mbarriers
     have remote views, and ``barrier_wait``/``barrier_arrive`` refuse them (``barrier_arrive`` takes
-    ``remote_cta_rank`` itself)."""
+    ``remote_cta_rank`` itself).
+
+    Args:
+        local_allocated_buffer: one mbarrier.
+        remote_cta_rank: the CTA of the cluster (0: a TLX kernel here is a cluster of one CTA).
+    """
     bar = barrier(local_allocated_buffer, "remote_view")
     args.check_remote_rank(remote_cta_rank, "remote_view", "remote_cta_rank")
     _is_nvidia(_semantic, "remote_view")

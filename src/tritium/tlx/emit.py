@@ -16,22 +16,43 @@ from . import placeholders
 from .triton_compat import interpreted, interpreter_running, kernel_module, kernel_state, type_builder
 
 
+#: Every TLX op's semantics under ``TRITON_INTERPRET=1``, by name, recorded by :func:`interprets` in
+#: tlx/interpreter.py (imported on the first interpreted op).
+INTERPRETERS: dict[str, Callable[..., Any]] = {}
+
+
+def interprets(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Record ``fn`` as the interpreter's version of the TLX op of the same name."""
+    if fn.__name__ in INTERPRETERS:
+        raise AssertionError(f"tlx.{fn.__name__} is interpreted twice")
+    INTERPRETERS[fn.__name__] = fn
+    return fn
+
+
 def _interpreter_op(name: str) -> Callable[..., Any]:
     try:
-        module = importlib.import_module("tritium.tlx.interpreter")
+        importlib.import_module("tritium.tlx.interpreter")  # its ops register themselves
     except ImportError as e:
         raise NotImplementedError(f"tlx.{name}: the TLX interpreter is not available ({e})") from e
-    fn = getattr(module, name, None)
+    fn = INTERPRETERS.get(name)
     if fn is None:
         raise NotImplementedError(f"tlx.{name} is not implemented in the TLX interpreter")
     return fn
 
 
+#: Every TLX op by name, recorded by :func:`tlx_builtin` where the op is written; ``tritium.tlx`` publishes
+#: them (its namespace and the plugin's ops) once its op families are imported.
+BUILTINS: dict[str, Callable[..., Any]] = {}
+
+
 def tlx_builtin(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Make ``fn(..., _semantic)`` a Triton builtin that runs the interpreter's version when interpreted.
+    """Make ``fn(..., _semantic)`` a Triton builtin that runs the interpreter's version when interpreted, and
+    record it in :data:`BUILTINS`.
 
     Marked by hand: Triton's ``builtin`` wrapper rejects the ``_semantic=None`` the interpreter passes.
     """
+    if fn.__name__ in BUILTINS:
+        raise AssertionError(f"tlx.{fn.__name__} is defined twice")
 
     @functools.wraps(fn)
     def op(*args: Any, _semantic: Any = None, **kwargs: Any) -> Any:
@@ -43,6 +64,7 @@ def tlx_builtin(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(*args, _semantic=_semantic, **kwargs)
 
     op.__triton_builtin__ = True
+    BUILTINS[fn.__name__] = op
     return op
 
 

@@ -23,25 +23,13 @@ import numpy as np
 import triton.language as tl
 
 from . import alias, args, async_copy, barriers, buffer_ops, cluster, layouts, mem, misc, mma, tma, triton_compat, warp
+from .emit import interprets
 from .interp_tasks import AsyncTask, AsyncTasks, TLXDeadlockError, current_context, wait_until
 from .triton_compat import TensorHandle, interpreter_builder, interpreter_semantic, np_dtype, unwrap_if_constexpr
 
-__all__ = [
-    "SharedBuffer", "MBarrier", "BarrierArray", "AsyncToken", "TLXDeadlockError", "check_async_dot_shape",
-    "local_alloc", "local_view", "local_slice", "local_trans", "local_reshape", "local_reinterpret", "local_load",
-    "local_store", "async_load", "async_load_commit_group", "async_load_wait_group", "async_dot", "async_dot_wait",
-    "alloc_barriers", "barrier_expect_bytes", "barrier_wait", "barrier_arrive", "fence", "fence_async_shared",
-    "async_descriptor_load", "async_descriptor_store", "async_descriptor_store_wait", "make_tensor_descriptor",
-    "async_tasks", "async_task", "async_task_replica_id", "thread_id", "clock64", "dtype_of", "size_of",
-    "local_gather", "local_scatter", "zeros", "require_layout", "release_layout", "subslice", "assert_same_layout",
-    "dump_layout", "storage_alias_spec"
-]
-__all__ += ["ThreadBarrier", "RemoteBarrier", "named_barrier_wait", "named_barrier_arrive", "alloc_warp_barrier",
-            "cluster_cta_rank", "cluster_size_1d", "cluster_barrier", "fence_mbarrier_init_cluster", "remote_view",
-            "vote_ballot_sync", "warp_redux", "get_fp8_format_name"]
-__all__ += ["DescriptorPtr", "allocate_tensor_descriptor", "reinterpret_tensor_descriptor",
-            "async_descriptor_prefetch_tensor", "async_store"]
-__all__ += ["prefetch", "buffer_load", "buffer_store", "buffer_atomic_add", "buffer_load_to_local"]
+#: The interpreter's value classes (its ops register themselves with ``@interprets``, tlx/emit.py).
+__all__ = ["SharedBuffer", "MBarrier", "BarrierArray", "AsyncToken", "TLXDeadlockError", "check_async_dot_shape",
+           "ThreadBarrier", "RemoteBarrier", "DescriptorPtr"]
 
 _POISON = 0xFF
 _WARP_SIZE = barriers.THREADS_PER_WARP
@@ -129,6 +117,7 @@ class SharedBuffer:
         return f"SharedBuffer({self.dtype}, shape={self.shape})"
 
 
+@interprets
 def local_alloc(shape: Any, dtype: Any, num: Any, storage: Any = "smem", reuse: Any = None,
                 layout: Any = None) -> SharedBuffer:
     """Allocate ``num`` buffers of ``shape``; the layout is only checked (it matters to the compile path)."""
@@ -147,6 +136,7 @@ def local_alloc(shape: Any, dtype: Any, num: Any, storage: Any = "smem", reuse: 
     return SharedBuffer(raw[:nbytes].view(np_dtype).reshape((num, ) + shape), dtype, raw, num)
 
 
+@interprets
 def local_view(local_allocated_buffers: Any, buffer_idx: Any) -> Any:
     """Select buffer ``idx`` of a multi-buffer allocation or barrier array."""
     buf, idx = local_allocated_buffers, buffer_idx  # the fork's parameter names
@@ -160,17 +150,20 @@ def local_view(local_allocated_buffers: Any, buffer_idx: Any) -> Any:
     return buf.view(buf.data[idx:idx + 1] if buf.data.ndim == 1 else buf.data[idx])
 
 
+@interprets
 def local_slice(buffer: Any, offset: Any, shape: Any) -> SharedBuffer:
     offset, shape = mem.check_local_slice(buffer, offset, shape)  # ``buffer``: the fork's parameter name
     buf = _value(buffer)
     return buf.view(buf.data[tuple(slice(o, o + s) for o, s in zip(offset, shape))], sliced=True)
 
 
+@interprets
 def local_trans(input: Any, dims: Any = (1, 0)) -> SharedBuffer:
     dims = mem.check_local_trans(input, dims)  # ``input``: the fork's parameter name
     return _value(input).view(_value(input).data.transpose(dims))
 
 
+@interprets
 def local_reshape(src: Any, shape: Any) -> SharedBuffer:
     shape = mem.check_local_reshape(src, shape)  # ``src``: the fork's parameter name
     buf = _value(src)
@@ -183,6 +176,7 @@ def local_reshape(src: Any, shape: Any) -> SharedBuffer:
     return buf.view(data)
 
 
+@interprets
 def local_reinterpret(src: Any, dtype: Any, shape: Any = None, layout: Any = None) -> SharedBuffer:
     """Reinterpret the bytes at the start of a contiguous view as ``dtype``/``shape``."""
     buf = args.buffer(src, "local_reinterpret")  # ``src``: the fork's parameter name
@@ -196,6 +190,7 @@ def local_reinterpret(src: Any, dtype: Any, shape: Any = None, layout: Any = Non
     return buf.view(buf.storage[start:start + nbytes].view(np_dtype).reshape(shape), dtype)
 
 
+@interprets
 def local_load(src: Any, token: Any = None, layout: Any = None, relaxed: Any = False,
                rematerialize_coordinates: Any = False, rematerialize_coordinates_group: Any = None) -> tl.tensor:
     """The register layout and the fork's AMD scheduling hints are only checked (they matter to the compile path)."""
@@ -204,6 +199,7 @@ def local_load(src: Any, token: Any = None, layout: Any = None, relaxed: Any = F
     return _to_register(src.data, src.dtype)
 
 
+@interprets
 def local_store(dst: Any, src: Any) -> None:
     mem.check_local_store(dst, src)
     _value(dst).data[...] = _value(src).handle.data
@@ -218,6 +214,7 @@ def _gather_indices(op: str, buf: SharedBuffer, indices: Any, axis: int) -> np.n
     return idx
 
 
+@interprets
 def local_gather(src: Any, indices: Any, axis: Any, token: Any = None) -> tl.tensor:
     """``out[.., i, ..] = src[.., indices[.., i, ..], ..]`` along ``axis`` (``torch.gather``)."""
     axis = mem.check_gather("local_gather", src, indices, axis)
@@ -226,6 +223,7 @@ def local_gather(src: Any, indices: Any, axis: Any, token: Any = None) -> tl.ten
     return _to_register(np.take_along_axis(buf.data, idx, axis), buf.dtype)
 
 
+@interprets
 def local_scatter(dst: Any, src: Any, indices: Any, axis: Any, token: Any = None) -> None:
     """``dst[.., indices[.., i, ..], ..] = src[.., i, ..]`` along ``axis``; the last duplicate wins."""
     axis = mem.check_local_scatter(dst, src, indices, axis)
@@ -234,24 +232,29 @@ def local_scatter(dst: Any, src: Any, indices: Any, axis: Any, token: Any = None
     np.put_along_axis(buf.data, idx, _value(src).handle.data, axis)  # numpy keeps the last of duplicate indices
 
 
+@interprets
 def zeros(shape: Any, dtype: Any, layout: Any = None) -> tl.tensor:
     """Register layouts are only checked: they matter to the compile path."""
     shape, dtype = mem.check_zeros(shape, dtype, layout)
     return _to_register(np.zeros(shape, _np_dtype(dtype)), dtype)
 
 
+@interprets
 def require_layout(x: Any, layout: Any, pin: Any = True, late_address_compute: Any = False) -> tl.tensor:
     return mem.check_require_layout(x, layout, pin, late_address_compute)
 
 
+@interprets
 def release_layout(x: Any) -> tl.tensor:
     return mem.check_register_tensor("release_layout", x)
 
 
+@interprets
 def subslice(local_allocated_buffer: Any, offset: Any, size: Any) -> None:
     mem.check_subslice()
 
 
+@interprets
 def assert_same_layout(lhs: Any, rhs: Any) -> None:
     """Layouts do not exist in the interpreter; only the operands are checked."""
     mem.check_layout_operand("assert_same_layout", lhs)
@@ -261,6 +264,7 @@ def assert_same_layout(lhs: Any, rhs: Any) -> None:
         mem.check_shared_layout("assert_same_layout", rhs, _value(lhs).shape, _value(lhs).dtype)
 
 
+@interprets
 def dump_layout(x: Any) -> None:
     mem.check_layout_operand("dump_layout", x, tensor_ok=True)
     what = _value(x)
@@ -323,6 +327,7 @@ class AliasSpec:
             m.place(raw, plan.stride, *plan.where[id(m)])
 
 
+@interprets
 def storage_alias_spec(storage: Any = layouts.storage_kind.smem, buffer_size_bytes: Any = None) -> AliasSpec:
     return AliasSpec(alias.check_storage_alias_spec(storage, buffer_size_bytes)[1])
 
@@ -337,6 +342,7 @@ class AsyncToken:
     tlx_kind = "async token"
 
 
+@interprets
 def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache_modifier: str = "",
                eviction_policy: str = "", is_volatile: bool = False, bulk: Any = False, bulk_size: Any = None,
                barrier: Any = None) -> AsyncToken:
@@ -371,6 +377,7 @@ def async_load(src: Any, result: Any, mask: Any = None, other: Any = None, cache
     return AsyncToken()
 
 
+@interprets
 def async_load_commit_group(tokens: Sequence[Any] = []) -> AsyncToken:
     """Close the group of every copy issued since the last commit (``tokens`` only document them)."""
     args.tokens(tokens, "async_load_commit_group")
@@ -380,6 +387,7 @@ def async_load_commit_group(tokens: Sequence[Any] = []) -> AsyncToken:
     return AsyncToken()
 
 
+@interprets
 def async_load_wait_group(pendings: Any, tokens: Sequence[Any] = []) -> AsyncToken:
     """Land every committed group except the newest ``pendings`` ones."""
     pendings = async_copy.check_wait_group(pendings, tokens)
@@ -390,6 +398,7 @@ def async_load_wait_group(pendings: Any, tokens: Sequence[Any] = []) -> AsyncTok
     return AsyncToken()
 
 
+@interprets
 def prefetch(pointer: Any, level: Any = "L2", mask: Any = None, tensormap: Any = False) -> None:
     """A cache hint: nothing to do on the CPU once the arguments are checked."""
     if async_copy.check_prefetch(pointer, level, mask, tensormap):
@@ -407,7 +416,7 @@ def _buffer_op(name: str) -> Any:
         return getattr(buffer_ops, name).__wrapped__(*args, _semantic=_semantic(), **kwargs)
 
     op.__name__ = op.__qualname__ = name
-    return op
+    return interprets(op)
 
 
 buffer_load = _buffer_op("buffer_load")
@@ -425,6 +434,7 @@ buffer_load_to_local = _buffer_op("buffer_load_to_local")
 check_async_dot_shape = mma.check_async_dot_shape
 
 
+@interprets
 def async_dot(A: Any, B: Any, acc: Any = None, use_acc: Any = None, pred: Any = None, mBarriers: Sequence[Any] = [],
               two_ctas: bool = False, force_async: bool = False, input_precision: Any = None,
               out_dtype: Any = tl.float32) -> tl.tensor:
@@ -448,6 +458,7 @@ def async_dot(A: Any, B: Any, acc: Any = None, use_acc: Any = None, pred: Any = 
     return result
 
 
+@interprets
 def async_dot_wait(pendings: Any, inp: Any) -> Any:
     mma.check_async_dot_wait(pendings, inp)
     return inp
@@ -515,11 +526,13 @@ class BarrierArray:
         return self.barriers[idx]
 
 
+@interprets
 def alloc_barriers(num_barriers: Any, arrive_count: Any = 1) -> BarrierArray:
     num, count = barriers.check_alloc_barriers(num_barriers, arrive_count)
     return BarrierArray([MBarrier(count) for _ in range(num)])
 
 
+@interprets
 def barrier_expect_bytes(bar: Any, size: Any, pred: Any = None) -> None:
     """``mbarrier.arrive.expect_tx``: expect ``size`` bytes and arrive once."""
     size, bar = barriers.check_barrier_expect_bytes(bar, size, pred), _value(bar)
@@ -528,6 +541,7 @@ def barrier_expect_bytes(bar: Any, size: Any, pred: Any = None) -> None:
         bar.arrive(1)
 
 
+@interprets
 def barrier_wait(bar: Any, phase: Any, pred: Any = None) -> None:
     """Wait until the phase with parity ``phase`` completed (returns at once for the other parity)."""
     barriers.check_barrier_wait(bar, phase, pred)
@@ -538,12 +552,14 @@ def barrier_wait(bar: Any, phase: Any, pred: Any = None) -> None:
                    lambda: f"barrier_wait(phase={phase}) can never complete on {bar!r}")
 
 
+@interprets
 def alloc_warp_barrier(num_barriers: Any, num_warps: Any = 1, num_arrivals: Any = 1) -> BarrierArray:
     """Barriers every thread arrives on: ``num_warps * 32 * num_arrivals`` arrivals per phase."""
     num, warps, arrivals = barriers.check_alloc_warp_barrier(num_barriers, num_warps, num_arrivals)
     return BarrierArray([MBarrier(warps * _WARP_SIZE * arrivals, per_thread=True) for _ in range(num)])
 
 
+@interprets
 def barrier_arrive(bar: Any, arrive_count: Any = 1, remote_cta_rank: Any = None, pred: Any = None) -> None:
     """One arrival per call, or one per thread of the calling task on an ``alloc_warp_barrier`` barrier."""
     count, bar = barriers.check_barrier_arrive(bar, arrive_count, remote_cta_rank, pred), _value(bar)
@@ -618,11 +634,13 @@ def _named_barrier(bar: Any, arrive_count: Any, wait: bool, op: str) -> None:
     _thread_barrier(_PROGRAM_BARRIERS.get().named[bar], count, wait, op)
 
 
+@interprets
 def named_barrier_wait(bar: Any, arrive_count: Any) -> None:
     """``bar.sync``: arrive with every thread of the calling task, then wait for ``arrive_count`` threads."""
     _named_barrier(bar, arrive_count, True, "named_barrier_wait")
 
 
+@interprets
 def named_barrier_arrive(bar: Any, arrive_count: Any) -> None:
     """``bar.arrive``: arrive with every thread of the calling task and go on."""
     _named_barrier(bar, arrive_count, False, "named_barrier_arrive")
@@ -647,14 +665,17 @@ def _own_cta(rank: Any, op: str, arg: str) -> None:
     args.check_remote_rank(_as_int(rank), op, arg)
 
 
+@interprets
 def cluster_cta_rank() -> tl.tensor:
     return _scalar(0, tl.int32)
 
 
+@interprets
 def cluster_size_1d() -> tl.tensor:
     return _scalar(1, tl.int32)
 
 
+@interprets
 def cluster_barrier() -> None:
     """Every thread of the CTA arrives and waits: all tasks of a warp-specialized region must call it."""
     worker = current_context().worker
@@ -663,10 +684,12 @@ def cluster_barrier() -> None:
                         "cluster_barrier")
 
 
+@interprets
 def fence_mbarrier_init_cluster() -> None:
     """Barrier inits are visible at once: one CTA, one task running at a time."""
 
 
+@interprets
 def remote_view(local_allocated_buffer: Any, remote_cta_rank: Any) -> RemoteBarrier:
     bar = args.barrier(local_allocated_buffer, "remote_view")
     _own_cta(remote_cta_rank, "remote_view", "remote_cta_rank")
@@ -687,6 +710,7 @@ def _lane_uniform(x: Any, op: str, arg: str) -> tl.tensor:
     return x
 
 
+@interprets
 def vote_ballot_sync(mask: Any, pred: Any) -> tl.tensor:
     """Every lane votes the same scalar ``pred``: the ballot is ``mask`` or 0."""
     mask = warp.ballot_mask(mask)
@@ -695,6 +719,7 @@ def vote_ballot_sync(mask: Any, pred: Any) -> tl.tensor:
     return _scalar(np.array(mask if vote else 0, dtype=np.uint32).view(np.int32).item(), tl.int32)
 
 
+@interprets
 def warp_redux(x: Any, op: Any) -> tl.tensor:
     """Over 32 identical lanes the reduction of a scalar is the scalar (its magnitude for abs_*)."""
     _, absolute = warp.redux_op(op)
@@ -704,15 +729,18 @@ def warp_redux(x: Any, op: Any) -> tl.tensor:
     return _scalar(abs(value) if absolute else value, tl.float32)
 
 
+@interprets
 def get_fp8_format_name(dtype: Any) -> tl.constexpr:
     return tl.constexpr(misc.fp8_format_name(dtype))
 
 
+@interprets
 def fence(scope: Any) -> None:
     """Memory fences order nothing in a sequential interpreter; only the scope is checked."""
     misc.check_fence(scope)
 
 
+@interprets
 def fence_async_shared() -> None:
     fence("async_shared")
 
@@ -722,6 +750,7 @@ def fence_async_shared() -> None:
 # ----------------------------------------------------------------------------------------------
 
 
+@interprets
 def async_descriptor_load(desc: Any, result: Any, offsets: Sequence[Any], barrier: Any, pred: Any = None,
                           cache_modifier: str = "", eviction_policy: str = "",
                           multicast_targets: Sequence[Any] = [], two_ctas: bool = False) -> None:
@@ -737,6 +766,7 @@ def async_descriptor_load(desc: Any, result: Any, offsets: Sequence[Any], barrie
 _STORE_REDUCE = {"add": "add", "min": "minimum", "max": "maximum", "and": "and_", "or": "or_", "xor": "xor_"}
 
 
+@interprets
 def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], eviction_policy: str = "",
                            store_reduce: str = "") -> None:
     """Write the tile at issue; global writes are not observable by the kernel before the wait anyway."""
@@ -754,12 +784,14 @@ def async_descriptor_store(desc: Any, source: Any, offsets: Sequence[Any], evict
     sem.descriptor_store(desc, value, list(offsets))
 
 
+@interprets
 def async_descriptor_prefetch_tensor(desc: Any, offsets: Sequence[Any], pred: Any = None,
                                      eviction_policy: str = "") -> None:
     """An L2 prefetch changes no value: only the arguments are checked."""
     tma.check_prefetch_tensor(desc, offsets, pred, eviction_policy)
 
 
+@interprets
 def async_store(dst_global_ptr: Any, src_smem: Any, size: Any) -> None:
     """Copy ``size`` bytes of the buffer to ``dst_global_ptr`` at issue, like ``async_descriptor_store``."""
     tma.check_async_store(dst_global_ptr, src_smem, size)
@@ -769,6 +801,7 @@ def async_store(dst_global_ptr: Any, src_smem: Any, size: Any) -> None:
     ctypes.memmove(int(dst.handle.data.item()), data.ctypes.data, size)
 
 
+@interprets
 def async_descriptor_store_wait(pendings: Any) -> None:
     args.compile_time_int(pendings, "async_descriptor_store_wait", "pendings", 0)
 
@@ -788,10 +821,12 @@ class DescriptorPtr:
         return DescriptorPtr(self.slots, i)
 
 
+@interprets
 def allocate_tensor_descriptor(num: Any) -> DescriptorPtr:
     return DescriptorPtr([None] * args.compile_time_int(num, "allocate_tensor_descriptor", "num"))
 
 
+@interprets
 def make_tensor_descriptor(desc_ptr: Any, base: Any, shape: Sequence[Any], strides: Sequence[Any],
                            block_shape: Sequence[Any], padding_option: str = "zero") -> Any:
     """A device-side descriptor is Triton's own in the interpreter; with ``desc_ptr`` it is also kept in the slot."""
@@ -804,6 +839,7 @@ def make_tensor_descriptor(desc_ptr: Any, base: Any, shape: Sequence[Any], strid
     return desc
 
 
+@interprets
 def reinterpret_tensor_descriptor(desc_ptr: Any, block_shape: Sequence[Any], dtype: Any) -> Any:
     """The descriptor written to the slot, seen with ``block_shape`` blocks of ``dtype``."""
     block, dtype = tma.check_reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype)
@@ -824,14 +860,17 @@ def reinterpret_tensor_descriptor(desc_ptr: Any, block_shape: Sequence[Any], dty
 # ----------------------------------------------------------------------------------------------
 
 
+@interprets
 def async_tasks(**kwargs: Any) -> AsyncTasks:
     return AsyncTasks(**kwargs)
 
 
+@interprets
 def async_task(*args: Any, **kwargs: Any) -> AsyncTask:
     return AsyncTask(*args, **kwargs)
 
 
+@interprets
 def async_task_replica_id() -> tl.constexpr:
     return tl.constexpr(current_context().replica_id)
 
@@ -841,20 +880,24 @@ def async_task_replica_id() -> tl.constexpr:
 # ----------------------------------------------------------------------------------------------
 
 
+@interprets
 def thread_id(axis: Any) -> tl.tensor:
     """The interpreter runs each program as one thread of control, so every thread id is 0."""
     misc.check_thread_id(axis)
     return _scalar(0, tl.int32)
 
 
+@interprets
 def clock64() -> tl.tensor:
     return _scalar(time.perf_counter_ns(), tl.int64)
 
 
+@interprets
 def dtype_of(v: Any) -> tl.dtype:
     """Pointee type of a pointer (tensor); element type of a tensor, tensor descriptor or local buffer."""
     return misc.element_dtype(v)
 
 
+@interprets
 def size_of(dtype: Any) -> tl.constexpr:
     return tl.constexpr(misc.check_size_of(dtype))

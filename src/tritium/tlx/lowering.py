@@ -2,8 +2,8 @@
 
 :func:`lower` runs right after ``ttir.convert_to_ttgpuir`` (the ``tlx.lower_placeholders`` pass). For
 each placeholder (:mod:`.placeholders` decodes them) :meth:`_Lowering.lower` writes the real ops through
-the method :data:`_LOWERINGS` names for its op,
-adding ``ttg.convert_layout`` where the layout an op needs differs from the one the conversion chose.
+the method recorded for its op with :func:`lowers`, adding ``ttg.convert_layout`` where the layout an op
+needs differs from the one the conversion chose.
 Buffers and descriptors are named by placeholder id; a use refers to the closest lowered copy of its
 id above it. TMA descriptors get the encodings their buffers need (:class:`_DescriptorPlan`), and the
 warp-specialized regions are outlined last (:mod:`.ws_outline`).
@@ -13,11 +13,28 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import tma_llvm, triton_compat, ws_outline
 from .placeholders import Placeholder, parse, placeholders
 from .ttgir_text import SSA, SSA_DEF, func_signature, source_location, split_types, strip_strings
+
+
+#: Placeholder op -> the ``_Lowering`` method that writes its TTGIR, recorded by :func:`lowers`.
+LOWERINGS: dict[str, Callable[..., None]] = {}
+
+
+def lowers(*ops: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Record the decorated ``_Lowering`` method as the lowering of the placeholder ops ``ops``."""
+
+    def record(method: Callable[..., None]) -> Callable[..., None]:
+        for op in ops:
+            if op in LOWERINGS:
+                raise AssertionError(f"two lowerings of placeholder op {op!r}")
+            LOWERINGS[op] = method
+        return method
+
+    return record
 
 
 class _Names(dict):
@@ -232,7 +249,7 @@ class _Lowering:
             self.names[pid], self.memdesc[pid] = self.by_result[p.result] = view
             return []
         h = self.define(pid)
-        lowering = _LOWERINGS.get(p.op)
+        lowering = LOWERINGS.get(p.op)
         if lowering is None:
             raise ValueError(f"tlx: no lowering for placeholder op {p.op!r}")
         lowering(self, p, a, pid, h, ind, loc, out)
@@ -242,13 +259,15 @@ class _Lowering:
                 self.by_result[p.result] = (h, self.memdesc[pid])
         return out
 
-    # One method per placeholder op (see _LOWERINGS): ``a`` is its payload, ``h`` the SSA name it defines,
+    # One method per placeholder op (``@lowers``): ``a`` is its payload, ``h`` the SSA name it defines,
     # ``ind`` and ``loc`` its indentation and location; the TTGIR lines go to ``out``.
 
+    @lowers("local_alloc")
     def _local_alloc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         self.memdesc[pid] = a["type"]
         out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
 
+    @lowers("alias_spec")
     def _alias_spec(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """The backing allocation of the spec's members (tlx/alias.py)."""
         plan = self.overlaps.get(pid)
@@ -258,6 +277,7 @@ class _Lowering:
         self.memdesc[pid] = plan["backing"]
         out.append(f"{ind}{h} = ttg.local_alloc {{alignment = {plan['align']} : i32}} : () -> {plan['backing']}{loc}")
 
+    @lowers("alias_alloc")
     def _alias_alloc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """A member: the backing seen with its type, more buffers (tlx/alias.py)."""
         member = self.overlaps[a["spec"]]["members"][str(pid)]
@@ -266,9 +286,11 @@ class _Lowering:
         out.append(f"{ind}{h} = ttg.memdesc_reinterpret {self.names[a['spec']]} : {self.memdesc[a['spec']]} -> "
                    f"{member['type']}{loc}")
 
+    @lowers("buffer_overlap")
     def _buffer_overlap(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """Nothing to write: the placement it asks for is planned before the lowering (``overlaps``)."""
 
+    @lowers("dump_layout")
     def _dump_layout(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """The layout convert_to_ttgpuir gave the tensor; stock passes may change it."""
         aliases = dict(re.findall(r"^(#\w+) = (#ttg\..*)$", self.text, re.M))
@@ -276,6 +298,7 @@ class _Lowering:
         print(f"tlx.dump_layout at {source_location(self.text, loc)}: {ty} (as converted to TritonGPU, before "
               "stock layout optimizations)", file=sys.stderr)
 
+    @lowers("memdesc_index")
     def _memdesc_index(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         self.memdesc[pid] = a["type"]
         index = p.operands[0]
@@ -294,6 +317,7 @@ class _Lowering:
         out.append(f"{ind}{h} = ttg.memdesc_index {self.names[a['src']]}[{index}] : "
                    f"{self.memdesc[a['src']]} -> {a['type']}{loc}")
 
+    @lowers("memdesc_subslice", "memdesc_trans", "memdesc_reshape", "memdesc_reinterpret")
     def _memdesc_view(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         self.memdesc[pid] = a["type"]
         props = {"memdesc_subslice": f"<{{offsets = array<i32: {', '.join(map(str, a.get('offsets', [])))}>}}> ",
@@ -301,6 +325,7 @@ class _Lowering:
         out.append(f'{ind}{h} = "ttg.{p.op}"({self.names[a["src"]]}) {props.get(p.op, "")}: '
                    f"({self.memdesc[a['src']]}) -> {a['type']}{loc}")
 
+    @lowers("async_copy")
     def _async_copy(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         parts = [self.value(v, t, w, out, p) for v, t, w in zip(p.operands, p.operand_types, a["want"])]
         src, rest = parts[0], parts[1:]
@@ -316,33 +341,41 @@ class _Lowering:
         out.append(f"{ind}{h} = ttg.async_copy_global_to_local {src}, {self.names[a['dst']]}{mask}{other}{attr_text} : "
                    f"{a['want'][0]} -> {dst[len('!ttg.memdesc'):]}{loc}")
 
+    @lowers("commit_group")
     def _commit_group(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}{h} = ttg.async_commit_group{loc}")
 
+    @lowers("wait_group")
     def _wait_group(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}{h} = ttg.async_wait {{num = {a['num']} : i32}}{loc}")
 
+    @lowers("local_load")
     def _local_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}{h} = ttg.local_load {self.names[a['src']]} : {self.memdesc[a['src']]} -> {a['want']}{loc}")
         self.result(p, h, a["want"], out)
 
+    @lowers("local_store")
     def _local_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         value = self.value(p.operands[0], p.operand_types[0], a["want"], out, p)
         out.append(f"{ind}ttg.local_store {value}, {self.names[a['dst']]} : {a['want']} -> {self.memdesc[a['dst']]}{loc}")
 
+    @lowers("zeros")
     def _zeros(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """A constant made in the requested register layout."""
         zero = "0.000000e+00" if a["float"] else "0"
         out.append(f"{ind}{h} = arith.constant dense<{zero}> : {a['want']}{loc}")
         self.result(p, h, a["want"], out)
 
+    @lowers("require_layout")
     def _require_layout(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         self.result(p, self.value(p.operands[0], p.operand_types[0], a["want"], out, p), a["want"], out)
 
+    @lowers("wgmma_a")
     def _wgmma_a(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """A register A operand shaped unlike the accumulator (mma.async_dot)."""
         self.wgmma_a[pid] = self.value(p.operands[0], p.operand_types[0], a["a_reg"], out, p)
 
+    @lowers("wgmma")
     def _wgmma(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         acc = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
         if "a_op" in a:
@@ -358,6 +391,7 @@ class _Lowering:
                    f"{a_type} * {b_type} -> {a['acc']}{loc}")
         self.result(p, h, a["acc"], out)
 
+    @lowers("wgmma_wait")
     def _wgmma_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         value = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
         out.append(f"{ind}{h} = ttng.warp_group_dot_wait {value} {{pendings = {a['pendings']} : i32}} : {a['acc']}{loc}")
@@ -371,9 +405,11 @@ class _Lowering:
         ind = ret[:len(ret) - len(ret.lstrip())]
         return [f"{ind}ttg.local_dealloc {h} : {ty}" for b_ind, h, ty in self.barriers if b_ind == ind]
 
+    @lowers("fence_async_shared")
     def _fence_async_shared(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}ttng.fence_async_shared {{bCluster = false}}{loc}")
 
+    @lowers("alloc_barriers")
     def _alloc_barriers(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         self.memdesc[pid] = a["type"]
         out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
@@ -384,18 +420,22 @@ class _Lowering:
             out.append(f"{ind}{bar} = ttg.memdesc_index {h}[{index}] : {a['type']} -> {a['one']}{loc}")
             out.append(f"{ind}ttng.init_barrier {bar}, {a['arrive_count']} : {a['one']}{loc}")
 
+    @lowers("barrier_expect")
     def _barrier_expect(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}ttng.barrier_expect {self.names[a['bar']]}, {a['size']}, {p.operands[0]} : "
                    f"{self.memdesc[a['bar']]}{loc}")
 
+    @lowers("barrier_wait")
     def _barrier_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}ttng.wait_barrier {self.names[a['bar']]}, {p.operands[0]}, {p.operands[1]} : "
                    f"{self.memdesc[a['bar']]}{loc}")
 
+    @lowers("barrier_arrive")
     def _barrier_arrive(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}ttng.arrive_barrier {self.names[a['bar']]}, {a['count']}, {p.operands[0]} : "
                    f"{self.memdesc[a['bar']]}{loc}")
 
+    @lowers("tma_load")
     def _tma_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         desc, desc_type = self.descriptor(a)
         *coords, pred = p.operands
@@ -404,6 +444,7 @@ class _Lowering:
                    f"{self.names[a['bar']]}, {pred} : {desc_type}, {self.memdesc[a['bar']]} -> "
                    f"{self.memdesc[a['dst']]}{hinted}")
 
+    @lowers("tma_store", "tma_reduce")
     def _tma_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         desc, desc_type = self.descriptor(a)
         head = (f"ttng.async_tma_reduce {a['kind']}, " if p.op == "tma_reduce"
@@ -412,9 +453,11 @@ class _Lowering:
         out.append(f"{ind}{head}{desc}[{', '.join(p.operands)}] {self.names[a['src']]} : "
                    f"{desc_type}, {self.memdesc[a['src']]}{hinted}")
 
+    @lowers("tma_prefetch")
     def _tma_prefetch(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.extend(self.prefetch(p))
 
+    @lowers("bulk_store")
     def _bulk_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """A TMA store that tlx/tma_llvm.py turns into a bulk copy."""
         size = p.operands[1]
@@ -422,6 +465,7 @@ class _Lowering:
         out.append(f"{ind}ttng.async_tma_copy_local_to_global {desc}[{zero}, {size}] {view} : {a['desc']}, "
                    f"{a['view']}{self.mark(loc, 'bulk_store')}")
 
+    @lowers("bulk_load")
     def _bulk_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """A TMA load that tlx/tma_llvm.py turns into a bulk copy (tlx/async_copy.py)."""
         size = p.operands[1]
@@ -431,13 +475,16 @@ class _Lowering:
                 f"{ind}ttng.async_tma_copy_global_to_local {desc}[{zero}, {size}] {view}, {self.names[a['bar']]}, "
                 f"{true} : {a['desc']}, {self.memdesc[a['bar']]} -> {a['view']}{self.mark(loc, 'bulk_load')}"]
 
+    @lowers("tma_store_wait")
     def _tma_store_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}ttng.async_tma_store_wait {triton_compat.tma_store_wait_attrs(a['pendings'])}{loc}")
 
+    @lowers("alloc_desc")
     def _alloc_desc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}{p.result} = ttg.global_scratch_alloc {{alignment = {a['alignment']} : i32, "
                    f"nbytes = {a['nbytes']} : i32}} : {p.result_type}{loc}")
 
+    @lowers("make_desc_slot")
     def _make_desc_slot(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         rank = a["rank"]
         out.extend(self.tensormap_create(ind, loc, p.operands[0], p.operands[1], p.operand_types[1],
@@ -448,15 +495,18 @@ class _Lowering:
         self.types[h] = a["desc_type"]
         self.desc_ptr[pid] = p.operands[0]
 
+    @lowers("reinterpret_desc")
     def _reinterpret_desc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
                    f"{a['desc_type']}{loc}")
         self.types[h] = a["desc_type"]
         self.desc_ptr[pid] = p.operands[0]
 
+    @lowers("cluster_barrier")
     def _cluster_barrier(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out += [f"{ind}{op}{loc}" for op in triton_compat.cluster_barrier_ops(p.result, p.result_type)]
 
+    @lowers("named_barrier")
     def _named_barrier(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """No TTGIR op on stock Triton: PTX, as Triton's own partition barriers."""
         keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
@@ -470,45 +520,6 @@ class _Lowering:
 
 
 #: Placeholder op -> the _Lowering method that writes its TTGIR.
-_LOWERINGS = {
-    "local_alloc": _Lowering._local_alloc,
-    "alias_spec": _Lowering._alias_spec,
-    "alias_alloc": _Lowering._alias_alloc,
-    "buffer_overlap": _Lowering._buffer_overlap,
-    "dump_layout": _Lowering._dump_layout,
-    "memdesc_index": _Lowering._memdesc_index,
-    "memdesc_subslice": _Lowering._memdesc_view,
-    "memdesc_trans": _Lowering._memdesc_view,
-    "memdesc_reshape": _Lowering._memdesc_view,
-    "memdesc_reinterpret": _Lowering._memdesc_view,
-    "async_copy": _Lowering._async_copy,
-    "commit_group": _Lowering._commit_group,
-    "wait_group": _Lowering._wait_group,
-    "local_load": _Lowering._local_load,
-    "local_store": _Lowering._local_store,
-    "zeros": _Lowering._zeros,
-    "require_layout": _Lowering._require_layout,
-    "wgmma_a": _Lowering._wgmma_a,
-    "wgmma": _Lowering._wgmma,
-    "wgmma_wait": _Lowering._wgmma_wait,
-    "fence_async_shared": _Lowering._fence_async_shared,
-    "alloc_barriers": _Lowering._alloc_barriers,
-    "barrier_expect": _Lowering._barrier_expect,
-    "barrier_wait": _Lowering._barrier_wait,
-    "barrier_arrive": _Lowering._barrier_arrive,
-    "tma_load": _Lowering._tma_load,
-    "tma_store": _Lowering._tma_store,
-    "tma_reduce": _Lowering._tma_store,
-    "tma_prefetch": _Lowering._tma_prefetch,
-    "bulk_store": _Lowering._bulk_store,
-    "bulk_load": _Lowering._bulk_load,
-    "tma_store_wait": _Lowering._tma_store_wait,
-    "alloc_desc": _Lowering._alloc_desc,
-    "make_desc_slot": _Lowering._make_desc_slot,
-    "reinterpret_desc": _Lowering._reinterpret_desc,
-    "cluster_barrier": _Lowering._cluster_barrier,
-    "named_barrier": _Lowering._named_barrier,
-}
 
 
 #: Placeholders that :func:`.ws_outline.outline` lowers, once the rest of the module is lowered.

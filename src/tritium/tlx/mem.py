@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import triton.language as tl
 
 from . import alias, args, layouts
-from .args import BUFFER, BUFFERS, MBARRIER, MBARRIERS
+from .args import BUFFER, BUFFERS, MBARRIER, MBARRIERS, ConstInt, Scalar
 from .core import memdesc_type
 from .emit import emit, tensor_type, tlx_builtin
 from .triton_compat import compile_options, kernel_state, statement_location, type_builder, unwrap_if_constexpr
@@ -269,8 +269,18 @@ def _view(_semantic: Any, op: str, dtype: tl.dtype, shape: Sequence[int], layout
 
 
 @tlx_builtin
-def local_alloc(shape, dtype, num, storage="smem", reuse=None, layout=None, _semantic=None) -> buffered_tensor:
-    """Allocate ``num`` shared-memory buffers of ``shape``/``dtype``; index them with ``local_view``."""
+def local_alloc(shape: Sequence[ConstInt], dtype: tl.dtype, num: ConstInt, storage: str = "smem",
+                reuse: Any = None, layout: Any = None, _semantic: Any = None) -> buffered_tensor:
+    """Allocate ``num`` shared-memory buffers of ``shape``/``dtype``; index them with ``local_view``.
+
+    Args:
+        shape: one buffer's shape.
+        dtype: the element dtype.
+        num: how many buffers (a ring's stages).
+        storage: ``"smem"`` (tensor memory is Blackwell-only).
+        reuse: another allocation whose bytes these buffers reuse, or a ``storage_alias_spec``.
+        layout: a shared layout (``tlx.swizzled_shared_layout_encoding``, ...); the planner's without it.
+    """
     shape, dtype, num = check_local_alloc(shape, dtype, num, storage)
     layout = _shared_layout(_semantic, "local_alloc", layout, shape, dtype)
     reuse = unwrap_if_constexpr(reuse)
@@ -298,16 +308,27 @@ def _shared_layout(_semantic: Any, op: str, layout: Any, shape: Sequence[int], d
 
 
 @tlx_builtin
-def storage_alias_spec(storage=layouts.storage_kind.smem, buffer_size_bytes=None, _semantic=None):
+def storage_alias_spec(storage: Any = layouts.storage_kind.smem, buffer_size_bytes: ConstInt | None = None,
+                       _semantic: Any = None) -> Any:
     """A shared region for several allocations (``local_alloc(..., reuse=spec)``), placed by
-    ``spec.set_buffer_overlap(tlx.reuse_group(...))``; see tlx/alias.py."""
+    ``spec.set_buffer_overlap(tlx.reuse_group(...))``; see tlx/alias.py.
+
+    Args:
+        storage: ``tlx.storage_kind.smem`` (shared memory).
+        buffer_size_bytes: the region's size in bytes, which the placement must fit (what it needs without it).
+    """
     return alias.new_spec(_semantic, storage, buffer_size_bytes)
 
 
 @method_op
 @tlx_builtin
-def local_view(local_allocated_buffers, buffer_idx, _semantic=None) -> buffered_tensor:
-    """Buffer ``idx`` of a multi-buffer allocation (or barrier ``idx`` of ``alloc_barriers``)."""
+def local_view(local_allocated_buffers: buffered_tensor, buffer_idx: Scalar, _semantic: Any = None) -> buffered_tensor:
+    """One buffer of a multi-buffer allocation, or one barrier of ``alloc_barriers`` (``bufs[i]`` too).
+
+    Args:
+        local_allocated_buffers: the allocation.
+        buffer_idx: the buffer's index, known when compiling or at run time.
+    """
     buf, idx = local_allocated_buffers, buffer_idx  # the fork's parameter names
     idx = check_local_view(buf, idx)
     buf = _anchored(_semantic, buf, "local_view")
@@ -355,8 +376,15 @@ def _row_view(_semantic: Any, buf: buffered_tensor, index: tl.tensor) -> buffere
 
 
 @tlx_builtin
-def local_slice(buffer, offset, shape, _semantic=None) -> buffered_tensor:
-    """A same-rank sub-view starting at compile-time ``offset``."""
+def local_slice(buffer: buffered_tensor, offset: Sequence[ConstInt], shape: Sequence[ConstInt],
+                _semantic: Any = None) -> buffered_tensor:
+    """A same-rank sub-view of a buffer (no data movement).
+
+    Args:
+        buffer: one buffer.
+        offset: where the view starts, per dimension.
+        shape: the view's shape.
+    """
     offset, shape = check_local_slice(buffer, offset, shape)  # ``buffer``: the fork's parameter name
     buf = _buffer(buffer, "local_slice", _semantic)
     return _view(_semantic, "memdesc_subslice", buf.dtype, shape, buf.layout, buf.type.alloc_shape,
@@ -364,8 +392,13 @@ def local_slice(buffer, offset, shape, _semantic=None) -> buffered_tensor:
 
 
 @tlx_builtin
-def local_trans(input, dims=(1, 0), _semantic=None) -> buffered_tensor:
-    """The buffer seen with its dimensions permuted (no data movement)."""
+def local_trans(input: buffered_tensor, dims: Sequence[ConstInt] = (1, 0), _semantic: Any = None) -> buffered_tensor:
+    """The buffer seen with its dimensions permuted (no data movement).
+
+    Args:
+        input: one buffer.
+        dims: the permutation.
+    """
     dims = check_local_trans(input, dims)  # ``input``: the fork's parameter name
     buf = _buffer(input, "local_trans", _semantic)
     shape = tuple(buf.shape[d] for d in dims)
@@ -374,8 +407,13 @@ def local_trans(input, dims=(1, 0), _semantic=None) -> buffered_tensor:
 
 
 @tlx_builtin
-def local_reshape(src, shape, _semantic=None) -> buffered_tensor:
-    """The buffer seen with another shape of the same size (no data movement)."""
+def local_reshape(src: buffered_tensor, shape: Sequence[ConstInt], _semantic: Any = None) -> buffered_tensor:
+    """The buffer seen with another shape of the same size (no data movement).
+
+    Args:
+        src: one buffer.
+        shape: the new shape.
+    """
     shape = check_local_reshape(src, shape)  # ``src``: the fork's parameter name
     buf = _buffer(src, "local_reshape", _semantic)
     layout = layouts.reshaped(buf.layout, buf.shape, shape)
@@ -383,13 +421,20 @@ def local_reshape(src, shape, _semantic=None) -> buffered_tensor:
 
 
 @tlx_builtin
-def local_reinterpret(src, dtype, shape=None, layout=None, _semantic=None) -> buffered_tensor:
+def local_reinterpret(src: buffered_tensor, dtype: tl.dtype, shape: Sequence[ConstInt] | None = None,
+                      layout: Any = None, _semantic: Any = None) -> buffered_tensor:
     """The same bytes seen as another dtype, shape (same byte size) and layout; no data movement.
 
     ``buf`` may be a whole multi-buffer allocation: the result is then one view over all its buffers.
     Without ``layout`` the result keeps ``buf``'s layout when dtype width and shape allow it, else it
     gets the planner's default. The bytes map to elements in row-major order as the interpreter
     models them only when both layouts are unswizzled; pass ``layout=`` to choose.
+
+    Args:
+        src: a buffer or a whole allocation.
+        dtype: the new element dtype.
+        shape: the new shape (the same byte size; ``src``'s shape without it).
+        layout: the new shared layout.
     """
     buf = _buffer(src, "local_reinterpret", _semantic)  # ``src``: the fork's parameter name
     alias.check_not_member(_semantic, buf, "local_reinterpret")
@@ -425,12 +470,20 @@ def _tensor_type_in(_semantic: Any, op: str, layout: Any, shape: Sequence[int], 
 
 
 @tlx_builtin
-def local_load(src, token=None, layout=None, relaxed=False, rematerialize_coordinates=False,
-               rematerialize_coordinates_group=None, _semantic=None) -> tl.tensor:
+def local_load(src: buffered_tensor, token: Any = None, layout: Any = None, relaxed: bool = False,
+               rematerialize_coordinates: bool = False, rematerialize_coordinates_group: Any = None,
+               _semantic: Any = None) -> tl.tensor:
     """Shared memory -> registers, in the register ``layout`` when given (else a coalesced one).
 
     ``relaxed`` and ``rematerialize_coordinates(_group)`` are the fork's AMD scheduling hints; stock
     Triton has no counterpart, so they are checked and have no effect.
+
+    Args:
+        src: one buffer.
+        token: the fork's ``async_load`` token, accepted (the data is ready once ``async_load_wait_group``
+            returned).
+        layout: the register layout of the result.
+        relaxed, rematerialize_coordinates, rematerialize_coordinates_group: AMD scheduling hints.
     """
     check_local_load(src, layout, relaxed, rematerialize_coordinates, rematerialize_coordinates_group)
     src = _buffer(src, "local_load", _semantic)
@@ -443,8 +496,13 @@ def local_load(src, token=None, layout=None, relaxed=False, rematerialize_coordi
 
 
 @tlx_builtin
-def local_store(dst, src, _semantic=None) -> None:
-    """Registers -> shared memory."""
+def local_store(dst: buffered_tensor, src: tl.tensor, _semantic: Any = None) -> None:
+    """Registers -> shared memory.
+
+    Args:
+        dst: one buffer.
+        src: a tensor of ``dst``'s shape and dtype.
+    """
     check_local_store(dst, src)
     dst = _buffer(dst, "local_store", _semantic)
     want = tensor_type(_semantic, dst.dtype, dst.shape, _register_layout(_semantic, dst.shape, dst.dtype))
@@ -452,11 +510,18 @@ def local_store(dst, src, _semantic=None) -> None:
 
 
 @tlx_builtin
-def local_gather(src, indices, axis, token=None, _semantic=None) -> tl.tensor:
+def local_gather(src: buffered_tensor, indices: tl.tensor, axis: ConstInt, token: Any = None,
+                 _semantic: Any = None) -> tl.tensor:
     """``out[..., i, ...] = src[..., indices[..., i, ...], ...]`` along ``axis`` (``torch.gather``).
 
     Stock Triton 3.6 has no shared-memory gather op: this is a ``local_load`` of ``src`` and a
     stock ``tt.gather``, whose lowering goes through shared memory again.
+
+    Args:
+        src: one buffer.
+        indices: an integer tensor of the result's shape.
+        axis: the dimension indexed.
+        token: accepted, as ``local_load``'s.
     """
     axis = check_gather("local_gather", src, indices, axis)
     src, indices = _buffer(src, "local_gather", _semantic), unwrap_if_constexpr(indices)
@@ -468,12 +533,20 @@ SCATTER_LIMIT = 1 << 16
 
 
 @tlx_builtin
-def local_scatter(dst, src, indices, axis, token=None, _semantic=None) -> None:
+def local_scatter(dst: buffered_tensor, src: tl.tensor, indices: tl.tensor, axis: ConstInt, token: Any = None,
+                  _semantic: Any = None) -> None:
     """``dst[..., indices[..., i, ...], ...] = src[..., i, ...]`` along ``axis``; the last duplicate wins.
 
     Stock Triton 3.6 has no scatter op. This loads ``dst``, finds for each destination row the last
     ``i`` that writes it (a compare of every index against every row, at most
     :data:`SCATTER_LIMIT` elements), gathers those values with ``tt.gather`` and stores ``dst`` back.
+
+    Args:
+        dst: one buffer.
+        src: the values, of ``indices``'s shape.
+        indices: an integer tensor.
+        axis: the dimension indexed.
+        token: accepted, as ``local_load``'s.
     """
     axis = check_local_scatter(dst, src, indices, axis)
     dst, src, indices = _buffer(dst, "local_scatter", _semantic), unwrap_if_constexpr(src), unwrap_if_constexpr(indices)
@@ -518,8 +591,14 @@ def _max_along(sem: Any, x: tl.tensor, axis: int) -> tl.tensor:
 
 
 @tlx_builtin
-def zeros(shape, dtype, layout=None, _semantic=None) -> tl.tensor:
-    """A zero tensor, made directly in the register ``layout`` when given (as Gluon MFMA accumulators are)."""
+def zeros(shape: Sequence[ConstInt], dtype: tl.dtype, layout: Any = None, _semantic: Any = None) -> tl.tensor:
+    """A zero tensor, made directly in the register ``layout`` when given (as Gluon MFMA accumulators are).
+
+    Args:
+        shape: the tensor's shape.
+        dtype: its dtype.
+        layout: a register layout.
+    """
     shape, dtype = check_zeros(shape, dtype, layout)
     shape = list(shape)
     if unwrap_if_constexpr(layout) is None:
@@ -530,12 +609,18 @@ def zeros(shape, dtype, layout=None, _semantic=None) -> tl.tensor:
 
 
 @tlx_builtin
-def require_layout(x, layout, pin=True, late_address_compute=False, _semantic=None) -> tl.tensor:
+def require_layout(x: tl.tensor, layout: Any, pin: bool = True, late_address_compute: bool = False,
+                   _semantic: Any = None) -> tl.tensor:
     """``x`` converted to the register ``layout``; TLX ops that take it use that layout directly.
 
     Stock Triton cannot pin a layout against its own passes: ``remove_layout_conversions`` may still
     move the conversion, as for any ``ttg.convert_layout``. ``pin`` and ``late_address_compute`` are
     checked and otherwise have no effect.
+
+    Args:
+        x: a register tensor.
+        layout: the register layout.
+        pin, late_address_compute: the fork's hints, checked.
     """
     x = check_require_layout(x, layout, pin, late_address_compute)
     want = _tensor_type_in(_semantic, "require_layout", layout, x.shape, x.dtype)
@@ -544,14 +629,22 @@ def require_layout(x, layout, pin=True, late_address_compute=False, _semantic=No
 
 
 @tlx_builtin
-def release_layout(x, _semantic=None) -> tl.tensor:
-    """``x`` free to take any layout again: every tensor is, once TLX's lowering is done, so this is ``x``."""
+def release_layout(x: tl.tensor, _semantic: Any = None) -> tl.tensor:
+    """``x`` free to take any layout again: every tensor is, once TLX's lowering is done, so this is ``x``.
+
+    Args:
+        x: a register tensor.
+    """
     return check_register_tensor("release_layout", x)
 
 
 @tlx_builtin
-def subslice(local_allocated_buffer, offset, size, _semantic=None) -> buffered_tensor:
-    """The fork's tensor-memory column slice: tensor memory is Blackwell-only."""
+def subslice(local_allocated_buffer: Any, offset: ConstInt, size: ConstInt, _semantic: Any = None) -> buffered_tensor:
+    """The fork's tensor-memory column slice: tensor memory is Blackwell-only.
+
+    Args:
+        local_allocated_buffer, offset, size: the fork's; refused (tensor memory).
+    """
     check_subslice()
 
 
@@ -561,8 +654,13 @@ def _layout_of(_semantic: Any, x: Any, op: str) -> Any:
 
 
 @tlx_builtin
-def assert_same_layout(lhs, rhs, _semantic=None) -> None:
-    """Compile-time check that two buffers (or a buffer and a shared layout) have one layout."""
+def assert_same_layout(lhs: buffered_tensor, rhs: Any, _semantic: Any = None) -> None:
+    """Compile-time check that two buffers (or a buffer and a shared layout) have one layout.
+
+    Args:
+        lhs: a buffer.
+        rhs: another buffer, or a shared layout.
+    """
     have = _layout_of(_semantic, lhs, "assert_same_layout")
     rhs = unwrap_if_constexpr(rhs)
     lhs = unwrap_if_constexpr(lhs)
@@ -574,10 +672,14 @@ def assert_same_layout(lhs, rhs, _semantic=None) -> None:
 
 
 @tlx_builtin
-def dump_layout(x, _semantic=None) -> None:
+def dump_layout(x: Any, _semantic: Any = None) -> None:
     """Print a value's layout while the kernel compiles: a buffer's shared memory type now, a register
     tensor's TritonGPU type when TLX lowers (the layout ``convert_to_ttgpuir`` chose; stock passes
-    may still change it, and stock Triton has no hook after them)."""
+    may still change it, and stock Triton has no hook after them).
+
+    Args:
+        x: a buffer or a register tensor.
+    """
     x = unwrap_if_constexpr(x)
     check_layout_operand("dump_layout", x, tensor_ok=True)
     if isinstance(x, tl.tensor):

@@ -6,6 +6,7 @@ from typing import Any
 import triton.language as tl
 
 from . import args, layouts
+from .args import ConstInt
 from .emit import emit, tlx_builtin
 from .triton_compat import compile_options, unwrap_if_constexpr
 
@@ -52,14 +53,22 @@ def check_fence(scope: Any) -> str:
 
 
 @tlx_builtin
-def dtype_of(v, _semantic=None) -> tl.dtype:
-    """Element dtype of a pointer, a tensor (of pointers), a tensor descriptor or a TLX buffer."""
+def dtype_of(v: Any, _semantic: Any = None) -> tl.dtype:
+    """Element dtype of a pointer, a tensor (of pointers), a tensor descriptor or a TLX buffer.
+
+    Args:
+        v: the value; a pointer's (or tensor of pointers') element is what it points to.
+    """
     return element_dtype(v)
 
 
 @tlx_builtin
-def size_of(dtype, _semantic=None) -> tl.constexpr:
-    """Size of ``dtype`` in bytes."""
+def size_of(dtype: tl.dtype, _semantic: Any = None) -> tl.constexpr:
+    """Size of ``dtype`` in bytes, as a compile-time constant.
+
+    Args:
+        dtype: a Triton dtype.
+    """
     return tl.constexpr(check_size_of(dtype))
 
 
@@ -79,8 +88,12 @@ def fp8_format_name(dtype: Any) -> str:
 
 
 @tlx_builtin
-def get_fp8_format_name(dtype, _semantic=None) -> tl.constexpr:
-    """The FP8 format name of ``dtype`` as a compile-time string, e.g. for ``dot_scaled`` formats."""
+def get_fp8_format_name(dtype: tl.dtype, _semantic: Any = None) -> tl.constexpr:
+    """The FP8 format name of ``dtype`` as a compile-time string, e.g. for ``dot_scaled`` formats.
+
+    Args:
+        dtype: an FP8 dtype (``tl.float8e4nv``, ``tl.float8e5``, ...).
+    """
     return tl.constexpr(fp8_format_name(dtype))
 
 
@@ -95,22 +108,26 @@ def read_register(_semantic, asm: str, constraint: str, dtype: tl.dtype) -> tl.t
 
 
 @tlx_builtin
-def thread_id(axis, _semantic=None) -> tl.tensor:
-    """This thread's index along ``axis`` (0, 1 or 2) inside the CTA."""
+def thread_id(axis: ConstInt, _semantic: Any = None) -> tl.tensor:
+    """This thread's index inside the CTA, an i32 (NVIDIA).
+
+    Args:
+        axis: 0, 1 or 2 (x, y, z).
+    """
     axis = check_thread_id(axis)
     _nvidia_only(_semantic, "thread_id")
     return read_register(_semantic, f"mov.u32 $0, %tid.{'xyz'[axis]};", "=r", tl.int32)
 
 
 @tlx_builtin
-def clock64(_semantic=None) -> tl.tensor:
+def clock64(_semantic: Any = None) -> tl.tensor:
     """The SM's 64-bit cycle counter."""
     _nvidia_only(_semantic, "clock64")
     return read_register(_semantic, "mov.u64 $0, %clock64;", "=l", tl.int64)
 
 
 @tlx_builtin
-def fence_async_shared(_semantic=None) -> None:
+def fence_async_shared(_semantic: Any = None) -> None:
     """Order this thread's generic-proxy shared-memory writes before later async-proxy reads (wgmma, TMA)."""
     cap = layouts.cuda_capability(compile_options(_semantic).arch)
     if cap is None or cap < 90:
@@ -119,8 +136,13 @@ def fence_async_shared(_semantic=None) -> None:
 
 
 @tlx_builtin
-def fence(scope, _semantic=None) -> None:
-    """Memory fence: ``"async_shared"`` (proxy fence), ``"gpu"`` or ``"sys"`` (acq_rel at that scope)."""
+def fence(scope: str, _semantic: Any = None) -> None:
+    """A memory fence (NVIDIA).
+
+    Args:
+        scope: ``"async_shared"`` (the proxy fence, :func:`fence_async_shared`), ``"gpu"`` or ``"sys"``
+            (acq_rel at that scope).
+    """
     scope = check_fence(scope)
     if scope == "async_shared":
         return fence_async_shared(_semantic=_semantic)

@@ -1,13 +1,15 @@
 """Hopper warpgroup MMA (wgmma): ``async_dot`` and ``async_dot_wait``."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import triton.language as tl
 
 from . import args, layouts, triton_compat
+from .args import ConstInt, Pred
 from .emit import emit, tensor_type, tlx_builtin
 from .mem import _buffer
+from .types import buffered_tensor
 from .triton_compat import builder_state, compile_options, dot_input_precision, unwrap_if_constexpr
 
 #: Per-kernel memory of the accumulator layout chosen for each (M, N), so that waits on loop-carried
@@ -69,9 +71,22 @@ def _acc_layout(_semantic: Any, M: int, N: int, a_dtype: tl.dtype) -> layouts.Nv
 
 
 @tlx_builtin
-def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=False, force_async=False,
-              input_precision=None, out_dtype=tl.float32, _semantic=None) -> tl.tensor:
-    """Issue ``A @ B (+ acc)`` as an asynchronous wgmma; wait for it with ``async_dot_wait``."""
+def async_dot(A: tl.tensor | buffered_tensor, B: buffered_tensor, acc: tl.tensor | None = None,
+              use_acc: Pred = None, pred: Pred = None, mBarriers: Sequence[Any] = (), two_ctas: bool = False,
+              force_async: bool = False, input_precision: str | None = None, out_dtype: tl.dtype = tl.float32,
+              _semantic: Any = None) -> tl.tensor:
+    """Issue ``A @ B (+ acc)`` as an asynchronous wgmma (Hopper); wait for it with ``async_dot_wait``.
+
+    Args:
+        A: the [M, K] operand, a shared buffer or a register tensor.
+        B: the [K, N] operand, a shared buffer.
+        acc: the [M, N] accumulator added to (zeros without it).
+        use_acc: where false, the accumulator is not read (wgmma's scale-d).
+        pred, mBarriers, two_ctas: Blackwell (tcgen05) features; refused.
+        force_async: accepted for the fork's API (a wgmma is always asynchronous).
+        input_precision: as ``tl.dot``'s (the target's default without it).
+        out_dtype: the accumulator's dtype.
+    """
     opts = compile_options(_semantic)
     if not layouts.is_hopper(opts.arch):
         raise NotImplementedError(f"tlx.async_dot is implemented for Hopper (sm_90 wgmma); the target is {opts.arch}")
@@ -109,8 +124,13 @@ def async_dot(A, B, acc=None, use_acc=None, pred=None, mBarriers=[], two_ctas=Fa
 
 
 @tlx_builtin
-def async_dot_wait(pendings, inp, _semantic=None) -> tl.tensor:
-    """Wait until at most ``pendings`` async dots are in flight; returns ``inp`` safe to read."""
+def async_dot_wait(pendings: ConstInt, inp: tl.tensor, _semantic: Any = None) -> tl.tensor:
+    """Wait until at most ``pendings`` async dots are in flight; returns ``inp`` safe to read.
+
+    Args:
+        pendings: wgmma groups that may stay in flight (0 waits for all).
+        inp: the accumulator of the last ``async_dot``.
+    """
     pendings = check_async_dot_wait(pendings, inp)
     M, N = inp.shape
     acc = tensor_type(_semantic, inp.dtype, [M, N], _acc_layout(_semantic, M, N, tl.float16))

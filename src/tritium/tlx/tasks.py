@@ -331,8 +331,14 @@ class _AsyncTask:
 @tlx_builtin
 def async_tasks(*, warp_specialize: bool = True, exclusive: bool = False, no_ending_cluster_sync: bool = False,
                 mbarrier_try_wait_suspend_ns: Optional[int] = None, _semantic: Any = None) -> _AsyncTasks:
-    """``with async_tasks():`` opens a warp-specialized region made of ``async_task`` blocks
-    (arguments: :func:`region_config`)."""
+    """``with async_tasks():`` opens a warp-specialized region made of ``async_task`` blocks.
+
+    Args:
+        warp_specialize: accepted for the fork's API (a region is always warp-specialized).
+        exclusive: the promise that the module has exactly one warp-specialized region (checked).
+        no_ending_cluster_sync: accepted (TLX kernels here run as a cluster of one CTA).
+        mbarrier_try_wait_suspend_ns: a suspend-time hint for mbarrier waits; see :func:`region_config`.
+    """
     return _AsyncTasks(_semantic, region_config(warp_specialize, exclusive, no_ending_cluster_sync,
                                                 mbarrier_try_wait_suspend_ns))
 
@@ -342,9 +348,17 @@ def async_task(*args: Any, num_warps: Optional[int] = None, num_regs: Optional[i
                registers: Optional[int] = None, replicate: int = 1, warp_group_start_id: Optional[int] = None,
                _semantic: Any = None) -> _AsyncTask:
     """``with async_task("default"):`` runs on the kernel's warps; ``async_task(num_warps=...)`` on extra
-    ones. ``num_regs`` (alias ``registers``) becomes the partition's ``requestedRegisters``
-    (``setmaxnreg``), ``replicate=R`` makes R copies, ``warp_group_start_id`` pins where the copies'
-    warps start (:func:`check_start_ids` says when stock Triton can honour it)."""
+    ones.
+
+    Args:
+        args: ``"default"`` for the default task, or nothing.
+        num_warps: the warps of a non-default task.
+        num_regs: registers per thread, the partition's ``requestedRegisters`` (``setmaxnreg``).
+        registers: the fork's other name for ``num_regs``.
+        replicate: R copies of the task (``async_task_replica_id`` tells them apart).
+        warp_group_start_id: where the copies' warps start (:func:`check_start_ids` says when stock Triton
+            can honour it).
+    """
     return _AsyncTask(_semantic, task_config(args, num_warps, num_regs, registers, replicate, warp_group_start_id))
 
 

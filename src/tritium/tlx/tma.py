@@ -25,6 +25,7 @@ import triton.language as tl
 from triton.language.core import base_type, builtin
 
 from . import args, barriers, layouts, mem, misc
+from .args import ConstInt, Pred, Scalar
 from .core import check_target, memdesc_type, predicate
 from .emit import emit, tlx_builtin
 from .mem import _buffer
@@ -234,9 +235,22 @@ def _l2_hint(evict: str) -> dict:
 
 
 @tlx_builtin
-def async_descriptor_load(desc, result, offsets, barrier, pred=None, cache_modifier="", eviction_policy="",
-                          multicast_targets=[], two_ctas=False, _semantic=None) -> None:
-    """TMA-load the tile of ``desc`` at ``offsets`` into ``result``; its bytes count on ``barrier``."""
+def async_descriptor_load(desc: tensor_descriptor | tl.tensor_descriptor, result: buffered_tensor,
+                          offsets: Sequence[Scalar], barrier: buffered_tensor, pred: Pred = None,
+                          cache_modifier: str = "", eviction_policy: str = "", multicast_targets: Sequence[Any] = (),
+                          two_ctas: bool = False, _semantic: Any = None) -> None:
+    """TMA-load the tile of ``desc`` at ``offsets`` into ``result``; its bytes count on ``barrier``.
+
+    Args:
+        desc: a TMA descriptor (a kernel argument, or made on the device).
+        result: the shared buffer of the tile's shape that receives it.
+        offsets: the tile's coordinates, one per dimension, in elements.
+        barrier: the mbarrier that completes when the bytes landed (arm it with ``barrier_expect_bytes``).
+        pred: skip the load where false.
+        cache_modifier: only "" (a TMA load has no cache operator; use eviction_policy).
+        eviction_policy: an L2 eviction hint (``"evict_first"``, ``"evict_last"``, ...).
+        multicast_targets, two_ctas: cluster features; refused (a cluster of one CTA).
+    """
     op = "async_descriptor_load"
     check_target(_semantic, op, 90)
     hint = _l2_hint(check_descriptor_load(desc, result, offsets, barrier, pred, cache_modifier, eviction_policy,
@@ -248,9 +262,19 @@ def async_descriptor_load(desc, result, offsets, barrier, pred=None, cache_modif
 
 
 @tlx_builtin
-def async_descriptor_store(desc, source, offsets, eviction_policy="", store_reduce="", _semantic=None) -> None:
-    """TMA-store buffer ``source`` to the tile of ``desc`` at ``offsets``, or reduce into it with
-    ``store_reduce`` (``cp.reduce.async.bulk.tensor``); wait with ``async_descriptor_store_wait``."""
+def async_descriptor_store(desc: tensor_descriptor | tl.tensor_descriptor, source: buffered_tensor,
+                           offsets: Sequence[Scalar], eviction_policy: str = "", store_reduce: str = "",
+                           _semantic: Any = None) -> None:
+    """TMA-store buffer ``source`` to the tile of ``desc`` at ``offsets``, or reduce into it
+    (``cp.reduce.async.bulk.tensor``); wait with ``async_descriptor_store_wait`` before reusing ``source``.
+
+    Args:
+        desc: a TMA descriptor.
+        source: the shared buffer holding the tile (written, then ``fence_async_shared``).
+        offsets: the tile's coordinates, one per dimension, in elements.
+        eviction_policy: an L2 eviction hint.
+        store_reduce: ``""`` stores; ``"add"``, ``"min"``, ``"max"``, ``"and"``, ``"or"``, ``"xor"`` reduce.
+    """
     op = "async_descriptor_store"
     check_target(_semantic, op, 90)
     evict, reduce = check_descriptor_store(desc, source, offsets, eviction_policy, store_reduce)
@@ -261,8 +285,16 @@ def async_descriptor_store(desc, source, offsets, eviction_policy="", store_redu
 
 
 @tlx_builtin
-def async_descriptor_prefetch_tensor(desc, offsets, pred=None, eviction_policy="", _semantic=None) -> None:
-    """Hint TMA to bring the tile of ``desc`` at ``offsets`` into L2 (``cp.async.bulk.prefetch.tensor``)."""
+def async_descriptor_prefetch_tensor(desc: tensor_descriptor | tl.tensor_descriptor, offsets: Sequence[Scalar],
+                                     pred: Pred = None, eviction_policy: str = "", _semantic: Any = None) -> None:
+    """Hint TMA to bring the tile of ``desc`` at ``offsets`` into L2 (``cp.async.bulk.prefetch.tensor``).
+
+    Args:
+        desc: a TMA descriptor.
+        offsets: the tile's coordinates, in elements.
+        pred: skip the prefetch where false.
+        eviction_policy: an L2 eviction hint.
+    """
     op = "async_descriptor_prefetch_tensor"
     check_target(_semantic, op, 90)
     hint = _l2_hint(check_prefetch_tensor(desc, offsets, pred, eviction_policy))
@@ -295,13 +327,19 @@ def bulk_box(_semantic: Any, nbytes: int, op: str) -> tuple[str, str]:
 
 
 @tlx_builtin
-def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
+def async_store(dst_global_ptr: tl.tensor, src_smem: buffered_tensor, size: ConstInt, _semantic: Any = None) -> None:
     """Copy ``size`` bytes of ``src_smem`` to ``dst_global_ptr`` (``cp.async.bulk.global.shared::cta``), in the
     bulk group that ``async_descriptor_store_wait`` waits on. ``size`` and both addresses: multiples of 16.
 
     Stock Triton has no such op. It is emitted as a TMA store of the buffer's bytes seen as one box,
     through a descriptor that is only the destination pointer, and tlx/tma_llvm.py rewrites that store's
-    PTX into the bulk copy (so it is ordered like a TMA store: the same proxy fence and bulk group)."""
+    PTX into the bulk copy (so it is ordered like a TMA store: the same proxy fence and bulk group).
+
+    Args:
+        dst_global_ptr: the destination, 16-byte aligned.
+        src_smem: the shared buffer copied from.
+        size: bytes, a multiple of 16.
+    """
     op = "async_store"
     check_target(_semantic, op, 90)
     nbytes = check_async_store(dst_global_ptr, src_smem, size)
@@ -313,8 +351,12 @@ def async_store(dst_global_ptr, src_smem, size, _semantic=None) -> None:
 
 
 @tlx_builtin
-def async_descriptor_store_wait(pendings, _semantic=None) -> None:
-    """Wait until at most ``pendings`` TMA stores still read their shared-memory source."""
+def async_descriptor_store_wait(pendings: ConstInt, _semantic: Any = None) -> None:
+    """Wait until at most ``pendings`` TMA stores still read their shared-memory source.
+
+    Args:
+        pendings: stores that may still be reading (0 waits for all).
+    """
     check_target(_semantic, "async_descriptor_store_wait", 90)
     pendings = args.compile_time_int(pendings, "async_descriptor_store_wait", "pendings", 0)
     emit(_semantic, "tma_store_wait", pendings=pendings)
@@ -378,8 +420,12 @@ class tensor_descriptor_ptr(tlx_value):
 
 
 @tlx_builtin
-def allocate_tensor_descriptor(num, _semantic=None) -> tensor_descriptor_ptr:
-    """Global scratch for ``num`` descriptors (128 bytes each, 128-byte aligned; needs ``triton.set_allocator``)."""
+def allocate_tensor_descriptor(num: ConstInt, _semantic: Any = None) -> tensor_descriptor_ptr:
+    """Global scratch for ``num`` descriptors (128 bytes each, 128-byte aligned; needs ``triton.set_allocator``).
+
+    Args:
+        num: how many descriptor slots.
+    """
     check_target(_semantic, "allocate_tensor_descriptor", 90)
     num = args.compile_time_int(num, "allocate_tensor_descriptor", "num")
     _, handle = emit(_semantic, "alloc_desc", scalar=tl.pointer_type(tl.int8), nbytes=num * DESCRIPTOR_SIZE,
@@ -395,11 +441,21 @@ def _block_shape(block_shape: Any, op: str) -> list[int]:
 
 
 @tlx_builtin
-def make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_option="zero",
-                           _semantic=None) -> Any:
+def make_tensor_descriptor(desc_ptr: tensor_descriptor_ptr | None, base: tl.tensor, shape: Sequence[Scalar],
+                           strides: Sequence[Scalar], block_shape: Sequence[ConstInt], padding_option: str = "zero",
+                           _semantic: Any = None) -> Any:
     """A TMA descriptor made on the device: in compiler-managed global scratch (``desc_ptr=None``, the
     stock ``tt.make_tensor_descriptor``), or written into the slot ``desc_ptr`` (``tensormap_create``),
-    where ``reinterpret_tensor_descriptor`` reads it back. Both need ``triton.set_allocator``."""
+    where ``reinterpret_tensor_descriptor`` reads it back. Both need ``triton.set_allocator``.
+
+    Args:
+        desc_ptr: the slot to write (``allocate_tensor_descriptor``), or None for compiler-managed scratch.
+        base: the tensor's base pointer, 16-byte aligned.
+        shape: the tensor's shape.
+        strides: its strides, in elements (the last 1).
+        block_shape: the tile a TMA op moves.
+        padding_option: ``"zero"`` (or ``"nan"``) for out-of-bounds elements.
+    """
     op = "make_tensor_descriptor"
     check_target(_semantic, op, 90)
     block, padding = check_make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_option)
@@ -417,9 +473,16 @@ def make_tensor_descriptor(desc_ptr, base, shape, strides, block_shape, padding_
 
 
 @tlx_builtin
-def reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype, _semantic=None) -> tensor_descriptor:
+def reinterpret_tensor_descriptor(desc_ptr: tensor_descriptor_ptr, block_shape: Sequence[ConstInt], dtype: tl.dtype,
+                                  _semantic: Any = None) -> tensor_descriptor:
     """The descriptor in slot ``desc_ptr`` (written by ``make_tensor_descriptor(desc_ptr, ...)``) for
-    TLX TMA ops, seen as a ``dtype`` tensor of ``block_shape`` blocks."""
+    TLX TMA ops, seen as a ``dtype`` tensor of ``block_shape`` blocks.
+
+    Args:
+        desc_ptr: the slot ``make_tensor_descriptor`` wrote.
+        block_shape: the tile a TMA op moves.
+        dtype: the element dtype.
+    """
     op = "reinterpret_tensor_descriptor"
     check_target(_semantic, op, 90)
     block, dtype = check_reinterpret_tensor_descriptor(desc_ptr, block_shape, dtype)

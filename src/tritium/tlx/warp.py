@@ -6,6 +6,7 @@ from typing import Any
 import triton.language as tl
 
 from . import layouts
+from .args import Pred, Scalar
 from .emit import tlx_builtin
 from .triton_compat import compile_options, unwrap_if_constexpr
 
@@ -48,11 +49,15 @@ def redux_op(op: Any) -> tuple[str, bool]:
 
 
 @tlx_builtin
-def vote_ballot_sync(mask, pred, _semantic=None) -> tl.tensor:
+def vote_ballot_sync(mask: Scalar, pred: Pred, _semantic: Any = None) -> tl.tensor:
     """Bit ``i`` of the result is lane ``i``'s ``pred``, for the lanes of ``mask`` (``vote.sync.ballot.b32``).
 
     Only a scalar ``pred`` is supported: for a tensor the fork first ORs the elements each thread holds in
     the register layout, and stock Triton has no op that works per thread across a tensor's elements.
+
+    Args:
+        mask: the lanes taking part, a 32-bit mask (0xFFFFFFFF: the whole warp).
+        pred: this lane's scalar predicate.
     """
     mask = ballot_mask(mask)
     check_ballot_pred(pred)
@@ -69,9 +74,14 @@ def vote_ballot_sync(mask, pred, _semantic=None) -> tl.tensor:
 
 
 @tlx_builtin
-def warp_redux(x, op, _semantic=None) -> tl.tensor:
+def warp_redux(x: tl.tensor, op: str, _semantic: Any = None) -> tl.tensor:
     """Each f32 element replaced by its ``op`` ("max", "min", "abs_max", "abs_min") over the 32 lanes of its
-    warp (``redux.sync.{max,min}.f32``, Blackwell sm_100 and newer)."""
+    warp (``redux.sync.{max,min}.f32``, Blackwell sm_100 and newer).
+
+    Args:
+        x: an f32 tensor.
+        op: "max", "min", "abs_max" or "abs_min".
+    """
     kind, absolute = redux_op(op)
     check_redux_x(x)
     arch = compile_options(_semantic).arch
