@@ -75,18 +75,19 @@ SHIPPED = (
           "rstd_ptr": "*fp32", "mask_ptr": "*i64", "terms_ptr": "*fp32", "M": "i32", "NN": "i32", "C": "i32"},
          {"H": 128, "BM": 128, "BK": 64, "HS": 64, "NUM_STAGES": 3, "NUM_REGS": 232, "FAST_SIGMOID": True},
          ("rstd_ptr", "mask_ptr", "terms_ptr", "M", "NN", "C"), {"num_warps": 4}),
-    Spec("tritium.trimul.pair", _TRIMUL, "trimul_pair_kernel",
-         {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16", "N": "i32"},
-         {"BM": 128, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 3}, ("l_ptr", "r_ptr", "o_ptr", "N"),
-         {"num_warps": 8}),
-    Spec("tritium.trimul.out", _TRIMUL, "trimul_out_kernel",
-         {"p_ptr": "*bf16", "og_ptr": "*fp16", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": "*fp16",
-          "y_ptr": "*fp32", "M": "i32", "NN": "i32", "C": "i32", "eps": "fp32"},
-         {"H": 128, "BM": 128, "BN": 64, "NUM_STAGES": 2},
-         ("p_ptr", "og_ptr", "ln_w_ptr", "ln_b_ptr", "w_ptr", "y_ptr", "M", "NN", "C"),
-         {"num_warps": 8, "maxnreg": 128}),
+    *(Spec(f"tritium.trimul.pair{variant}", _TRIMUL, "trimul_pair_kernel",
+           {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16", "N": "i32"},
+           {"BM": 128, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 3, "INCOMING": incoming},
+           ("l_ptr", "r_ptr", "o_ptr", "N"), {"num_warps": 8})
+      for variant, incoming in (("", False), (".incoming", True))),
+    *(Spec(f"tritium.trimul.out.bn{bn}", _TRIMUL, "trimul_out_kernel",
+           {"p_ptr": "*bf16", "og_ptr": "*fp16", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": "*fp16",
+            "y_ptr": "*fp32", "M": "i32", "NN": "i32", "C": "i32", "eps": "fp32"},
+           {"H": 128, "BM": 64, "BN": bn, "NUM_STAGES": 2},
+           ("p_ptr", "og_ptr", "ln_w_ptr", "ln_b_ptr", "w_ptr", "y_ptr", "M", "NN", "C"),
+           {"num_warps": 4, "maxnreg": 128})
+      for bn in (32, 64)),
 )
-
 #: (spec, target) pairs hashed: sm_90 everywhere a spec compiles for it, gfx950 for the AMD and op kernels.
 CASES = [(spec, t) for spec in (*TRITIUM, *OPS, *SHIPPED) for t in spec.targets if t in (SM90, GFX950)]
 

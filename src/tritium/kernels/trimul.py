@@ -48,7 +48,6 @@ import tritium.tlx as tlx
 from .. import compat
 from .launch import interpreting, jit_launch, sm_count
 from .tiles import column_subtiles, grouped_tile
-from .trimul_reference import DIRECTIONS, check_direction  # noqa: F401  (the op's and the module's check)
 
 #: The x chunk width (the statistics' chunk and the projection GEMM's K step) and the row block of kernels 1 and 3.
 BK = 64
@@ -348,6 +347,16 @@ def trimul_out_kernel(p_ptr, og_ptr, ln_w_ptr, ln_b_ptr, w_ptr, y_ptr, M, NN, C,
         tlx.async_load_commit_group()
         tl.store(y_ptr + rows64[:, None] * C + (n * BN + cols)[None, :], acc, mask=row_ok[:, None])
     tlx.async_load_wait_group(0)
+
+
+#: The triangle updates: outgoing sums over the k of rows i and j, incoming over the k of columns i and j.
+DIRECTIONS = ("outgoing", "incoming")
+
+
+def check_direction(direction, op: str) -> None:
+    """A clear error for a direction that is not one of :data:`DIRECTIONS`, naming ``op``."""
+    if not isinstance(direction, str) or direction not in DIRECTIONS:
+        raise ValueError(f"{op}: direction must be one of {DIRECTIONS}, got {direction!r}")
 
 
 def check_shapes(B: int, N: int, C: int, H: int, op: str) -> None:

@@ -11,17 +11,12 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from .trimul import check_direction
+
 
 #: The pair products of the two triangle updates: outgoing (the task's) sums over the k of rows i and j,
 #: incoming over the k of columns i and j.
 PAIR_EINSUM = {"outgoing": "... i k d, ... j k d -> ... i j d", "incoming": "... k i d, ... k j d -> ... i j d"}
-DIRECTIONS = tuple(PAIR_EINSUM)
-
-
-def check_direction(direction, op: str) -> None:
-    """A clear error for a direction that is not one of :data:`DIRECTIONS`, naming ``op``."""
-    if not isinstance(direction, str) or direction not in DIRECTIONS:
-        raise ValueError(f"{op}: direction must be one of {DIRECTIONS}, got {direction!r}")
 
 
 class TriMulReference(nn.Module):
