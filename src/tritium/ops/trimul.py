@@ -26,6 +26,7 @@ from typing import Mapping, Optional
 import torch
 
 from ..kernels import trimul as kernels
+from ..kernels.trimul_pack import pack_block
 from .gemm import direct_ok
 from .launch import interpreting
 
@@ -105,7 +106,23 @@ def pack_weights(weights: Mapping[str, torch.Tensor], out_dtype: Optional[torch.
     # [BK, 4 * PROJ_HS] tile), then the out gate's H columns.
     quads = wt[:4].reshape(4, C, H // kernels.PROJ_HS, kernels.PROJ_HS).permute(1, 2, 0, 3).reshape(C, 4 * H)
     proj = torch.cat([quads, wt[4]], dim=1).to(torch.bfloat16).contiguous()
-    return proj, (w @ beta).contiguous(), weights["to_out.weight"].t().to(out_dtype).contiguous()
+    return proj, projected_bias(w, beta), weights["to_out.weight"].float().t().to(out_dtype).contiguous()
+
+
+def projected_bias(w: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """``w @ beta`` ([5, H, C] fp32 by [C] fp32) summed in the order :mod:`tritium.kernels.trimul_pack`'s kernel
+    sums it, so that the two agree bit for bit: per chunk of C (:func:`~tritium.kernels.trimul_pack.pack_block`)
+    the products, padded with zeros, added pairwise (element 2i with 2i + 1) down to one; then the chunks'
+    sums added left to right (at most 16 chunks: C is at most 16384)."""
+    chunk = pack_block(w.shape[-1])[1]
+    p = torch.nn.functional.pad(w * beta, (0, -w.shape[-1] % chunk)).unflatten(-1, (-1, chunk))
+    while p.shape[-1] > 1:
+        even, odd = p.unflatten(-1, (-1, 2)).unbind(-1)
+        p = even + odd
+    acc = torch.zeros(p.shape[:-2], dtype=p.dtype, device=p.device)
+    for k in range(p.shape[-2]):
+        acc = acc + p[..., k, 0]
+    return acc.contiguous()
 
 
 def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t, direction) -> None:
