@@ -9,8 +9,9 @@ Contract:
   :func:`pack_weights`), ``proj_terms`` [5, hidden] float32 (the projections of the input LayerNorm's
   bias, added after the GEMM) and ``out_weight_t`` [hidden, dim] in float16 or bfloat16: the type the
   output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
-  Packing is the caller's to cache (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is
-  timed.
+  Packing is the caller's: :class:`tritium.kernels.TriMul` repacks into buffers it owns by one small
+  kernel launch per call (:mod:`tritium.kernels.trimul_pack`, equal to :func:`pack_weights` bit for bit),
+  so that its packing follows every write to its parameters.
 * Tiling limits: dim a multiple of 64 and at most 16384, N a multiple of 16, hidden 64 or 128
   (:func:`tritium.kernels.trimul.check_shapes`).
 * ``direction``: ``"outgoing"`` (``out[i, j] = sum_k left[i, k] right[j, k]``, the GPU MODE task's) or
@@ -91,7 +92,8 @@ def pack_weights(weights: Mapping[str, torch.Tensor], out_dtype: Optional[torch.
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(``proj_weight_t``, ``proj_terms``, ``out_weight_t``) from the reference module's parameters by name
     (a ``state_dict``, or the task's weights dict); ``out_weight_t`` in ``out_dtype`` (default
-    :func:`choose_dtype`)."""
+    :func:`choose_dtype`). Every weight is read as fp32; ``proj_terms`` is summed in
+    :func:`projected_bias`' order, so :mod:`tritium.kernels.trimul_pack`'s kernel gives the same bits."""
     _require(weights, "pack_weights")
     _check_weight_shapes(weights)
     out_dtype = out_dtype or choose_dtype(weights)
