@@ -3,8 +3,9 @@
 :func:`trimul_pack_kernel` writes what ``tritium.ops.trimul.pack_weights`` computes, bit for bit, from the
 raw parameters: ``proj_weight_t`` [C, 5 H] bf16 (each projection weight times the input LayerNorm's
 weight, rounded once from fp32, in the kernels' column order), ``proj_terms`` [5, H] fp32 (each
-projection of the LayerNorm's bias, summed in the fixed order that ``pack_weights`` spells out in torch) and ``out_weight_t`` [H, C] = Wo^T in the output path's type.
-Every parameter is read as fp32 first, as ``pack_weights`` reads it.
+projection of the LayerNorm's bias, summed in the fixed order that ``pack_weights`` spells out in
+torch) and ``out_weight_t`` [H, C] = Wo^T in the output path's type. Every parameter is read as fp32
+first, as ``pack_weights`` reads it. No host-side stack or copy: the program id selects the weight.
 
 A module that runs it before each call (:class:`tritium.kernels.TriMul`) computes with its parameters'
 values at that call, whatever wrote them (``.data`` writes included, which no version counter sees),
