@@ -1,6 +1,7 @@
 """The fused trimul kernels against the fp32 reference on the CPU interpreter (run by test_trimul.py in
 a TRITON_INTERPRET=1 process): N = 32 and 64, with and without mask, a Cauchy case, the incoming update against its
-formula, one call traced by torch.compile(fullgraph=True); tolerance |y - ref| <= 2e-2 + 2e-2 |ref|, NaN/inf in the same places."""
+formula, one call traced by torch.compile(fullgraph=True), the pack kernel against pack_weights and the module after
+``.data`` writes to its parameters; tolerance |y - ref| <= 2e-2 + 2e-2 |ref|, NaN/inf in the same places."""
 import os
 
 import pytest
@@ -12,9 +13,11 @@ if os.environ.get("TRITON_INTERPRET") != "1":
 import torch  # noqa: E402
 
 from tritium.kernels import TriMul, trimul  # noqa: E402
-from tritium.ops.trimul import pack_weights  # noqa: E402
+from tritium.kernels.trimul_pack import Packer  # noqa: E402
+from tritium.ops.trimul import PROJECTIONS, pack_weights  # noqa: E402
 from tritium.ops.trimul import trimul as ops_trimul  # noqa: E402
-from tritium.kernels.trimul_reference import Case, check_close, make_inputs, reference_model  # noqa: E402
+from tritium.kernels.trimul_reference import (Case, TriMulReference, check_close, make_inputs,  # noqa: E402
+                                              reference_model)
 
 
 def _fused_and_reference(case: Case, seed: int):
@@ -99,3 +102,55 @@ def test_rows_with_a_large_common_offset():
     with torch.no_grad():
         got, want = fused(x, mask), ref(x, mask)
     assert check_close(got, want) is None, check_close(got, want)
+
+
+def _reference_weights(C: int, H: int, dtype: torch.dtype, seed: int) -> dict:
+    torch.manual_seed(seed)
+    ref = TriMulReference(C, H)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.normal_()
+    return {name: p.detach().to(dtype) for name, p in ref.named_parameters()}
+
+
+@pytest.mark.parametrize("C, H, out_dtype, dtype", [(64, 64, torch.float16, torch.float32),
+                                                    (192, 128, torch.bfloat16, torch.float32),
+                                                    (64, 128, torch.bfloat16, torch.bfloat16),
+                                                    (1088, 64, torch.float16, torch.float32)])
+def test_pack_kernel_equals_pack_weights_bit_for_bit(C, H, out_dtype, dtype):
+    """One launch of the pack kernel writes what pack_weights computes, to the bit: bf16 roundings to nearest
+    even, the projected bias summed in the same order (C = 192 padded to a power of two, 1088 in two chunks),
+    Wo^T in either output type, parameters read as fp32."""
+    weights = _reference_weights(C, H, dtype, C + H)
+    want = pack_weights(weights, out_dtype)
+    got = [torch.full_like(t, float("nan")) for t in want]
+    names = [f"{n}.weight" for n in PROJECTIONS] + ["norm.weight", "norm.bias", "to_out.weight"]
+    Packer([weights[n] for n in names], *got)()
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and torch.equal(g, w), (g - w).abs().max()
+
+
+def test_module_follows_data_writes():
+    """Writes through ``.data`` (EMA updates, init code) bump no version counter: the module used to keep
+    computing with its first packing. Each write here changes the output beyond the tolerance."""
+    case = Case(16, 1, 64, True, "normal")
+    ref, new = reference_model(case, 51), reference_model(case, 52)
+    fused = TriMul(case.dim)
+    fused.load_state_dict(ref.state_dict())
+    x, mask = make_inputs(case, 53)
+    params, refs = dict(fused.named_parameters()), dict(ref.named_parameters())
+    news = dict(new.named_parameters())
+    with torch.no_grad():
+        before = fused(x, mask)
+        buffers = fused.packed_weights()
+        for name, write in [("left_proj.weight", lambda p: p.data.copy_(news["left_proj.weight"])),
+                            ("norm.weight", lambda p: p.data.mul_(-0.5)),
+                            ("to_out.weight", lambda p: p.data.copy_(news["to_out.weight"])),
+                            ("to_out.weight", lambda p: p.data.mul_(-0.75))]:
+            write(params[name])
+            refs[name].copy_(params[name])
+            got, want = fused(x, mask), ref(x, mask)
+            assert check_close(before, want) is not None, name  # the write matters
+            assert check_close(got, want) is None, (name, check_close(got, want))
+            before = got
+        assert all(a is b for a, b in zip(fused.packed_weights(), buffers))  # the same buffers, rewritten

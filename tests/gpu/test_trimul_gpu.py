@@ -141,3 +141,77 @@ def test_inside_a_callers_graph_and_on_a_side_stream():
         torch.cuda.current_stream().wait_stream(side)
         for got in outs:
             assert check_close(got, ref(x2, mask2)) is None
+
+
+@pytest.mark.parametrize("C, H, out_dtype", [(128, 128, torch.float16), (384, 128, torch.bfloat16),
+                                             (768, 64, torch.float16), (1536, 128, torch.float16)])
+def test_pack_kernel_equals_pack_weights_bit_for_bit(C, H, out_dtype):
+    """The pack kernel on the GPU (fp fusion off, roundings on the bits) against pack_weights on the same GPU."""
+    from tritium.kernels.trimul_pack import Packer
+    from tritium.kernels.trimul_reference import TriMulReference
+    from tritium.ops.trimul import PROJECTIONS, pack_weights
+    torch.manual_seed(C + H)
+    ref = TriMulReference(C, H).cuda()
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.normal_()
+    weights = {name: p.detach() for name, p in ref.named_parameters()}
+    want = pack_weights(weights, out_dtype)
+    got = [torch.full_like(t, float("nan")) for t in want]
+    names = [f"{n}.weight" for n in PROJECTIONS] + ["norm.weight", "norm.bias", "to_out.weight"]
+    packer = Packer([weights[n] for n in names], *got)
+    for _ in range(2):  # through the JIT, then straight through the compiled launcher
+        packer()
+        torch.cuda.synchronize()
+        for g, w in zip(got, want):
+            assert torch.equal(g, w), (g.float() - w.float()).abs().max()
+        for g in got:
+            g.fill_(float("nan"))
+
+
+def test_data_writes_are_followed_while_the_graph_replays(monkeypatch):
+    """A small call replays its CUDA graph at one address; ``.data`` writes to a projection weight, the input
+    norm's weight and to_out's weight (an EMA update's) are in the next calls' outputs, through a graph
+    captured before the writes (the packed buffers keep their addresses; the pack kernel runs before the
+    replay). The references are computed first, and no output is kept across a call, so that the caching
+    allocator hands every call the same output address."""
+    from tritium.kernels import trimul as kernels
+    case = Case(64, 1, 128, True, "normal")
+    fused, ref = _fused(case, 47)
+    new = reference_model(case, 48, "cuda")
+    x, mask = make_inputs(case, 49, "cuda")
+    names = ("left_proj.weight", "norm.weight", "to_out.weight")
+    refs, news = dict(ref.named_parameters()), dict(new.named_parameters())
+    with torch.no_grad():
+        wants = [ref(x, mask)]
+        for name in names:
+            refs[name].data.mul_(0.5).add_(news[name].data, alpha=0.5)
+            wants.append(ref(x, mask))
+    kernels._graphs.graphs.clear()
+    replays = []  # per call: (replayed, without a new capture)
+    replay = kernels._graphs.replay
+
+    def spy(*args):
+        before = set(kernels._graphs.graphs)
+        replayed = replay(*args)
+        replays.append((replayed, set(kernels._graphs.graphs) <= before))
+        return replayed
+
+    monkeypatch.setattr(kernels._graphs, "replay", spy)
+    params = dict(fused.named_parameters())
+    with torch.no_grad():
+        for _ in range(8):  # compiles, captures, replays
+            assert check_close(fused(x, mask), wants[0]) is None
+            if replays[-1] == (True, True):
+                break
+        assert replays[-1] == (True, True)
+        buffers = [t.data_ptr() for t in fused.packed_weights()]
+        for name, want, old in zip(names, wants[1:], wants):
+            params[name].data.mul_(0.5).add_(news[name].data, alpha=0.5)
+            assert check_close(old, want) is not None, name  # the write matters
+            del replays[:]
+            for _ in range(2):
+                error = check_close(fused(x, mask), want)
+                assert error is None, (name, error)
+            assert replays == [(True, True)] * 2, (name, replays)
+        assert [t.data_ptr() for t in fused.packed_weights()] == buffers

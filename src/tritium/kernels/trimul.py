@@ -393,35 +393,19 @@ class _Desc(NamedTuple):
     slot: int
 
 
-class Plan:
-    """The four launches of every call with one (B, N, C, H, device, 16-byte alignment of the inputs):
-    grids, constexprs, descriptor blocks, and per kernel and pipeline digest the compiled kernel's direct
-    launch (:func:`tritium.kernels.launch.jit_launch`). The first launch of a kernel under a pipeline goes
-    through the JIT (compiling, caching and the tritium pipelines as always); later ones straight through
-    its launcher, without the JIT's per-call binding: the host time before a call's first kernel, and
-    between kernels while they are short, is the call's time. Host TMA descriptors encode their tensor's
-    address, so their launcher arguments are kept per address: the caching allocator hands the same
-    intermediate buffers back call after call. Under the interpreter, or while a launch hook is set,
-    every launch goes through the JIT."""
+class Launcher:
+    """Launches of kernels whose non-pointer arguments stay fixed from call to call, on one device: per
+    kernel and pipeline digest, the first launch goes through the JIT (compiling, caching and the tritium
+    pipelines as always) and later ones straight to the compiled launcher
+    (:func:`tritium.kernels.launch.jit_launch`), without the JIT's per-call binding. The arguments must keep
+    the JIT's specialization (16-byte alignment of pointers, integers equal to 1): the owner keys its
+    launcher on it. Under the interpreter, or while a launch hook is set, every launch goes through the JIT.
+    :class:`Plan` adds host TMA descriptors."""
 
-    DESCRIPTORS_KEPT = 64
-
-    def __init__(self, B: int, N: int, C: int, H: int, device, incoming: bool = False) -> None:
-
-        self.B, self.N, self.C, self.H, self.incoming = B, N, C, H, incoming
-        self.M, self.NN = B * N * N, N * N
+    def __init__(self, device) -> None:
         self.device = device
         self.interpreting = interpreting()
-        self.center_bm, self.cp, self.center_warps = center_block(C)
-        self.center_grid = (triton.cdiv(self.M, self.center_bm), )
-        self.proj_grid = (min(triton.cdiv(self.M, BM) * (H // PROJ_HS), sm_count(device)), )
-        self.pair_cfg = cfg = pair_config(N)
-        self.pair_grid = (triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)
-        self.out_cfg = out_config(C)
-        self.out_grid = (triton.cdiv(self.M, self.out_cfg.BM), )
         self.direct: dict = {}  # (kernel, pipeline digest) -> (DirectLaunch, constexpr values) or None
-        self.graphs = _graphs if not self.interpreting and self.M <= GRAPH_MAX_ROWS else None
-        self.descriptors: dict = {}  # (slot, address) -> launcher arguments
 
     def run(self, kernel, grid: tuple, args: list, consts: dict) -> None:
         if self.interpreting or compat.launch_hooks_active():
@@ -435,20 +419,56 @@ class Plan:
             kernel[grid](*[self._host(a) for a in args], **consts)
         else:
             direct, const_values = entry
-            metas = iter(direct.descriptor_meta)  # the kernel's descriptor parameters, in order
-            expanded = []
-            for a in args:
-                if type(a) is _Desc:
-                    expanded += self._expanded(a, next(metas))
-                else:
-                    expanded.append(a)
-            direct((*grid, 1, 1)[:3], compat.current_stream(self.device.index), [*expanded, *const_values])
+            direct((*grid, 1, 1)[:3], compat.current_stream(self.device.index),
+                   [*self._expanded(args, direct), *const_values])
+
+    def _host(self, arg):
+        """``arg`` as the JIT takes it."""
+        return arg
+
+    def _expanded(self, args: list, direct) -> list:
+        """``args`` as the compiled launcher takes them."""
+        return args
+
+
+class Plan(Launcher):
+    """The four launches of every call with one (B, N, C, H, device, 16-byte alignment of the inputs):
+    grids, constexprs, descriptor blocks, and the compiled kernels' direct launches (:class:`Launcher`):
+    the host time before a call's first kernel, and between kernels while they are short, is the call's
+    time. Host TMA descriptors encode their tensor's address, so their launcher arguments are kept per
+    address: the caching allocator hands the same intermediate buffers back call after call."""
+
+    DESCRIPTORS_KEPT = 64
+
+    def __init__(self, B: int, N: int, C: int, H: int, device, incoming: bool = False) -> None:
+        super().__init__(device)
+        self.B, self.N, self.C, self.H, self.incoming = B, N, C, H, incoming
+        self.M, self.NN = B * N * N, N * N
+        self.center_bm, self.cp, self.center_warps = center_block(C)
+        self.center_grid = (triton.cdiv(self.M, self.center_bm), )
+        self.proj_grid = (min(triton.cdiv(self.M, BM) * (H // PROJ_HS), sm_count(device)), )
+        self.pair_cfg = cfg = pair_config(N)
+        self.pair_grid = (triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)
+        self.out_cfg = out_config(C)
+        self.out_grid = (triton.cdiv(self.M, self.out_cfg.BM), )
+        self.graphs = _graphs if not self.interpreting and self.M <= GRAPH_MAX_ROWS else None
+        self.descriptors: dict = {}  # (slot, address) -> launcher arguments
 
     def _host(self, arg):
         from triton.tools.tensor_descriptor import TensorDescriptor
         return TensorDescriptor.from_tensor(arg.tensor, list(arg.block)) if type(arg) is _Desc else arg
 
-    def _expanded(self, desc: _Desc, meta) -> list:
+    def _expanded(self, args: list, direct) -> list:
+        metas = iter(direct.descriptor_meta)  # the kernel's descriptor parameters, in order
+        expanded = []
+        for a in args:
+            if type(a) is _Desc:
+                expanded += self._descriptor_args(a, next(metas))
+            else:
+                expanded.append(a)
+        return expanded
+
+    def _descriptor_args(self, desc: _Desc, meta) -> list:
         key = (desc.slot, desc.tensor.data_ptr())
         args = self.descriptors.get(key)
         if args is None:

@@ -16,10 +16,18 @@ class TriMul(TriMulReference):
     ``state_dict`` loads unchanged. There is no backward: while autograd records and a parameter or ``x``
     requires grad, the output carries a grad_fn whose backward raises, naming TriMul, instead of silently
     leaving the parameters' ``.grad`` at None (call it under ``torch.no_grad()``, or freeze the parameters).
-    The packing of the six projection weights (and the choice of fp16 or
-    bf16 for the output path, which its parameters bound) is cached and redone only when a parameter
-    changes (storage, in-place update or dtype/device move). Under ``torch.compile`` the packing is traced
-    into the graph with the dtype chosen at construction, at ``load_state_dict`` or by the last eager call.
+
+    Every eager call packs the weights afresh from the parameters' current values, by one small kernel
+    (:mod:`tritium.kernels.trimul_pack`) writing buffers the module owns: the output follows every change to
+    the parameters, ``p.data.copy_(...)`` and other writes that no version counter sees (EMA updates, init
+    code) included. The buffers keep their addresses while the parameters keep their storage, so a small
+    call's CUDA graph keeps replaying. The choice of fp16 or bf16 for the output path (which the parameters
+    bound, :func:`tritium.ops.trimul.choose_dtype`) reads the values on the host, so it is not made per
+    call: only when a parameter is replaced, moves (dtype, device) or is updated in place through its
+    version counter (``load_state_dict``, ``mul_`` under ``no_grad``). A ``.data`` write is followed in
+    values but does not re-make it: weights written that way past fp16's bound overflow the fp16 path until
+    the next such change. Under ``torch.compile`` the packing is traced into the graph with the dtype chosen
+    at construction, at ``load_state_dict`` or by the last eager call.
     """
 
     def __init__(self, dim: int, hidden_dim: int = 128, direction: str = "outgoing") -> None:
@@ -36,6 +44,8 @@ class TriMul(TriMulReference):
         self._packed: tuple | None = None
         self._packed_key: list | None = None
         self._packed_params: list = []
+        self._buffers_key: tuple | None = None
+        self._refresh = None
         # (child, parameter) names of every parameter, looked up afresh per call (so a replaced submodule
         # or parameter is seen) without walking named_parameters(), which costs tens of microseconds.
         self._param_names = [tuple(name.split(".")) for name, _ in self.named_parameters()]
@@ -48,7 +58,9 @@ class TriMul(TriMulReference):
             self._out_dtype = choose_dtype(dict(self.named_parameters()))
 
     def packed_weights(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(proj_weight_t, proj_terms, out_weight_t) for :func:`tritium.ops.trimul`, cached per parameter version."""
+        """(proj_weight_t, proj_terms, out_weight_t) for :func:`tritium.ops.trimul`, packed from the parameters'
+        current values. These are the module's own buffers, rewritten by every call (copy them to keep them),
+        and kept while the parameters keep their storage and the output path its dtype."""
         from ..ops.trimul import pack_weights
         if torch.compiler.is_compiling():  # traced: the packing is in the graph, in the dtype chosen eagerly
             return pack_weights(dict(self.named_parameters()), self._out_dtype)
@@ -56,15 +68,41 @@ class TriMul(TriMulReference):
         params = [modules[child]._parameters[name] for child, name in self._param_names]
         # A dtype or device move gives a parameter new storage (a new address, as the old one is still
         # alive when the new one is allocated), so the address stands in for them: reading .dtype and
-        # .device costs more than the rest of the key.
+        # .device costs more than the rest of the key. The version counter is there for the dtype choice.
         # (The key's parameters are kept alive with it, so their ids are not reused.)
         key = [(id(p), p._version, p.data_ptr()) for p in params]
         if key != self._packed_key:
             self._choose_dtype()
-            with torch.no_grad():
-                self._packed = pack_weights(dict(self.named_parameters()), self._out_dtype)
             self._packed_key, self._packed_params = key, params
+            buffers_key = (*[(i, ptr) for i, _, ptr in key], self._out_dtype)
+            if buffers_key != self._buffers_key:
+                self._allocate()
+                self._buffers_key = buffers_key
+        self._refresh()
         return self._packed
+
+    def _allocate(self) -> None:
+        """New packed buffers (a first packing, which checks the parameters), and what refreshes them: the pack
+        kernel where it runs, else (the CPU without the interpreter, where the op does not run either, meta
+        tensors, parameters that are not contiguous) ``pack_weights`` copied in."""
+        from ..ops.trimul import PROJECTIONS, pack_weights
+        from . import trimul_pack
+        params = dict(self.named_parameters())
+        with torch.no_grad():
+            self._packed = pack_weights(params, self._out_dtype)
+        device = self._packed[0].device
+        weights = [params[n] for n in [f"{p}.weight" for p in PROJECTIONS] + ["norm.weight", "norm.bias",
+                                                                               "to_out.weight"]]
+        if trimul_pack.runs_on(device) and all(w.device == device and w.is_contiguous() for w in weights):
+            self._refresh = trimul_pack.Packer(weights, *self._packed)
+        else:
+            self._refresh = self._copy_in
+
+    def _copy_in(self) -> None:
+        from ..ops.trimul import pack_weights
+        with torch.no_grad():
+            for buf, new in zip(self._packed, pack_weights(dict(self.named_parameters()), self._out_dtype)):
+                buf.copy_(new)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         from ..ops.trimul import trimul

@@ -9,8 +9,9 @@ Contract:
   :func:`pack_weights`), ``proj_terms`` [5, hidden] float32 (the projections of the input LayerNorm's
   bias, added after the GEMM) and ``out_weight_t`` [hidden, dim] in float16 or bfloat16: the type the
   output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
-  Packing is the caller's to cache (:class:`tritium.kernels.TriMul` does), so no per-call weight cast is
-  timed.
+  Packing is the caller's: :class:`tritium.kernels.TriMul` repacks into buffers it owns by one small
+  kernel launch per call (:mod:`tritium.kernels.trimul_pack`, equal to :func:`pack_weights` bit for bit),
+  so that its packing follows every write to its parameters.
 * Tiling limits: dim a multiple of 64 and at most 16384, N a multiple of 16, hidden 64 or 128
   (:func:`tritium.kernels.trimul.check_shapes`).
 * ``direction``: ``"outgoing"`` (``out[i, j] = sum_k left[i, k] right[j, k]``, the GPU MODE task's) or
@@ -26,6 +27,7 @@ from typing import Mapping, Optional
 import torch
 
 from ..kernels import trimul as kernels
+from ..kernels.trimul_pack import pack_block
 from .gemm import direct_ok
 from .launch import interpreting
 
@@ -90,7 +92,8 @@ def pack_weights(weights: Mapping[str, torch.Tensor], out_dtype: Optional[torch.
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(``proj_weight_t``, ``proj_terms``, ``out_weight_t``) from the reference module's parameters by name
     (a ``state_dict``, or the task's weights dict); ``out_weight_t`` in ``out_dtype`` (default
-    :func:`choose_dtype`)."""
+    :func:`choose_dtype`). Every weight is read as fp32; ``proj_terms`` is summed in
+    :func:`projected_bias`' order, so :mod:`tritium.kernels.trimul_pack`'s kernel gives the same bits."""
     _require(weights, "pack_weights")
     _check_weight_shapes(weights)
     out_dtype = out_dtype or choose_dtype(weights)
@@ -105,7 +108,23 @@ def pack_weights(weights: Mapping[str, torch.Tensor], out_dtype: Optional[torch.
     # [BK, 4 * PROJ_HS] tile), then the out gate's H columns.
     quads = wt[:4].reshape(4, C, H // kernels.PROJ_HS, kernels.PROJ_HS).permute(1, 2, 0, 3).reshape(C, 4 * H)
     proj = torch.cat([quads, wt[4]], dim=1).to(torch.bfloat16).contiguous()
-    return proj, (w @ beta).contiguous(), weights["to_out.weight"].t().to(out_dtype).contiguous()
+    return proj, projected_bias(w, beta), weights["to_out.weight"].float().t().to(out_dtype).contiguous()
+
+
+def projected_bias(w: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """``w @ beta`` ([5, H, C] fp32 by [C] fp32) summed in the order :mod:`tritium.kernels.trimul_pack`'s kernel
+    sums it, so that the two agree bit for bit: per chunk of C (:func:`~tritium.kernels.trimul_pack.pack_block`)
+    the products, padded with zeros, added pairwise (element 2i with 2i + 1) down to one; then the chunks'
+    sums added left to right (at most 16 chunks: C is at most 16384)."""
+    chunk = pack_block(w.shape[-1])[1]
+    p = torch.nn.functional.pad(w * beta, (0, -w.shape[-1] % chunk)).unflatten(-1, (-1, chunk))
+    while p.shape[-1] > 1:
+        even, odd = p.unflatten(-1, (-1, 2)).unbind(-1)
+        p = even + odd
+    acc = torch.zeros(p.shape[:-2], dtype=p.dtype, device=p.device)
+    for k in range(p.shape[-2]):
+        acc = acc + p[..., k, 0]
+    return acc.contiguous()
 
 
 def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t, direction) -> None:
