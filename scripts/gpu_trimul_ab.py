@@ -15,7 +15,10 @@ import sys
 CHILD = r"""
 import json, sys, time, torch
 sys.path.insert(0, sys.argv[1] + "/src")
-from tritium.kernels import TriMul
+try:
+    from tritium.ops import TriMul
+except ImportError:  # trees before TriMul moved to the ops floor
+    from tritium.kernels import TriMul
 from tritium.kernels.trimul_reference import RANKED_CASES, check_close, make_inputs, reference_model
 from tritium.bench.trimul import time_calls
 out = []

@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from tritium.kernels import TriMul
+from tritium.ops import TriMul
 from tritium.kernels import trimul as K
 from tritium.kernels.trimul_reference import RANKED_CASES, make_inputs, reference_model
 

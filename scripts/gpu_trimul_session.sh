@@ -23,7 +23,7 @@ for step in $STEPS; do
          grep -E "Throughput|Stall|Warp Cycles|Occupancy|Duration|Issued" "$OUT/ncu_out.txt" | head -40 ;;
     memcheck) timeout 150 compute-sanitizer --tool memcheck --print-limit 10 python3 -c "
 import torch
-from tritium.kernels import TriMul
+from tritium.ops import TriMul
 from tritium.kernels.trimul_reference import Case, make_inputs
 for d in ('incoming', 'outgoing'):
     for case in (Case(64, 2, 128, False, 'normal'), Case(48, 1, 64, True, 'cauchy')):

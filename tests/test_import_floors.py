@@ -16,10 +16,7 @@ FLOORS = ["compat", "knobs", "log", "plugins", "tlx", "kernels", "ops", "bench",
 
 #: Known exceptions, each to be removed by the work named (the test fails once one is no longer there);
 #: without its edge, there is no circle either.
-KNOWN_UPWARD = {
-    # TriMul's nn.Module calls the torch op; it moves to ops/ with the TriMul rewrite.
-    ("tritium.kernels.trimul_module", "tritium.ops.trimul"),
-}
+KNOWN_UPWARD: set = set()  # none: an entry here names an upward import kept on purpose, with the reason
 
 
 def module_name(path: Path, root: Path) -> str:

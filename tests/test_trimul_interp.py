@@ -12,7 +12,8 @@ if os.environ.get("TRITON_INTERPRET") != "1":
 
 import torch  # noqa: E402
 
-from tritium.kernels import TriMul, trimul  # noqa: E402
+from tritium.kernels import trimul
+from tritium.ops import TriMul  # noqa: E402
 from tritium.kernels.trimul_pack import Packer  # noqa: E402
 from tritium.ops.trimul import PROJECTIONS, pack_weights  # noqa: E402
 from tritium.ops.trimul import trimul as ops_trimul  # noqa: E402

@@ -1,4 +1,4 @@
-"""tritium.kernels.TriMul on a Hopper GPU against the fp32 reference (TF32 off): every test case of the
+"""tritium.ops.TriMul on a Hopper GPU against the fp32 reference (TF32 off): every test case of the
 GPU MODE trimul task (docs: targets.md; normal and Cauchy, with and without mask, batch 1 and 2) and the
 ranked ones, |y - ref| <= 2e-2 + 2e-2 |ref| with NaN/inf in the same places; an inf in x propagating
 like the reference's; torch.compile(fullgraph=True) with inductor."""
@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tritium.kernels import TriMul  # noqa: E402
+from tritium.ops import TriMul  # noqa: E402
 from tritium.kernels.trimul_reference import (RANKED_CASES, TEST_CASES, Case, check_close,  # noqa: E402
                                               make_inputs, reference_model)
 

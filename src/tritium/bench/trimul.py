@@ -1,7 +1,7 @@
 """TriMul (the GPU MODE trimul task) on the 7 ranked cases: tritium against PyTorch, same run, same data.
 
 Implementations: the fp32 reference eager and under ``torch.compile``, each with fp32 matmuls and
-with TF32 matmuls, and ``tritium.kernels.TriMul`` (weights loaded from the reference's state_dict,
+with TF32 matmuls, and ``tritium.ops.TriMul`` (weights loaded from the reference's state_dict,
 its weight packing cached on the module as a user's module would keep it). Timing as the task does it:
 per call fresh inputs (new seed), ``torch.cuda.synchronize()``, CUDA events around the call alone,
 ``synchronize()`` again; a few untimed warm-up calls first (compilation); the mean of the timed calls
@@ -152,7 +152,7 @@ class StageTimer:
 def run_case(case: Case, impls: tuple[str, ...], bar=None) -> dict:
     import torch
 
-    from ..kernels import TriMul
+    from ..ops import TriMul
     from ..kernels import trimul as kernels
 
     seed = case.seqlen * 31 + case.dim + case.bs

@@ -7,7 +7,7 @@ projection of the LayerNorm's bias, summed in the fixed order that ``pack_weight
 torch) and ``out_weight_t`` [H, C] = Wo^T in the output path's type. Every parameter is read as fp32
 first, as ``pack_weights`` reads it. No host-side stack or copy: the program id selects the weight.
 
-A module that runs it before each call (:class:`tritium.kernels.TriMul`) computes with its parameters'
+A module that runs it before each call (:class:`tritium.ops.TriMul`) computes with its parameters'
 values at that call, whatever wrote them (``.data`` writes included, which no version counter sees),
 for the price of one small launch, made straight through its compiled launcher after the first
 (:class:`tritium.kernels.trimul.Launcher`).

@@ -1,6 +1,6 @@
 """The fp32 PyTorch reference of the trimul operator (GPU MODE task), its inputs and weights.
 
-The tests and ``tritium bench trimul`` compare against this module; :class:`tritium.kernels.TriMul`
+The tests and ``tritium bench trimul`` compare against this module; :class:`tritium.ops.TriMul`
 has the same submodules and parameter names, so its ``state_dict`` loads into the fused module.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Torch operators backed by tritium's kernels: ``tritium.ops.matmul`` (``torch.ops.tritium.matmul``) and
-``tritium.ops.attention`` (``torch.ops.tritium.attention``); docs/torch.md lists which kernel each runs.
+``tritium.ops.attention`` (``torch.ops.tritium.attention``), ``tritium.ops.trimul`` and its module ``TriMul``; docs/torch.md lists which kernel each runs.
 ``use_kernels`` lets torch.compile pick them where they are faster (:mod:`tritium.ops.inductor`)."""
 import logging as _logging
 
@@ -7,6 +7,7 @@ from .attention import attention
 from .gemm import matmul
 from .inductor import use_kernels
 from .trimul import trimul  # torch.ops.tritium.trimul, the fused triangle multiplicative update
+from .trimul_module import TriMul  # its nn.Module, state_dict-compatible with the reference
 
 
 class _OwnArgumentErrors(_logging.Filter):
@@ -20,4 +21,4 @@ class _OwnArgumentErrors(_logging.Filter):
 
 _logging.getLogger("torch._subclasses.fake_tensor").addFilter(_OwnArgumentErrors())
 
-__all__ = ["matmul", "attention", "trimul", "use_kernels"]
+__all__ = ["matmul", "attention", "trimul", "TriMul", "use_kernels"]

@@ -9,7 +9,7 @@ Contract:
   :func:`pack_weights`), ``proj_terms`` [5, hidden] float32 (the projections of the input LayerNorm's
   bias, added after the GEMM) and ``out_weight_t`` [hidden, dim] in float16 or bfloat16: the type the
   output path computes in (:func:`choose_dtype`). ``out_norm_weight``/``out_norm_bias`` [hidden] float32.
-  Packing is the caller's: :class:`tritium.kernels.TriMul` repacks into buffers it owns by one small
+  Packing is the caller's: :class:`tritium.ops.TriMul` repacks into buffers it owns by one small
   kernel launch per call (:mod:`tritium.kernels.trimul_pack`, equal to :func:`pack_weights` bit for bit),
   so that its packing follows every write to its parameters.
 * Tiling limits: dim a multiple of 64 and at most 16384, N a multiple of 16, hidden 64 or 128

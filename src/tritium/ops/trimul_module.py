@@ -1,10 +1,12 @@
-"""``tritium.kernels.TriMul``: the fused trimul as an nn.Module, state_dict-compatible with the reference."""
+"""``tritium.ops.TriMul``: the fused trimul as an nn.Module, state_dict-compatible with the reference."""
 from __future__ import annotations
 
 import torch
 
-from . import trimul as kernels
-from .trimul_reference import TriMulReference
+from ..kernels import trimul as kernels
+from ..kernels import trimul_pack
+from ..kernels.trimul_reference import TriMulReference
+from .trimul import PROJECTIONS, choose_dtype, pack_weights, trimul
 
 
 class TriMul(TriMulReference):
@@ -53,7 +55,6 @@ class TriMul(TriMulReference):
         self.register_load_state_dict_post_hook(lambda module, keys: module._choose_dtype())
 
     def _choose_dtype(self) -> None:
-        from ..ops.trimul import choose_dtype
         with torch.no_grad():
             self._out_dtype = choose_dtype(dict(self.named_parameters()))
 
@@ -61,7 +62,6 @@ class TriMul(TriMulReference):
         """(proj_weight_t, proj_terms, out_weight_t) for :func:`tritium.ops.trimul`, packed from the parameters'
         current values. These are the module's own buffers, rewritten by every call (copy them to keep them),
         and kept while the parameters keep their storage and the output path its dtype."""
-        from ..ops.trimul import pack_weights
         if torch.compiler.is_compiling():  # traced: the packing is in the graph, in the dtype chosen eagerly
             return pack_weights(dict(self.named_parameters()), self._out_dtype)
         modules = self._modules
@@ -85,8 +85,6 @@ class TriMul(TriMulReference):
         """New packed buffers (a first packing, which checks the parameters), and what refreshes them: the pack
         kernel where it runs, else (the CPU without the interpreter, where the op does not run either, meta
         tensors, parameters that are not contiguous) ``pack_weights`` copied in."""
-        from ..ops.trimul import PROJECTIONS, pack_weights
-        from . import trimul_pack
         params = dict(self.named_parameters())
         with torch.no_grad():
             self._packed = pack_weights(params, self._out_dtype)
@@ -99,13 +97,11 @@ class TriMul(TriMulReference):
             self._refresh = self._copy_in
 
     def _copy_in(self) -> None:
-        from ..ops.trimul import pack_weights
         with torch.no_grad():
             for buf, new in zip(self._packed, pack_weights(dict(self.named_parameters()), self._out_dtype)):
                 buf.copy_(new)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        from ..ops.trimul import trimul
         proj_t, terms, out_t = self.packed_weights()
         if x.dim() and x.shape[-1] != out_t.shape[1]:  # the op would blame its packed out_weight_t
             raise ValueError(f"TriMul: x's last dimension {x.shape[-1]} does not match the module's dim "
