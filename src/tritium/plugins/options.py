@@ -20,8 +20,8 @@ class PluginOption:
 
     ``type`` (a type or tuple of types) is checked with ``isinstance``; ``convert``, if given, then turns the
     value into the form passes read (hashable with a stable ``repr``: it is part of the cache key; and accepted
-    again, as Triton parses options twice) and may raise ``ValueError`` for a bad value. ``targets`` names the backends it applies to ("cuda",
-    "hip"); empty means all. An option left out of a launch is absent from the options object, so kernels
+    again, as Triton parses options twice) and may raise ``ValueError`` for a bad value. ``targets`` names the
+    backends it applies to ("cuda", "hip"); empty means all. An option left out of a launch is absent from the options object, so kernels
     that do not use it keep bare Triton's keys: passes read it with :meth:`value`.
     """
     name: str
