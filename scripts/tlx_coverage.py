@@ -307,8 +307,9 @@ Causes, by frequency: the tests allocate or check on `torch.cuda` (21 of the int
 "Torch not compiled with CUDA enabled") or compare results of kernels that the compile mode does not
 launch; `test_tlx_dot.py` and `test_tlx_tma.py` import fork-only Triton modules
 (`triton.runtime.fbcode_gating`) and cannot be collected on stock Triton; fork Triton options that stock
-Triton rejects (`triton.Config(minRegAutoWS=, maxRegAutoWS=)`, HIP `llvm_fn_attrs`,
-`reverse_local_assignment`, `enable_sched_group_barrier`); tests that import the fork's internal
+Triton rejects (`triton.Config(minRegAutoWS=, maxRegAutoWS=)`, HIP `llvm_fn_attrs` (since accepted: TLX
+declares it as a plugin option; not measured again here), `reverse_local_assignment`,
+`enable_sched_group_barrier`); tests that import the fork's internal
 modules (`tlx.mem_ops`); and ops newer than the 3.7.4 API this table covers (`assume_uniform`,
 `extract_slice`, `update_tensor_descriptor`, `rematerialized_range`, `amd_register_handoff`,
 `amd_sched_barrier`, seen in `test_tlx_amd.py`). `test_tlx_amd.py` also has 28 kernels that do not

@@ -200,3 +200,39 @@ def test_signature_type_names_and_entry_function_name_read_this_triton():
     kernel = compat.parse_module("module {\n  tt.func public @k() {\n    tt.return\n  }\n}\n", ctx)
     assert compat.entry_function_name(kernel) == "k"
     assert compat.entry_function_name(compat.parse_module("module {\n}\n", ctx)) == ""
+
+
+def test_launch_keywords_become_backend_options_where_we_hook():
+    """compat.install_launch_options relies on: _pack_args parsing the launch keywords with parse_options and
+    refusing those its result lacks; compile() parsing options.__dict__ again and hashing every field of it;
+    the JIT's in-memory key holding the raw keywords; triton.Config passing its kwargs to the launch."""
+    import triton
+    pack = inspect.getsource(compat._orig_pack_args)
+    assert "backend.parse_options(kwargs)" in pack and "if k not in options.__dict__ and k not in sigkeys" in pack
+    assert compat._UNRECOGNISED.search(re.search(r'raise KeyError\("(.*)" % k\)', pack)[1].replace("%s", "x"))
+    assert list(inspect.signature(compat._orig_pack_args).parameters)[:3] == ["self", "backend", "kwargs"]
+    source = inspect.getsource(compiler.compile)
+    assert "backend.parse_options(dict(options or dict(), **extra_options))" in source
+    assert "get_cache_key(src, backend, options" in source and "**options.__dict__" in source
+    assert "backend.add_stages(stages, options, src.language" in source  # the options object, as parsed
+    assert "str(options)" in inspect.getsource(compat._orig_compute_cache_key)
+    assert "**self.kwargs" in inspect.getsource(triton.Config.all_kwargs)
+    assert list(inspect.signature(compat._orig_config_init).parameters)[:2] == ["self", "kwargs"]
+    assert {cls.__name__ for cls in compat._orig_parse_options} >= {"CUDABackend", "HIPBackend"}
+    for cls, parse in compat._orig_parse_options.items():
+        assert list(inspect.signature(parse).parameters) == ["self", "opts"], cls
+        assert "__dataclass_fields__" in inspect.getsource(parse), cls  # keeps only its dataclass's fields
+
+
+@pytest.mark.parametrize("target", ["sm90", "gfx950"])
+def test_options_with_plugin_fields_hash_and_print_them(target):
+    """A backend options object with a plugin's field added keeps the backend's fields and puts the new one in
+    ``__dict__`` and ``hash()``."""
+    from tritium.plugins.inspection import parse_target
+    from triton.compiler import make_backend
+    backend = make_backend(parse_target(target))
+    options = compat._orig_parse_options[type(backend)](backend, {"num_warps": 8})
+    extended = compat._with_plugin_options(options, {"my_opt": ("a", "b")})
+    assert extended.num_warps == 8 and extended.my_opt == ("a", "b") and type(extended).__name__ == type(options).__name__
+    assert extended.__dict__ == {**options.__dict__, "my_opt": ("a", "b")}
+    assert extended.hash() != options.hash() != compat._with_plugin_options(options, {"my_opt": ()}).hash()

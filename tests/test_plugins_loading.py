@@ -44,7 +44,7 @@ def test_load_from_file_and_list(tmp_path):
     assert (plugin.name, plugin.version) == ("filed", "1.2.3")
     assert lp.origin == f"path {tmp_path / 'filed.py'}"
     assert plugin.contributes() == {"pipelines": ["nocoalesce"], "passes": ["touch"], "ops": ["my_op"],
-                                    "native passes": []}
+                                    "native passes": [], "options": []}
     assert plugin.passes["touch"].plugin == "filed"
 
 

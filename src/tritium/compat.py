@@ -13,6 +13,8 @@ specialization).  This module gives the rest of tritium the 3.7 contract on both
   when libtriton is imported, and 3.6 has no native plugins.
 * :func:`intercept_pass_managers` swaps ``ir.pass_manager`` for a subclass and wraps every
   ``add_*`` pass builder, so a stage's passes are recorded by name instead of run blindly.
+* :func:`install_launch_options` lets launches, ``triton.Config`` and ``triton.compile`` take the options
+  plugins declare, carried on the backend's options object into the stages and the cache keys.
 * :func:`replace_module_body` makes a print/parse round trip visible to code that still holds
   the old module object.
 
@@ -31,7 +33,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Protocol
 
 import triton
 import triton.compiler.compiler as _compiler
@@ -293,6 +295,134 @@ def stages_hook_installed() -> bool:
 def installed_stages_hook() -> Optional[ChainedHook]:
     """The tritium hook that holds Triton's slot (even if another tool has since set its hook over it)."""
     return _installed
+
+
+# --------------------------------------------------------------------------------------------
+# Plugin-defined launch and compile options
+# --------------------------------------------------------------------------------------------
+# Triton 3.6-3.9 turn launch keywords into backend options in one place: ``JITFunction._pack_args`` calls
+# ``backend.parse_options(kwargs)`` (which keeps the fields of the backend's frozen options dataclass) and
+# refuses any keyword that is neither a field of the result nor a kernel parameter; ``triton.compile`` calls
+# ``parse_options`` again on ``options.__dict__``; ``options.hash()`` (every field of ``__dict__``) is part of
+# the on-disk key, and the JIT's in-memory key already holds the launch keywords themselves. So a plugin option
+# that ``parse_options`` adds to the options object is accepted, reaches ``add_stages`` (and the stage
+# context), the compile's metadata and both keys, with nothing else wrapped. ``triton.Config`` takes only
+# its own keywords: plugin options given to it join its ``kwargs``, which the autotuner passes to the launch.
+class OptionResolver(Protocol):
+    """What the plugin core gives :func:`install_launch_options`: ``resolve(backend, opts)`` returns the plugin
+    options among ``opts`` (checked, converted) for a backend named ``backend`` ("cuda", "hip"), raising an
+    error that names the option and its plugin; ``names(backend)`` lists the declared options (for that
+    backend, when one is named)."""
+
+    def resolve(self, backend: str, opts: dict) -> dict[str, Any]: ...
+
+    def names(self, backend: Optional[str] = None) -> list[str]: ...
+
+
+_option_resolver: Optional[OptionResolver] = None
+_UNRECOGNISED = re.compile(r"Keyword argument (\S+) was specified but unrecognised")
+_orig_pack_args = _jit.JITFunction._pack_args
+_orig_config_init = triton.Config.__init__
+
+
+def _options_backends() -> list[type]:
+    """The compiler classes of the installed backends (each has its own ``parse_options``)."""
+    from triton.backends import backends
+    return [b.compiler for b in backends.values()]
+
+
+_orig_parse_options = {cls: cls.__dict__["parse_options"] for cls in _options_backends()}
+
+
+@functools.lru_cache(maxsize=None)
+def _options_class(base: type, names: tuple[str, ...]) -> type:
+    """``base`` (a backend's frozen options dataclass) with the fields ``names`` added, so that
+    ``options.__dict__`` and ``options.hash()`` hold them as they hold the backend's own."""
+    import dataclasses
+    return dataclasses.make_dataclass(base.__name__, [(n, Any, dataclasses.field(default=None)) for n in names],
+                                      bases=(base,), frozen=True,
+                                      namespace={"__module__": base.__module__, "tritium_plugin_fields": names})
+
+
+def plugin_option_fields(options: Any) -> tuple[str, ...]:
+    """The fields that plugin options added to a compile's backend options (none where the backend declares a
+    name itself: Triton 3.8+ has AMD's ``llvm_fn_attrs``, and then applies it itself)."""
+    return getattr(type(options), "tritium_plugin_fields", ())
+
+
+def _with_plugin_options(options: Any, extra: dict[str, Any]) -> Any:
+    names = tuple(sorted(extra))
+    out = object.__new__(_options_class(type(options), names))
+    out.__dict__.update(options.__dict__)  # the backend's fields as its __post_init__ left them (no second run)
+    for name in names:
+        object.__setattr__(out, name, extra[name])
+    return out
+
+
+def _parse_options_with_plugins(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def parse_options(self: Any, opts: dict) -> Any:
+        options = original(self, opts)
+        resolver = _option_resolver
+        if resolver is None:
+            return options
+        known = getattr(type(options), "__dataclass_fields__", {})
+        extra = resolver.resolve(self.target.backend, {k: v for k, v in opts.items() if k not in known})
+        return _with_plugin_options(options, extra) if extra else options
+    return parse_options
+
+
+def _pack_args_listing_known(self: Any, backend: Any, kwargs: dict, *args: Any) -> Any:
+    """Triton's check of launch keywords, with the keywords it would have taken in its message."""
+    try:
+        return _orig_pack_args(self, backend, kwargs, *args)
+    except KeyError as e:
+        match = _UNRECOGNISED.search(str(e))
+        if match is None:
+            raise
+        options = getattr(backend.parse_options({}), "__dataclass_fields__", {})
+        plugin = _option_resolver.names(backend.target.backend) if _option_resolver is not None else []
+        raise KeyError(f"Keyword argument {match[1]} was specified but unrecognised; known: kernel parameters "
+                       f"{', '.join(p.name for p in self.params) or 'none'}; options of the "
+                       f"{backend.target.backend} backend {', '.join(sorted(options))}; plugin options "
+                       f"{', '.join(plugin) or 'none'}") from None
+
+
+def _config_init_with_plugin_options(self: Any, kwargs: dict, *args: Any, **extra: Any) -> None:
+    """``triton.Config(meta, ..., NAME=value)`` for a plugin option NAME: the value joins the meta-parameters,
+    which the autotuner passes to the launch as keywords."""
+    resolver = _option_resolver
+    plugin = {k: extra.pop(k) for k in list(extra) if resolver is not None and k in resolver.names()}
+    _orig_config_init(self, {**kwargs, **plugin} if plugin else kwargs, *args, **extra)
+
+
+def install_launch_options(resolver: OptionResolver) -> None:
+    """Let launches and ``triton.Config`` take the options ``resolver`` declares (replacing any resolver
+    installed before); :func:`uninstall_launch_options` puts Triton's functions back."""
+    global _option_resolver
+    _option_resolver = resolver
+    for cls, original in _orig_parse_options.items():
+        cls.parse_options = _parse_options_with_plugins(original)
+    _jit.JITFunction._pack_args = _pack_args_listing_known
+    triton.Config.__init__ = _config_init_with_plugin_options
+
+
+def uninstall_launch_options(resolver: Optional[OptionResolver] = None) -> None:
+    """Restore Triton's option parsing (only if ``resolver``, when given, is the installed one)."""
+    global _option_resolver
+    if resolver is not None and resolver is not _option_resolver:
+        return
+    _option_resolver = None
+    for cls, original in _orig_parse_options.items():
+        cls.parse_options = original
+    _jit.JITFunction._pack_args = _orig_pack_args
+    triton.Config.__init__ = _orig_config_init
+
+
+def launch_options_pristine() -> bool:
+    """True when Triton's option parsing is its own (no resolver installed or left behind)."""
+    return (_jit.JITFunction._pack_args is _orig_pack_args and triton.Config.__init__ is _orig_config_init
+            and all(cls.__dict__["parse_options"] is f for cls, f in _orig_parse_options.items()))
 
 
 # --------------------------------------------------------------------------------------------

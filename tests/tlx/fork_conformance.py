@@ -467,9 +467,6 @@ BY_NAME = {c.name: c for c in CASES}
 
 _WARP_PIPELINE = ("uses tlx.warp_pipeline_stage, which raises: stock Triton 3.6 has no AMD warp-pipeline pass "
                   "(tlx/unsupported.py)")
-_LLVM_FN_ATTRS = ("launches with llvm_fn_attrs=, an AMD compile option of the fork's Triton that stock Triton 3.6 "
-                  "rejects ('Keyword argument llvm_fn_attrs was specified but unrecognised'; the interpreter "
-                  "ignores it); not a TLX op")
 _AGGREGATE = ("its @aggregate class (triton.language.core._aggregate) with @triton.jit methods is not supported by "
               "stock Triton 3.6: compiled, the JIT's dependency scan fails on the generated constructor "
               "('Unsupported function referenced: object.__init__'); interpreted, 'SoftmaxState has no attribute "
@@ -504,9 +501,14 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("gfx9_gemm/a16w16/v8_warp_pipeline", "interpret"): _WARP_PIPELINE,
     ("gfx9_gemm/a16w16/v9_beyond_hotloop", "compile"): _WARP_PIPELINE,
     ("gfx9_gemm/a16w16/v9_beyond_hotloop", "interpret"): _WARP_PIPELINE,
-    ("amd_bmm", "compile"): _LLVM_FN_ATTRS,
-    ("amd_bmm_shared_a", "compile"): _LLVM_FN_ATTRS,
-    ("amd_addmm_gfx950", "compile"): _LLVM_FN_ATTRS,
+    # Both launch with llvm_fn_attrs=, which TLX now declares (tlx/fn_attrs.py); what stops them is further on.
+    ("amd_bmm", "compile"): ("its store layout _C4 is a tlx.layout held in a module global, which stock Triton 3.6's "
+                             "frontend refuses ('Cannot access global variable _C4'); past that (with "
+                             "TRITON_ALLOW_NON_CONSTEXPR_GLOBALS=1), " + _FALLBACK),
+    ("amd_bmm_shared_a", "compile"): _FALLBACK,
+    ("amd_addmm_gfx950", "compile"): ("launches with enable_sched_group_barrier_scheduler=, an option of the fork's "
+                                      "AMD backend for its C++ schedule-group-barrier planner, which tritium does "
+                                      "not declare (it could accept the keyword, not do the scheduling)"),
     ("amd_addmm_gfx950", "interpret"): _WARP_PIPELINE,
 }
 

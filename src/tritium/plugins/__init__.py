@@ -11,6 +11,7 @@ from .errors import (ArgumentError, KernelCompileError, PassError, PassFingerpri
                      PluginLoadError, StageError, TritiumError)
 from .manager import PipelineLike, PluginManager, bound_pipeline, default_manager, enabled_manager
 from .passes import PassStats, PythonPass, StockPass, mlir_pass, text_pass
+from .options import OptionError, PluginOption
 from .pipeline import Pipeline
 from .registry import DeferredPlugin, Plugin
 from .runner import CompileReport, StageContext
@@ -47,5 +48,5 @@ __all__ = [
     "activate", "deactivate", "use_pipeline", "bind", "bound_pipeline", "active_pipeline", "effective_pipelines",
     "pipelines_key", "refresh", "resolve_pipeline", "recording", "enable", "disable",
     "TritiumError", "PluginLoadError", "PipelineError", "StageError", "PassError", "KernelCompileError",
-    "ArgumentError", "parse_module", "PassStats", "PassFingerprintWarning",
+    "ArgumentError", "OptionError", "PluginOption", "parse_module", "PassStats", "PassFingerprintWarning",
 ]

@@ -73,10 +73,16 @@ def scalar_types() -> list[str]:
 
 
 def option_fields(target: GPUTarget) -> dict[str, Any]:
-    """The backend's compile options and their types: the fields of the dataclass its ``parse_options`` returns."""
+    """The backend's compile options and their types: the fields of the dataclass its ``parse_options`` returns,
+    then the options the enabled manager's plugins declare for this target (their first type, for the CLI)."""
     options_type = type(make_backend(target).parse_options({}))
     hints = typing.get_type_hints(options_type)
-    return {f.name: hints.get(f.name, type(f.default)) for f in dataclasses.fields(options_type)}
+    fields = {f.name: hints.get(f.name, type(f.default)) for f in dataclasses.fields(options_type)}
+    manager = enabled_manager()
+    for name, (_, opt) in (manager.launch_options().by_name.items() if manager is not None else ()):
+        if name not in fields and (not opt.targets or target.backend in opt.targets):
+            fields[name] = opt.type[0] if isinstance(opt.type, tuple) else opt.type
+    return fields
 
 
 def check_arguments(fn: Any, signature: Mapping[str, str], target: GPUTarget, *,

@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterator, Optional, Union
 from .. import compat, knobs
 from .errors import PassFingerprintWarning, PipelineError, PluginLoadError, TritiumError
 from .passes import fingerprint_once
+from .options import OptionTable
 from .pipeline import Generation, Pipeline
 from .registry import ENTRY_POINT_GROUP, NATIVE_PATHS_ENV, DeferredPlugin, LoadedPlugin, Plugin, import_file, \
     import_name, native_plugin, native_plugin_paths, plugin_from_module, plugin_from_object
@@ -67,6 +68,8 @@ class PluginManager:
         self._from_deferred: dict[str, tuple[DeferredPlugin, str, Optional[Plugin]]] = {}
         #: The loaded plugins' automatic pipelines, rebuilt on every change: read on each kernel launch.
         self._auto: tuple[Pipeline, ...] = ()
+        #: The loaded plugins' launch options, by name: read by Triton's option parsing while enabled.
+        self._options = OptionTable()
         #: Bumped on every plugin (un)load, so cached keys know when to recompute.
         self._generation = 0
         self._global: Optional[Pipeline] = None
@@ -103,10 +106,13 @@ class PluginManager:
                                    "one; call its disable() first, or use `with manager.enabled():` to hand the hook "
                                    "over for a block")
             compat.install_stages_hook(self._hook)
+            compat.install_launch_options(self._options)
 
     def disable(self) -> None:
         """Remove this manager's hook, restoring Triton's key functions and any hook that was there before."""
         with _switching:
+            if self.is_enabled():
+                compat.uninstall_launch_options()
             compat.uninstall_stages_hook(self._hook)
 
     def is_enabled(self) -> bool:
@@ -207,7 +213,18 @@ class PluginManager:
     # ----------------------------------------------------------------------------------------
     def _notify(self) -> None:
         self._auto = tuple(p for lp in self._loaded.values() for p in lp.plugin.auto_pipelines)
+        self._options = self._option_table(self._loaded.values())
+        if self.is_enabled():
+            compat.install_launch_options(self._options)
         self._generation += 1
+
+    def launch_options(self) -> OptionTable:
+        """The launch and compile options the loaded plugins declare (in effect while this manager is enabled)."""
+        return self._options
+
+    @staticmethod
+    def _option_table(loaded: Any) -> OptionTable:
+        return OptionTable((lp.plugin.name, opt) for lp in loaded for opt in lp.plugin.options)
 
     def _remember_deferred(self, spec: DeferredPlugin, origin: str, plugin: Optional[Plugin]) -> None:
         previous = self._from_deferred.get(spec.name)
@@ -251,6 +268,7 @@ class PluginManager:
                     return plugin
                 raise PluginLoadError(f"duplicate plugin name {plugin.name!r}: already loaded from "
                                       f"{existing.origin}, again from {origin}")
+            self._option_table([*self._loaded.values(), LoadedPlugin(plugin, origin)])  # a clash refuses it here
             deferred = self._deferred.pop(plugin.name, None)
             if deferred is not None:  # a loaded plugin takes the place of the entry point that announced its name
                 spec, announced = deferred

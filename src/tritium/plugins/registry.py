@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .. import compat, knobs
 from .errors import PluginLoadError
+from .options import PluginOption
 from .passes import PythonPass, fingerprint
 from .pipeline import Pipeline
 
@@ -40,7 +41,8 @@ class Plugin:
     source files); it then stands for the code of all its passes, ``when`` predicates and stage
     overrides, which are no longer fingerprinted one by one: what they reach at run time (caches,
     sets of warnings given) cannot change a key. By default the key follows the code of its Python
-    passes.  ``native_passes`` are the stock pass names a native ``.so`` plugin added.
+    passes.  ``native_passes`` are the stock pass names a native ``.so`` plugin added.  ``options`` are the
+    launch and compile options it declares (:class:`~.options.PluginOption`).
     """
     name: str
     version: str
@@ -51,6 +53,7 @@ class Plugin:
     content: Optional[str] = None
     description: str = ""
     native_passes: Sequence[str] = ()
+    options: Sequence[PluginOption] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -98,6 +101,13 @@ class Plugin:
             fail("description", f"expected a string, got {type(self.description).__name__}")
         if isinstance(self.native_passes, str) or not all(isinstance(n, str) for n in self.native_passes):
             fail("native_passes", "expected a sequence of stock pass names")
+        if isinstance(self.options, (str, Mapping)) or not isinstance(self.options, Sequence):
+            fail("options", f"expected a sequence of PluginOptions, got {type(self.options).__name__}")
+        for opt in self.options:
+            if not isinstance(opt, PluginOption):
+                fail("options", f"{opt!r} is a {type(opt).__name__}, expected a PluginOption")
+            if not opt.name.isidentifier():
+                fail("options", f"option name {opt.name!r} is not a Python identifier (a launch keyword)")
 
     def _check_ownership(self) -> None:
         """A pipeline's plugin is part of its cache key and names it in errors: taking over another plugin's
@@ -126,7 +136,8 @@ class Plugin:
 
     def contributes(self) -> dict[str, list[str]]:
         return {"pipelines": sorted({*self.pipelines, *(p.name for p in self.auto_pipelines)}),
-                "passes": sorted(self.passes), "ops": sorted(self.ops), "native passes": sorted(self.native_passes)}
+                "passes": sorted(self.passes), "ops": sorted(self.ops), "native passes": sorted(self.native_passes),
+                "options": sorted(o.name for o in self.options)}
 
 
 @dataclass(frozen=True)
