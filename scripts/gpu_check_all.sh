@@ -22,7 +22,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for i in "${!GROUPS_[@]}"; do
     files=""
     for f in ${GROUPS_[$i]}; do [ -f "tests/gpu/$f" ] && files="$files tests/gpu/$f"; done
-    timeout 280 python3 -m pytest -q -p no:cacheprovider $files > "$OUT/r${round}_g$i.txt" 2>&1 &
+    timeout 230 python3 -m pytest -q -p no:cacheprovider $files > "$OUT/r${round}_g$i.txt" 2>&1 &
     pids+=($!)
   done
   for i in "${!pids[@]}"; do
@@ -32,6 +32,6 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 for bench in "$@"; do
   echo "== bench $bench $(date +%T)"
-  timeout 240 python3 -m tritium.cli bench $bench --out "$OUT" 2>&1 | grep -v "it/s\]$\|s/it\]$" | tail -25
+  timeout 150 python3 -m tritium.cli bench $bench --out "$OUT" 2>&1 | grep -v "it/s\]$\|s/it\]$" | tail -25
 done
 echo "== done $(date +%T)"
