@@ -7,6 +7,7 @@ tritium's hook out of Triton.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 from typing import Any, Optional
 
@@ -57,8 +58,11 @@ def check_bare(after: str) -> None:
     """Fail unless the probe compiles now exactly as bare Triton compiled it at session start."""
     got = compile_probe()
     differing = [stage for stage in STAGES if got[stage] != REFERENCE[stage]]
+    text = next((s for s in differing if isinstance(got[s], str)), None)
+    diff = "" if text is None else "\n" + "\n".join(list(difflib.unified_diff(
+        REFERENCE[text].splitlines(), got[text].splitlines(), "bare", "now", lineterm="", n=1))[:40])
     assert not differing, (f"after a test caught {after}, an unrelated kernel no longer compiles as bare Triton "
-                           f"does: its {', '.join(differing)} differ")
+                           f"does: its {', '.join(differing)} differ{diff}")
 
 
 class ErrorCount:
