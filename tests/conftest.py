@@ -20,6 +20,7 @@ import bare_triton  # noqa: E402
 
 if not bare_triton.INTERPRETED:  # an interpreted process compiles nothing
     bare_triton.REFERENCE = bare_triton.compile_reference()  # before any test can disturb anything
+    bare_triton.REFERENCE_PTXAS = bare_triton.ptxas_in_effect()
     bare_triton.count_caught_errors()
 
 
