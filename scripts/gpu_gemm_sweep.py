@@ -39,6 +39,7 @@ import json
 import math
 import os
 import sys
+from dataclasses import replace
 import time
 
 SEEDS = [(128, 13312, 16384), (16384, 8192, 8192), (8192, 16384, 8192), (8192, 53248, 8192), (8192, 28672, 4096),
@@ -175,7 +176,7 @@ def phase1_jobs(shapes, dtypes, sms: int) -> list[dict]:
     from tritium.ops import plans
     variants = [plans.Plan("small", plans.SMALL_TILE), plans.Plan("pingpong", plans.pingpong.LARGE),
                 plans.Plan("pingpong", plans.pingpong.SMALL), plans.Plan("cooperative", plans.coop.LARGE),
-                plans.Plan("cooperative", plans.coop.SMALL), plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3)),
+                plans.Plan("cooperative", plans.coop.SMALL), plans.Plan("splitk", replace(splitk.DEFAULT, SPLIT_K=3)),
                 plans.LARGE_PLAN, plans.Plan("dualk", plans.dualk.DEFAULT)]
     jobs = []
     for dtype in dtypes:

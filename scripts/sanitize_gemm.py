@@ -8,6 +8,7 @@ suffix ``-noregs`` these leave register counts to the compiler (no setmaxnreg). 
 persistent grid (default 2).
 """
 import sys
+from dataclasses import replace
 
 import torch
 
@@ -17,16 +18,19 @@ from tritium.kernels import gemm_ws_cooperative_hopper as coop
 from tritium.kernels import gemm_ws_dualk_hopper as dualk
 from tritium.kernels import gemm_ws_hopper as ws
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong
+from tritium.kernels.tiles import WSConfig
 
 M, N, K = 192, 136, 200  # ragged: every mask (pipelined) and every TMA edge (persistent) is exercised
 # Small tiles, so that on 2 programs the persistent loop runs several tiles, the 2-stage ring wraps
 # (K has 4 steps) and barrier phases flip: ws 4 tiles, cooperative 6, ping-pong 9 (program 0: 5, so
 # its consumers alternate and consumer 0 takes the odd last tile).
-PERSISTENT = {"ws": (ws, ws.Config(128, 128, 64, 8, 2, True, 232)),
-              "coop": (coop, coop.Config(128, 64, 64, 8, 2, 2, 232)),
-              "pingpong": (pingpong, pingpong.Config(64, 64, 64, 8, 2, 2, 232)),
-              "splitk": (splitk, splitk.Config(128, 64, 64, 8, 2, 2, 232, 3)),  # 6 tiles x 2 K slices (4 steps)
-              "dualk": (dualk, dualk.Config(64, 64, 64, 8, 4, 2, 232))}  # 9 tiles: the partial buffer is reused
+PERSISTENT = {"ws": (ws, WSConfig(BM=128, BN=128, NUM_STAGES=2, EPILOGUE_SUBTILES=2)),
+              "coop": (coop, WSConfig(BM=128, BN=64, NUM_STAGES=2, EPILOGUE_SUBTILES=2)),
+              "pingpong": (pingpong, WSConfig(BM=64, BN=64, NUM_STAGES=2, EPILOGUE_SUBTILES=2)),
+              # 6 tiles x 2 K slices (4 steps)
+              "splitk": (splitk, WSConfig(BM=128, BN=64, NUM_STAGES=2, EPILOGUE_SUBTILES=2, SPLIT_K=3)),
+              # 9 tiles: the partial buffer is reused
+              "dualk": (dualk, WSConfig(BM=64, BN=64, NUM_STAGES=4, EPILOGUE_SUBTILES=2))}
 
 a = torch.randn(M, K, device="cuda", dtype=torch.float16)
 b = torch.randn(K, N, device="cuda", dtype=torch.float16)
@@ -35,7 +39,7 @@ design = which.removesuffix("-noregs")
 if design in PERSISTENT:
     module, cfg = PERSISTENT[design]
     if which.endswith("-noregs"):
-        cfg = cfg._replace(NUM_REGS=None)
+        cfg = replace(cfg, NUM_REGS=None)
     c = module.matmul(a, b, cfg, num_sms=int(sys.argv[2]) if len(sys.argv) > 2 else 2)
 elif which == "pipelined":
     c = hopper.matmul(a, b, hopper.SMALL)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,7 +34,7 @@ H200_SMS = 132
     ((4096, 4096, 4096), "cooperative", plans.LARGE_PLAN.config),
     ((8192, 53248, 8192), "cooperative", plans.LARGE_PLAN.config),
     ((128, 13312, 16384), "cooperative", plans.coop.SMALL),  # 104 tiles: no split-K at 79% of the SMs
-    ((128, 4096, 16384), "splitk", plans.splitk.DEFAULT._replace(SPLIT_K=4)),  # 32 tiles: 128 units
+    ((128, 4096, 16384), "splitk", replace(plans.splitk.DEFAULT, SPLIT_K=4)),  # 32 tiles: 128 units
 ])
 def test_heuristic_on_the_h200(shape, kernel, config):
     assert plans.choose(*shape, H200_SMS) == plans.Plan(kernel, config)
@@ -84,7 +86,7 @@ def test_autotune_cache_round_trip(tmp_path, monkeypatch):
     assert best == plans.Plan("cooperative", plans.coop.SMALL)
     plans.record_plan(key, best)
     plans.AUTOTUNE.forget()  # as a new process would: read the file
-    assert plans.cached_plan(key) == best and type(plans.cached_plan(key).config) is plans.coop.Config
+    assert plans.cached_plan(key) == best and type(plans.cached_plan(key).config) is plans.WSConfig
     with pytest.raises(RuntimeError, match="out of resources"):
         plans.tune(run, [split], lambda fn: fn())
     plans.set_autotune(True)
@@ -92,7 +94,7 @@ def test_autotune_cache_round_trip(tmp_path, monkeypatch):
     plans.set_autotune(None)
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"k": 3}', '{"k": {"plan": ["pingpong", [1, 2]]}}'])
+@pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"k": 3}', '{"k": {"plan": ["pingpong", {"BM": 1}]}}'])
 def test_unreadable_autotune_cache_is_set_aside_with_a_warning(tmp_path, monkeypatch, text):
     path = tmp_path / "tune.json"
     path.write_text(text)
@@ -125,15 +127,33 @@ def test_unwritable_autotune_cache_warns_once_and_tunes_in_memory(tmp_path, monk
     assert sorted(p.name for p in tmp_path.rglob("*")) == (["tune.json"] if where == "folder" else ["file"])
 
 
+def test_configs_are_built_and_stored_by_field_name():
+    """One keyword-only config type for every WS GEMM; the autotune cache stores it by field name."""
+    assert {type(p.config) for p in plans.candidates(1024, 1024, 1024, H200_SMS) if p.kernel != "small"} == {
+        plans.WSConfig}
+    with pytest.raises(TypeError):
+        plans.WSConfig(128, 128, 5, 2)
+    assert plans.Plan("splitk", plans.splitk.DEFAULT).to_json() == ["splitk", {
+        "BM": 128, "BN": 128, "NUM_STAGES": 4, "EPILOGUE_SUBTILES": 4, "BK": 64, "GROUP_SIZE_M": 8, "NUM_REGS": 232,
+        "SPLIT_K": 4}]
+    assert plans.Plan.from_json(plans.Plan("small", plans.TINY_TILE).to_json()) == plans.Plan("small", plans.TINY_TILE)
+    with pytest.raises(ValueError, match="SPLIT_K=4 needs the split-K kernel"):
+        plans.coop.constexprs(plans.splitk.DEFAULT)
+
+
 def test_stale_autotune_entries_are_tuned_again(tmp_path, monkeypatch):
     path = tmp_path / "tune.json"
     plan = plans.Plan("cooperative", plans.coop.SMALL)
-    path.write_text(json.dumps({"old": ["cooperative", list(plans.coop.SMALL)],  # before stamps
+    values = [128, 128, 64, 8, 5, 2, 232]  # coop.SMALL as tritium stored configs before named fields
+    path.write_text(json.dumps({"old": ["cooperative", values],  # before stamps
+                                "positional": {"plan": ["cooperative", values], "stamp": plans.tuning_stamp()},
                                 "other": {"plan": plan.to_json(), "stamp": "triton 0.1, kernels 0"},
                                 "same": {"plan": plan.to_json(), "stamp": plans.tuning_stamp()}}))
     monkeypatch.setenv("TRITIUM_GEMM_AUTOTUNE_CACHE", str(path))
     plans.AUTOTUNE.forget()
-    assert [plans.cached_plan(k) for k in ("old", "other", "same")] == [None, None, plan]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # stale entries are no broken file
+        assert [plans.cached_plan(k) for k in ("old", "positional", "other", "same")] == [None, None, None, plan]
     plans.record_plan("other", plan)
     assert json.loads(path.read_text())["other"]["stamp"] == plans.tuning_stamp()
     assert f"triton {triton.__version__}" in plans.tuning_stamp()
@@ -392,7 +412,7 @@ def test_direct_launch_passes_what_the_jit_passes(kernel, monkeypatch):
     monkeypatch.setattr(triton.runtime.driver, "_active", object())
     launch.clear_caches()
     plan = {"pingpong": plans.Plan("pingpong", plans.pingpong.SMALL), "small": plans.Plan("small", plans.SMALL_TILE),
-            "splitk": plans.Plan("splitk", plans.splitk.DEFAULT._replace(SPLIT_K=2))}[kernel]
+            "splitk": plans.Plan("splitk", replace(plans.splitk.DEFAULT, SPLIT_K=2))}[kernel]
 
     def call(seed):
         g = torch.Generator().manual_seed(seed)
@@ -425,8 +445,8 @@ def test_shipped_configs_fit_shared_memory_and_fp32_outputs_get_a_shallower_ring
         assert plans.fit(plan, 2, 2) == plan
         wide = plans.fit(plan, 2, 4)
         assert plans.shared_bytes(wide, 2, 4) <= plans.SHARED_LIMIT and wide.kernel == plan.kernel
-    assert plans.fit(shipped[0], 2, 4).config == plans.pingpong.LARGE._replace(NUM_STAGES=5)
-    assert plans.fit(shipped[2], 2, 4).config == plans.coop.LARGE._replace(NUM_STAGES=3)
+    assert plans.fit(shipped[0], 2, 4).config == replace(plans.pingpong.LARGE, NUM_STAGES=5)
+    assert plans.fit(shipped[2], 2, 4).config == replace(plans.coop.LARGE, NUM_STAGES=3)
     assert plans.fit(shipped[3], 2, 4) == shipped[3]  # 5 x 32 KiB + 4 x 16 KiB fits
     # dual-K 64x128: "6 x 24 KiB of operands + 32 KiB of fp32 partial + 2 x 8 KiB of staging = 192 KiB"
     assert plans.shared_bytes(shipped[6], 2, 2) == 192 * 1024 and plans.fit(shipped[6], 2, 4) == shipped[6]
@@ -437,15 +457,15 @@ def test_adapt_leaves_no_split_k_slice_empty():
     from tritium.kernels.gemm_splitk_hopper import DEFAULT
     for K in (1, 2, 64, 200, 25 * 64, 16384):
         for s in (2, 3, 5, 6, 8):
-            plan = plans.adapt(plans.Plan("splitk", DEFAULT._replace(SPLIT_K=s)), K, 2, 2)
+            plan = plans.adapt(plans.Plan("splitk", replace(DEFAULT, SPLIT_K=s)), K, 2, 2)
             steps = -(-K // DEFAULT.BK)
             if steps == 1:  # one slice: the cooperative kernel with the same tiles (no workspace to zero)
-                assert plan == plans.Plan("cooperative", plans.coop.Config(*DEFAULT[:-1])), (K, s)
+                assert plan == plans.Plan("cooperative", replace(DEFAULT, SPLIT_K=1)), (K, s)
                 continue
             cfg = plan.config
             per = -(-steps // cfg.SPLIT_K)
             assert plan.kernel == "splitk" and 2 <= cfg.SPLIT_K <= s and (cfg.SPLIT_K - 1) * per < steps, (K, s)
-    assert plans.adapt(plans.Plan("splitk", DEFAULT._replace(SPLIT_K=6)), 25 * 64, 2, 2).config.SPLIT_K == 5
+    assert plans.adapt(plans.Plan("splitk", replace(DEFAULT, SPLIT_K=6)), 25 * 64, 2, 2).config.SPLIT_K == 5
     assert plans.adapt(plans.Plan("pingpong", plans.pingpong.LARGE), 1, 2, 2).config == plans.pingpong.LARGE
 
 
@@ -506,7 +526,7 @@ def test_gpu_sweep_jobs():
     small = next(j for j in checks if j["plan"] and j["plan"][0] == "small")
     assert all(K % 2 == 0 and N % 2 == 0 for M, N, K, _, _ in small["problems"][:-1])
     compiles = [j for j in jobs if j["kind"] == "compile" and j["dtype"] == "fp16"]
-    planned = {tuple(map(tuple, [[j["plan"][0]], j["plan"][1]])) for j in compiles}
+    planned = {plans.Plan.from_json(j["plan"]) for j in compiles}
     # 4096^3 and 8192^3 are one class with one specialization: their candidates compile once
     wanted = {p for s in shapes for p in plans.sweep_candidates(*s, H200_SMS)}
     assert len(compiles) == len(wanted) and len(planned) == len(wanted)

@@ -2,6 +2,7 @@
 TRITON_INTERPRET=1 process): ragged shapes, both layouts of B, K = 1, 1x1x1, bf16, each kernel the
 heuristic can pick, split-K numerics, autograd (gradcheck in float64) and torch.compile."""
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ if os.environ.get("TRITON_INTERPRET") != "1":
 import torch  # noqa: E402
 
 from tritium.kernels import gemm_splitk_hopper as splitk  # noqa: E402
+from tritium.kernels.tiles import WSConfig  # noqa: E402
 from tritium.ops import gemm, plans  # noqa: E402
 from tritium.ops import matmul  # noqa: E402
 
@@ -54,7 +56,7 @@ def test_op_matches_float64(M, N, K, dtype, b_transposed, kernel):
 
 @pytest.mark.parametrize("plan", [plans.Plan("cooperative", plans.coop.SMALL),
                                   plans.Plan("pingpong", plans.pingpong.LARGE),
-                                  plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3)),
+                                  plans.Plan("splitk", replace(splitk.DEFAULT, SPLIT_K=3)),
                                   plans.Plan("dualk", plans.dualk.DEFAULT)],
                          ids=lambda p: p.kernel)
 def test_every_variant_on_a_ragged_shape(plan):
@@ -67,7 +69,7 @@ def test_forced_split_k_with_one_k_step_runs_the_cooperative_kernel():
     """A split-K plan on a K of one BK step has one slice: it runs as the cooperative kernel (the split-K
     kernel would add into a C that nobody zeroed)."""
     a, b = _operands(1, 1, 2, torch.bfloat16, False)
-    plan = plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3))
+    plan = plans.Plan("splitk", replace(splitk.DEFAULT, SPLIT_K=3))
     assert plans.adapt(plan, 2, 2, 2).kernel == "cooperative"
     for out_dtype in (torch.bfloat16, torch.float32):
         c = gemm.run_plan(plan, a, b, out_dtype)
@@ -91,7 +93,7 @@ def test_a_layout_seen_before_reuses_its_call():
 @pytest.mark.parametrize("split", [2, 4, 9])  # 9 slices asked, 7 steps of K: 7 non-empty slices
 def test_split_k_sums_every_slice_in_fp32(split):
     a, b = _operands(130, 40, 7 * 32 - 5, torch.bfloat16, False)
-    cfg = splitk.Config(128, 32, 32, 8, 2, 2, 232, split)
+    cfg = WSConfig(BM=128, BN=32, BK=32, NUM_STAGES=2, EPILOGUE_SUBTILES=2, SPLIT_K=split)
     c = splitk.matmul(a, b, cfg, num_sms=3, out_dtype=torch.float32)
     assert c.dtype == torch.float32 and c.shape == (130, 40)
     # fp32 result: only the fp32 summation order differs from float64
@@ -202,11 +204,11 @@ def test_gpu_sweep_worker_checks_the_op_and_forced_plans(monkeypatch):
     r = sweep.worker_job({"kind": "check", "plan": None, "dtype": "fp16",
                           "problems": [(30, 200, 1, True, None), (20, 24, 16, False, "fp32")]})
     assert [x["ok"] for x in r["results"]] == [True, True] and r["results"][1]["out"] == "torch.float32"
-    forced = plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3)).to_json()
+    forced = plans.Plan("splitk", replace(splitk.DEFAULT, SPLIT_K=3)).to_json()
     r = sweep.worker_job({"kind": "check", "plan": forced, "dtype": "bf16", "problems": [(1, 1, 2, False, None)]})
     assert r["results"][0]["ok"], r
     # a plan that cannot run is reported, not raised
-    bad = plans.Plan("pingpong", plans.pingpong.SMALL._replace(BM=48)).to_json()
+    bad = plans.Plan("pingpong", replace(plans.pingpong.SMALL, BM=48)).to_json()
     r = sweep.worker_job({"kind": "compile", "plan": bad, "dtype": "fp16", "problems": [(64, 64, 64, False, None)]})
     assert not r["results"][0]["ok"] and r["results"][0]["error"]
 

@@ -64,8 +64,9 @@ def interpret_check() -> int:
     from .kernels import gemm_pipelined_amd as amd
     from .kernels import gemm_pipelined_hopper as hopper
     worst = 0.0
-    for name, matmul, cfg in (("hopper", hopper.matmul, hopper.Config(64, 128, 32, 4, 3, 4)),
-                              ("amd", amd.matmul, amd.Config(64, 64, 32, 4, 3, 4))):
+    tile = dict(BLOCK_SIZE_K=32, GROUP_SIZE_M=4, NUM_STAGES=3, num_warps=4)
+    for name, matmul, cfg in (("hopper", hopper.matmul, hopper.Config(BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, **tile)),
+                              ("amd", amd.matmul, amd.Config(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, **tile))):
         for M, N, K in INTERPRET_SHAPES:
             a = torch.randn(M, K, dtype=torch.float16)
             b = torch.randn(K, N, dtype=torch.float16)

@@ -1,6 +1,8 @@
 """tritium.ops.matmul on a Hopper GPU: numerics against a float64 reference for the issue's shapes (the
 heuristic's pick, and every kernel it can pick on the ragged ones), both layouts of B, the direct
 launch path against the JIT path, torch.compile(fullgraph=True) with inductor, and gradcheck."""
+from dataclasses import replace
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -8,6 +10,7 @@ torch = pytest.importorskip("torch")
 from tritium.kernels import gemm_splitk_hopper as splitk  # noqa: E402
 from tritium.ops import gemm, launch, plans  # noqa: E402
 from tritium.ops import matmul  # noqa: E402
+from tritium.ops.plans import WSConfig  # noqa: E402
 
 from gemm_check import hopper_only  # noqa: E402,F401  (the fixture applies here)
 
@@ -48,11 +51,12 @@ def test_matches_float64(M, N, K, dtype, b_transposed):
                                   plans.Plan("pingpong", plans.pingpong.SMALL),
                                   plans.Plan("cooperative", plans.coop.LARGE),
                                   plans.Plan("cooperative", plans.coop.SMALL),
-                                  plans.Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=3)), plans.LARGE_PLAN,
+                                  plans.Plan("splitk", replace(splitk.DEFAULT, SPLIT_K=3)), plans.LARGE_PLAN,
                                   plans.Plan("dualk", plans.dualk.DEFAULT),
-                                  plans.Plan("dualk", plans.dualk.Config(64, 64, 64, 8, 4, 1, 232)),
+                                  plans.Plan("dualk", WSConfig(BM=64, BN=64, NUM_STAGES=4, EPILOGUE_SUBTILES=1)),
                                   plans.Plan("small", plans.TINY_TILE)],
-                         ids=lambda p: f"{p.kernel}-{p.config[0]}x{p.config[1]}-s{p.config[4]}")
+                         ids=lambda p: f"{p.kernel}-{getattr(p.config, 'BM', None) or p.config.BLOCK_SIZE_M}x"
+                                       f"{getattr(p.config, 'BN', None) or p.config.BLOCK_SIZE_N}-s{p.config.NUM_STAGES}")
 @pytest.mark.parametrize("M,N,K", [(1000, 1000, 1000), (4097, 4095, 514), (1, 1, 2), (128, 1536, 4096)])
 def test_every_plan(plan, M, N, K):
     a, b = _operands(M, N, K, torch.bfloat16, False)

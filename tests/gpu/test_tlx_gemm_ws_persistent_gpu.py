@@ -1,5 +1,7 @@
 """The cooperative, ping-pong and dual-K persistent WS GEMMs on a real GPU: fresh random fp16 and bf16
 data, square, skinny and ragged shapes, against torch fp32."""
+from dataclasses import replace
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -7,6 +9,7 @@ torch = pytest.importorskip("torch")
 from tritium.kernels import gemm_ws_cooperative_hopper as coop  # noqa: E402
 from tritium.kernels import gemm_ws_dualk_hopper as dualk  # noqa: E402
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong  # noqa: E402
+from tritium.kernels.tiles import WSConfig  # noqa: E402
 
 from gemm_check import check_gemm, hopper_only  # noqa: E402,F401  (the fixture applies here)
 
@@ -29,14 +32,15 @@ def test_matches_torch(design, M, N, K, dtype):
 # Other points of each design's space, fp16 only: the other tile, no register reallocation, a single
 # epilogue store, the shallowest ring, one tile group.
 VARIANTS = {
-    "coop-128x128-noregs": (coop, coop.SMALL._replace(NUM_REGS=None)),
-    "coop-128x256-2stores-3st": (coop, coop.Config(128, 256, 64, 8, 3, 2, 232)),
-    "coop-128x128-2st-g1": (coop, coop.Config(128, 128, 64, 1, 2, 1, 232)),
+    "coop-128x128-noregs": (coop, replace(coop.SMALL, NUM_REGS=None)),
+    "coop-128x256-2stores-3st": (coop, WSConfig(BM=128, BN=256, NUM_STAGES=3, EPILOGUE_SUBTILES=2)),
+    "coop-128x128-2st-g1": (coop, WSConfig(BM=128, BN=128, GROUP_SIZE_M=1, NUM_STAGES=2, EPILOGUE_SUBTILES=1)),
     "pingpong-64x128": (pingpong, pingpong.SMALL),
-    "pingpong-128x128-noregs": (pingpong, pingpong.LARGE._replace(NUM_REGS=None)),
-    "pingpong-128x128-2st-1store-g1": (pingpong, pingpong.Config(128, 128, 64, 1, 2, 1, 232)),
-    "dualk-64x64-4st-1store": (dualk, dualk.Config(64, 64, 64, 8, 4, 1, 232)),
-    "dualk-64x128-noregs": (dualk, dualk.Config(64, 128, 64, 8, 6, 2, None)),
+    "pingpong-128x128-noregs": (pingpong, replace(pingpong.LARGE, NUM_REGS=None)),
+    "pingpong-128x128-2st-1store-g1": (pingpong, WSConfig(BM=128, BN=128, GROUP_SIZE_M=1, NUM_STAGES=2,
+                                                          EPILOGUE_SUBTILES=1)),
+    "dualk-64x64-4st-1store": (dualk, WSConfig(BM=64, BN=64, NUM_STAGES=4, EPILOGUE_SUBTILES=1)),
+    "dualk-64x128-noregs": (dualk, WSConfig(BM=64, BN=128, NUM_STAGES=6, EPILOGUE_SUBTILES=2, NUM_REGS=None)),
 }
 
 

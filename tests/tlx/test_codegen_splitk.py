@@ -22,8 +22,8 @@ def test_split_k_compiles_to_reduce_add_stores(dtype):
     cfg = splitk.DEFAULT
     a, b, c = splitk.descriptor_blocks(cfg)
     sig = {"a_desc": f"tensordesc<{dtype}{a}>", "b_desc": f"tensordesc<{dtype}{b}>", "c_desc": f"tensordesc<fp32{c}>",
-           "M": "i32", "N": "i32", "K": "i32", **{f: "constexpr" for f in cfg._fields}}
-    k = triton.compile(make_source(splitk.matmul_kernel_splitk, sig, cfg._asdict()), target=SM90,
+           "M": "i32", "N": "i32", "K": "i32", **{f: "constexpr" for f in splitk.constexprs(cfg)}}
+    k = triton.compile(make_source(splitk.matmul_kernel_splitk, sig, splitk.constexprs(cfg)), target=SM90,
                        options={"num_warps": 4})
     ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
     assert not list(placeholders(ttgir)) and ttgir.count("ttg.warp_specialize(") == 1

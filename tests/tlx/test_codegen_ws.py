@@ -1,6 +1,7 @@
 """Compile-path tests (CPU, sm_90) of mbarriers, TMA and warp specialization, and the WS GEMM."""
 from __future__ import annotations
 
+from dataclasses import replace
 import re
 
 import pytest
@@ -12,18 +13,20 @@ from triton.compiler.errors import CompilationError
 
 import tritium.tlx as tlx
 from tritium.kernels import gemm_ws_hopper as ws
+from tritium.kernels.tiles import WSConfig
 from tritium.plugins.errors import PassError
 from tritium.tlx import triton_compat
 
 SM90 = GPUTarget("cuda", 90, 32)
 
 
-def ws_source(cfg: ws.Config) -> ASTSource:
-    epi_n = cfg.BN // 2 if cfg.EPILOGUE_SPLIT else cfg.BN
+def ws_source(cfg: WSConfig) -> ASTSource:
+    epi_n = cfg.BN // cfg.EPILOGUE_SUBTILES
     sig = {"a_desc": f"tensordesc<fp16[{cfg.BM // 2}, {cfg.BK}]>", "b_desc": f"tensordesc<fp16[{cfg.BK}, {cfg.BN}]>",
            "c_desc": f"tensordesc<fp16[{cfg.BM // 2}, {epi_n}]>", "M": "i32", "N": "i32", "K": "i32"}
-    sig.update({f: "constexpr" for f in cfg._fields})
-    return ASTSource(ws.matmul_kernel_ws_hopper, sig, cfg._asdict())
+    consts = ws.constexprs(cfg)
+    sig.update({f: "constexpr" for f in consts})
+    return ASTSource(ws.matmul_kernel_ws_hopper, sig, consts)
 
 
 @pytest.mark.parametrize("cfg", [ws.LARGE, ws.SMALL], ids=["128x256-split", "128x128"])
@@ -46,7 +49,7 @@ def test_ws_gemm_compiles_to_tma_mbarriers_wgmma_and_setmaxnreg(cfg):
 
 
 def test_setmaxnreg_only_when_num_regs_is_given():
-    k = triton.compile(ws_source(ws.SMALL._replace(NUM_REGS=None)), target=SM90, options={"num_warps": 4})
+    k = triton.compile(ws_source(replace(ws.SMALL, NUM_REGS=None)), target=SM90, options={"num_warps": 4})
     assert "requestedRegisters" not in k.asm["ttgir"] and "setmaxnreg" not in k.asm["ptx"]
     assert "wgmma.mma_async" in k.asm["ptx"] and "mbarrier.try_wait" in k.asm["ptx"]
 

@@ -4,6 +4,7 @@ TMA stores, for ping-pong the named-barrier turns, for dual-K the named-barrier 
 spills, and the shared memory fits an H100/H200 SM."""
 from __future__ import annotations
 
+from dataclasses import replace
 import re
 
 import pytest
@@ -14,6 +15,7 @@ from tritium.plugins.inspection import make_source
 from tritium.kernels import gemm_ws_cooperative_hopper as coop
 from tritium.kernels import gemm_ws_dualk_hopper as dualk
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong
+from tritium.kernels.tiles import WSConfig
 from tritium.tlx import triton_compat
 from tritium.tlx.placeholders import placeholders
 
@@ -30,8 +32,9 @@ def compile_gemm(name: str, cfg, dtype: str = "fp16"):
     a, b, c = module.descriptor_blocks(cfg)
     sig = {"a_desc": f"tensordesc<{dtype}{a}>", "b_desc": f"tensordesc<{dtype}{b}>",
            "c_desc": f"tensordesc<{dtype}{c}>", "M": "i32", "N": "i32", "K": "i32"}
-    sig.update({f: "constexpr" for f in cfg._fields})
-    return triton.compile(make_source(kernel, sig, cfg._asdict()), target=SM90, options={"num_warps": 4})
+    consts = module.constexprs(cfg)
+    sig.update({f: "constexpr" for f in consts})
+    return triton.compile(make_source(kernel, sig, consts), target=SM90, options={"num_warps": 4})
 
 
 CASES = [("cooperative", coop.LARGE, "fp16"), ("cooperative", coop.SMALL, "bf16"),
@@ -84,14 +87,14 @@ def test_cooperative_has_no_named_barrier_turns():
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_setmaxnreg_only_when_num_regs_is_given(name):
-    cfg = KERNELS[name][0].SMALL._replace(NUM_REGS=None)
+    cfg = replace(KERNELS[name][0].SMALL, NUM_REGS=None)
     ptx = compile_gemm(name, cfg).asm["ptx"]
     assert "setmaxnreg" not in ptx and "wgmma.mma_async" in ptx and "mbarrier.try_wait" in ptx
 
 
 @pytest.mark.parametrize("subtiles", [1, 2, 4])
 def test_epilogue_subtiles(subtiles):
-    cfg = coop.SMALL._replace(EPILOGUE_SUBTILES=subtiles)
+    cfg = replace(coop.SMALL, EPILOGUE_SUBTILES=subtiles)
     k = compile_gemm("cooperative", cfg)
     assert k.asm["ptx"].count(TMA_STORE) == 2 * subtiles
     # The C descriptor's block is one slice of one consumer's rows.
@@ -110,14 +113,15 @@ def test_bad_input_is_refused_before_launch(name):
         matmul(torch.zeros(4, 8, dtype=torch.float16), torch.zeros(8, 4, dtype=torch.bfloat16))
 
 
-DUALK_CASES = [(dualk.DEFAULT, "fp16"), (dualk.Config(64, 64, 64, 8, 6, 1, 232), "bf16"),
-               (dualk.Config(64, 128, 64, 8, 4, 2, 232), "bf16"), (dualk.Config(64, 128, 64, 8, 6, 2, None), "fp16")]
+DUALK_CASES = [(dualk.DEFAULT, "fp16"), (WSConfig(BM=64, BN=64, NUM_STAGES=6, EPILOGUE_SUBTILES=1), "bf16"),
+               (WSConfig(BM=64, BN=128, NUM_STAGES=4, EPILOGUE_SUBTILES=2), "bf16"),
+               (WSConfig(BM=64, BN=128, NUM_STAGES=6, EPILOGUE_SUBTILES=2, NUM_REGS=None), "fp16")]
 
 
 def test_dualk_refuses_an_odd_ring_depth():
     """3 stages failed on the H200 (unspecified launch failure at 4097x4095x513), so odd depths are refused."""
     with pytest.raises(Exception, match="NUM_STAGES must be even and at least 4"):
-        compile_gemm("dualk", dualk.Config(64, 64, 64, 8, 3, 1, 232), "fp16")
+        compile_gemm("dualk", WSConfig(BM=64, BN=64, NUM_STAGES=3, EPILOGUE_SUBTILES=1), "fp16")
 
 
 @pytest.mark.parametrize("cfg,dtype", DUALK_CASES, ids=[f"{c.BM}x{c.BN}-s{c.NUM_STAGES}-{d}" for c, d in DUALK_CASES])
@@ -155,8 +159,8 @@ def test_programmatic_dependent_launch_waits_before_any_memory_access(name, cfg,
     module, kernel = COMPILED[name]
     a, b, c = module.descriptor_blocks(cfg)
     sig = {"a_desc": f"tensordesc<fp16{a}>", "b_desc": f"tensordesc<fp16{b}>", "c_desc": f"tensordesc<fp16{c}>",
-           "M": "i32", "N": "i32", "K": "i32", **{f: "constexpr" for f in cfg._fields}, "PDL": "constexpr"}
-    ptx = triton.compile(make_source(kernel, sig, {**cfg._asdict(), "PDL": pdl}), target=SM90,
+           "M": "i32", "N": "i32", "K": "i32", **{f: "constexpr" for f in module.constexprs(cfg)}, "PDL": "constexpr"}
+    ptx = triton.compile(make_source(kernel, sig, {**module.constexprs(cfg), "PDL": pdl}), target=SM90,
                          options={"num_warps": 4, "launch_pdl": pdl}).asm["ptx"]
     body = ptx[ptx.index(".entry"):]
     if not pdl:

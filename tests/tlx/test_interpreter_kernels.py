@@ -25,10 +25,12 @@ def check(matmul, M, N, K, **kw):
 @pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("M,N,K", SHAPES)
 def test_hopper_pipelined_gemm(M, N, K, stages):
-    check(hopper.matmul, M, N, K, config=hopper.Config(64, 128, 32, 4, stages, 4))
+    check(hopper.matmul, M, N, K, config=hopper.Config(BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=32,
+                                                    GROUP_SIZE_M=4, NUM_STAGES=stages, num_warps=4))
 
 
 @pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("M,N,K", SHAPES)
 def test_amd_pipelined_gemm(M, N, K, stages):
-    check(amd.matmul, M, N, K, config=amd.Config(64, 64, 32, 4, stages, 4))
+    check(amd.matmul, M, N, K, config=amd.Config(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, GROUP_SIZE_M=4,
+                                              NUM_STAGES=stages, num_warps=4))

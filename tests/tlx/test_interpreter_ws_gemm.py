@@ -11,6 +11,7 @@ from tritium.kernels import gemm_ws_cooperative_hopper as coop  # noqa: E402
 from tritium.kernels import gemm_ws_dualk_hopper as dualk  # noqa: E402
 from tritium.kernels import gemm_ws_hopper as ws  # noqa: E402
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong  # noqa: E402
+from tritium.kernels.tiles import WSConfig  # noqa: E402
 
 # Ragged in every dimension, more tiles than programs (the persistent loop runs several tiles,
 # and stages wrap around so barrier phases flip), and a single tile.
@@ -24,7 +25,7 @@ def test_ws_gemm_matches_float64(M, N, K, group, split):
     torch.manual_seed(M * 1000 + N + K)
     a = torch.randn(M, K, dtype=torch.float16)
     b = torch.randn(K, N, dtype=torch.float16)
-    cfg = ws.Config(BM=128, BN=32, BK=32, GROUP_SIZE_M=group, NUM_STAGES=2, EPILOGUE_SPLIT=split, NUM_REGS=232)
+    cfg = WSConfig(BM=128, BN=32, BK=32, GROUP_SIZE_M=group, NUM_STAGES=2, EPILOGUE_SUBTILES=2 if split else 1)
     c = ws.matmul(a, b, cfg, num_sms=2)
     ref = a.double() @ b.double()
     err = (c.double() - ref).norm() / ref.norm()
@@ -34,10 +35,15 @@ def test_ws_gemm_matches_float64(M, N, K, group, split):
 # Small tiles so the ragged shapes span several tiles per program (2 programs): stages wrap, phases
 # flip, ping-pong replicas alternate and one of them gets the extra tile; every epilogue slicing runs.
 PERSISTENT = {
-    "cooperative": (coop.matmul, [coop.Config(128, 32, 32, 8, 2, 2, 232), coop.Config(128, 32, 32, 1, 3, 1, None)]),
-    "pingpong": (pingpong.matmul, [pingpong.Config(64, 32, 32, 8, 2, 2, 232),
-                                   pingpong.Config(64, 32, 32, 1, 3, 4, None)]),
-    "dualk": (dualk.matmul, [dualk.Config(64, 32, 32, 8, 4, 2, 232), dualk.Config(64, 32, 32, 1, 4, 4, None)]),
+    "cooperative": (coop.matmul, [WSConfig(BM=128, BN=32, BK=32, NUM_STAGES=2, EPILOGUE_SUBTILES=2),
+                                  WSConfig(BM=128, BN=32, BK=32, GROUP_SIZE_M=1, NUM_STAGES=3, EPILOGUE_SUBTILES=1,
+                                           NUM_REGS=None)]),
+    "pingpong": (pingpong.matmul, [WSConfig(BM=64, BN=32, BK=32, NUM_STAGES=2, EPILOGUE_SUBTILES=2),
+                                   WSConfig(BM=64, BN=32, BK=32, GROUP_SIZE_M=1, NUM_STAGES=3, EPILOGUE_SUBTILES=4,
+                                            NUM_REGS=None)]),
+    "dualk": (dualk.matmul, [WSConfig(BM=64, BN=32, BK=32, NUM_STAGES=4, EPILOGUE_SUBTILES=2),
+                             WSConfig(BM=64, BN=32, BK=32, GROUP_SIZE_M=1, NUM_STAGES=4, EPILOGUE_SUBTILES=4,
+                                      NUM_REGS=None)]),
 }
 
 
@@ -62,7 +68,7 @@ def test_dualk_odd_and_single_k_steps(M, N, K):
     program and the shallowest ring (3 stages)."""
     torch.manual_seed(M + N + K)
     a, b = torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)
-    c = dualk.matmul(a, b, dualk.Config(64, 16, 32, 2, 4, 1, 232), num_sms=2)
+    c = dualk.matmul(a, b, WSConfig(BM=64, BN=16, BK=32, GROUP_SIZE_M=2, NUM_STAGES=4, EPILOGUE_SUBTILES=1), num_sms=2)
     ref = a.double() @ b.double()
     err = (c.double() - ref).norm() / ref.norm()
     assert c.shape == (M, N) and err < 2e-3, f"{M}x{N}x{K}: relative error {err:.2e}"

@@ -271,7 +271,7 @@ def run_ops_shape(M: int, N: int, K: int, dtype: str, compiled: _Compiled | None
             graph[name] = max(graph[name], flops / graph_ms(fn, rep_ms) * 1e-9)
     plan = select_plan(a, b, tdtype)
     return {"shape": f"{M}x{N}x{K}", "dtype": dtype, "eager": eager, "graph": graph,
-            "tritium_plan": [plan.kernel, list(plan.config)]}
+            "tritium_plan": plan.to_json()}
 
 
 def host_cost_us(n: int = 256, dtype=None, calls: int = 500) -> dict[str, float]:

@@ -14,7 +14,7 @@ import tritium.tlx as tlx
 from .tiles import Config, grouped_tile, launch_gemm
 
 
-DEFAULT = Config(128, 128, 64, 8, 2, 4)
+DEFAULT = Config(BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, NUM_STAGES=2, num_warps=4)
 
 
 @triton.jit

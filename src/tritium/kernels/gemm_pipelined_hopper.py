@@ -15,8 +15,8 @@ from .tiles import Config, grouped_tile, launch_gemm, sync_grid_dependency
 
 
 #: The published configuration, and one for small problems (more CTAs).
-LARGE = Config(128, 256, 64, 8, 3, 8)
-SMALL = Config(64, 128, 64, 8, 4, 4)
+LARGE = Config(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, NUM_STAGES=3, num_warps=8)
+SMALL = Config(BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, NUM_STAGES=4, num_warps=4)
 
 
 @triton.jit

@@ -18,7 +18,7 @@ TMA zero-fills out-of-bounds loads and clips stores, so ragged M, N, K need no m
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import replace
 
 import triton
 import triton.language as tl
@@ -27,23 +27,10 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import grouped_tile, sync_grid_dependency
-
-
-class Config(NamedTuple):
-    """A cooperative WS config (tiles.WSConfig) plus the number of K slices."""
-    BM: int
-    BN: int
-    BK: int
-    GROUP_SIZE_M: int
-    NUM_STAGES: int
-    EPILOGUE_SUBTILES: int
-    NUM_REGS: int | None
-    SPLIT_K: int
-
+from .tiles import WSConfig, grouped_tile, sync_grid_dependency, ws_constexprs
 
 #: 128x128 tiles, 4 stages (4 x 32 KiB of operands), fp32 staging in 32-column slices (4 x 8 KiB).
-DEFAULT = Config(128, 128, 64, 8, 4, 4, 232, 4)
+DEFAULT = WSConfig(BM=128, BN=128, NUM_STAGES=4, EPILOGUE_SUBTILES=4, SPLIT_K=4)
 
 
 @triton.jit
@@ -78,9 +65,14 @@ def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: 
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: Config) -> tuple[list[int], list[int], list[int]]:
+def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
     """Block shapes of the A, B and C descriptors: each consumer loads and reduces its BM/2 rows."""
     return [cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
+
+
+def constexprs(cfg: WSConfig) -> dict:
+    """The kernel's tile constexprs, K slices included (the launcher's and the ops layer's)."""
+    return ws_constexprs(cfg, split_k=True)
 
 
 def effective_split(K: int, BK: int, split_k: int) -> int:
@@ -89,12 +81,12 @@ def effective_split(K: int, BK: int, split_k: int) -> int:
     return triton.cdiv(k_tiles, triton.cdiv(k_tiles, max(1, split_k)))
 
 
-def grid_size(M: int, N: int, cfg: Config, sms: int) -> int:
+def grid_size(M: int, N: int, cfg: WSConfig, sms: int) -> int:
     """Persistent programs: one per (tile, K slice) unit, at most one per SM."""
     return min(sms, triton.cdiv(M, cfg.BM) * triton.cdiv(N, cfg.BN) * cfg.SPLIT_K)
 
 
-def matmul(a, b, config: Config = DEFAULT, num_sms: int | None = None, out_dtype=None):
+def matmul(a, b, config: WSConfig = DEFAULT, num_sms: int | None = None, out_dtype=None):
     """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1).
 
     The K slices are summed into a zeroed fp32 buffer, converted to ``out_dtype`` (default: the
@@ -102,10 +94,8 @@ def matmul(a, b, config: Config = DEFAULT, num_sms: int | None = None, out_dtype
     """
     import torch
 
-    cfg = config._replace(SPLIT_K=effective_split(a.shape[1], config.BK, config.SPLIT_K))
+    cfg = replace(config, SPLIT_K=effective_split(a.shape[1], config.BK, config.SPLIT_K))
     out_dtype = out_dtype or a.dtype
-    c = tiles.launch_tma_gemm(matmul_kernel_splitk, a, b, cfg.BM, cfg.BN, descriptor_blocks(cfg), num_sms,
-                              out=torch.float32, units=cfg.SPLIT_K, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
-                              NUM_STAGES=cfg.NUM_STAGES, EPILOGUE_SUBTILES=cfg.EPILOGUE_SUBTILES,
-                              NUM_REGS=cfg.NUM_REGS, SPLIT_K=cfg.SPLIT_K)
+    c = tiles.launch_tma_gemm(matmul_kernel_splitk, a, b, descriptor_blocks(cfg), num_sms,
+                              out=torch.float32, units=cfg.SPLIT_K, **constexprs(cfg))
     return c if out_dtype == torch.float32 else c.to(out_dtype)

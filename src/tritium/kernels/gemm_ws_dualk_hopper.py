@@ -35,12 +35,11 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .partitions import load_tiles, ring_barriers, ring_buffers, store_slice, tile_counts, wait_stage
-from .tiles import WSConfig as Config
-from .tiles import column_subtiles, grouped_tile, launch_tma_gemm, sync_grid_dependency
+from .tiles import WSConfig, column_subtiles, grouped_tile, launch_tma_gemm, sync_grid_dependency, ws_constexprs
 
 #: 64x128 tiles (each consumer a 64x128 fp32 accumulator), 6 stages, 2 store slices: 6 x 24 KiB of
 #: operands + 32 KiB of fp32 partial + 2 x 8 KiB of staging = 192 KiB of shared memory.
-DEFAULT = Config(64, 128, 64, 8, 6, 2, 232)
+DEFAULT = WSConfig(BM=64, BN=128, NUM_STAGES=6, EPILOGUE_SUBTILES=2)
 
 #: Named barriers (stock Triton uses 0-3; ping-pong's MMA turns are 8 and 9).
 RED_FULL = tl.constexpr(10)
@@ -105,14 +104,17 @@ def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: Config) -> tuple[list[int], list[int], list[int]]:
+def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
     """Block shapes of the A, B and C descriptors: whole BM-row tiles, C in column slices."""
     return [cfg.BM, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM, cfg.BN // cfg.EPILOGUE_SUBTILES]
 
 
-def matmul(a, b, config: Config = DEFAULT, num_sms: int | None = None):
+def constexprs(cfg: WSConfig) -> dict:
+    """The kernel's tile constexprs (the launcher's and the ops layer's)."""
+    return ws_constexprs(cfg)
+
+
+def matmul(a, b, config: WSConfig = DEFAULT, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    cfg = config
-    return launch_tma_gemm(matmul_kernel_ws_dualk, a, b, cfg.BM, cfg.BN, descriptor_blocks(cfg), num_sms,
-                           BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
-                           EPILOGUE_SUBTILES=cfg.EPILOGUE_SUBTILES, NUM_REGS=cfg.NUM_REGS)
+    return launch_tma_gemm(matmul_kernel_ws_dualk, a, b, descriptor_blocks(config), num_sms,
+                           **constexprs(config))

@@ -11,8 +11,6 @@ ragged M, N, K need no masks. fp16 or bf16 in, fp32 accumulate, the input dtype 
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import triton
 import triton.language as tl
 
@@ -20,22 +18,13 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .partitions import load_tiles, mma_steps, ring_barriers, ring_buffers, tile_counts
-from .tiles import grouped_tile, launch_tma_gemm, pick_tile
-
-
-class Config(NamedTuple):
-    BM: int
-    BN: int
-    BK: int
-    GROUP_SIZE_M: int
-    NUM_STAGES: int
-    EPILOGUE_SPLIT: bool
-    NUM_REGS: int | None  # registers per consumer thread (setmaxnreg), or None to leave them to the compiler
+from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, ws_constexprs
 
 
 #: The published tile, and one for problems with few tiles.
-LARGE = Config(128, 256, 64, 8, 3, True, 232)
-SMALL = Config(128, 128, 64, 8, 4, False, 232)
+#: This kernel stores C in one piece or in two column halves (EPILOGUE_SUBTILES 1 or 2).
+LARGE = WSConfig(BM=128, BN=256, NUM_STAGES=3, EPILOGUE_SUBTILES=2)
+SMALL = WSConfig(BM=128, BN=128, NUM_STAGES=4, EPILOGUE_SUBTILES=1)
 
 
 @triton.jit
@@ -79,16 +68,22 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
                     tlx.async_descriptor_store_wait(0)
 
 
-def pick_config(M: int, N: int, num_sms: int) -> Config:
+def constexprs(cfg: WSConfig) -> dict:
+    """The kernel's tile constexprs: EPILOGUE_SUBTILES 2 is its EPILOGUE_SPLIT (stores in two column halves)."""
+    if cfg.EPILOGUE_SUBTILES not in (1, 2):
+        raise ValueError(f"gemm_ws_hopper: EPILOGUE_SUBTILES must be 1 or 2, not {cfg.EPILOGUE_SUBTILES}")
+    consts = ws_constexprs(cfg)
+    consts["EPILOGUE_SPLIT"] = consts.pop("EPILOGUE_SUBTILES") == 2
+    return consts
+
+
+def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
     """The published tile unless it leaves most SMs idle."""
     return pick_tile(LARGE, SMALL, M, N, num_sms)
 
 
-def matmul(a, b, config: Config | None = None, num_sms: int | None = None):
+def matmul(a, b, config: WSConfig | None = None, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 tensors ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
     cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
-    epi_n = cfg.BN // 2 if cfg.EPILOGUE_SPLIT else cfg.BN
-    blocks = ([cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, epi_n])
-    return launch_tma_gemm(matmul_kernel_ws_hopper, a, b, cfg.BM, cfg.BN, blocks, num_sms, BK=cfg.BK,
-                           GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
-                           EPILOGUE_SPLIT=cfg.EPILOGUE_SPLIT, NUM_REGS=cfg.NUM_REGS)
+    blocks = ([cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES])
+    return launch_tma_gemm(matmul_kernel_ws_hopper, a, b, blocks, num_sms, **constexprs(cfg))

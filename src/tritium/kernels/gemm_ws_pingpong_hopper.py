@@ -31,14 +31,13 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig as Config
-from .tiles import grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency
+from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency, ws_constexprs
 
 #: 128x128 tiles per consumer (a 128x128 fp32 accumulator: 128 registers per thread), 6 stages,
 #: 32-column store slices: 6 x 32 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
-LARGE = Config(128, 128, 64, 8, 6, 4, 232)
+LARGE = WSConfig(BM=128, BN=128, NUM_STAGES=6, EPILOGUE_SUBTILES=4)
 #: For problems with fewer 128x128 tiles than SMs: 64-row tiles, twice as many.
-SMALL = Config(64, 128, 64, 8, 6, 2, 232)
+SMALL = WSConfig(BM=64, BN=128, NUM_STAGES=6, EPILOGUE_SUBTILES=2)
 
 #: Named barriers MMA_TURN and MMA_TURN + 1 (stock Triton uses 0-3 for its own warp-group syncs).
 MMA_TURN = tl.constexpr(8)
@@ -80,19 +79,22 @@ def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: Config) -> tuple[list[int], list[int], list[int]]:
+def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
     """Block shapes of the A, B and C descriptors: each consumer loads and stores whole BM-row tiles."""
     return [cfg.BM, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM, cfg.BN // cfg.EPILOGUE_SUBTILES]
 
 
-def pick_config(M: int, N: int, num_sms: int) -> Config:
+def constexprs(cfg: WSConfig) -> dict:
+    """The kernel's tile constexprs (the launcher's and the ops layer's)."""
+    return ws_constexprs(cfg)
+
+
+def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
     """LARGE unless its tiles would leave SMs idle."""
     return pick_tile(LARGE, SMALL, M, N, num_sms)
 
 
-def matmul(a, b, config: Config | None = None, num_sms: int | None = None):
+def matmul(a, b, config: WSConfig | None = None, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
     cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
-    return launch_tma_gemm(matmul_kernel_ws_pingpong, a, b, cfg.BM, cfg.BN, descriptor_blocks(cfg), num_sms,
-                           BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
-                           EPILOGUE_SUBTILES=cfg.EPILOGUE_SUBTILES, NUM_REGS=cfg.NUM_REGS)
+    return launch_tma_gemm(matmul_kernel_ws_pingpong, a, b, descriptor_blocks(cfg), num_sms, **constexprs(cfg))

@@ -6,6 +6,7 @@ and integer arguments divisible by 16 with ``tt.divisibility``, and without that
 """
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from ..plugins.inspection import make_source
@@ -19,7 +20,7 @@ ALIGNED = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_bk", "
 
 def gemm_source(kernel: Any, cfg: Any, **constexprs: Any) -> Any:
     """A source for a pointer-based GEMM kernel with the tile config ``cfg`` (a kernel ``Config``)."""
-    meta = {f: getattr(cfg, f) for f in cfg._fields if f != "num_warps"}
+    meta = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name != "num_warps"}
     if "STRIDE_ALIGN" in kernel.arg_names:
         meta["STRIDE_ALIGN"] = 8
     consts = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, **meta, **constexprs}

@@ -1,19 +1,19 @@
 """Tile configuration and scheduling shared by the GEMM kernels."""
-from typing import NamedTuple
+from dataclasses import dataclass, fields
 
 import triton
 import triton.language as tl
 
 
-class Config(NamedTuple):
-    """Tiles, grouping, pipeline depth and warps of a pointer-based GEMM launch."""
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """Tiles, grouping, pipeline depth and warps of a pointer-based GEMM launch (built by keyword)."""
     BLOCK_SIZE_M: int
     BLOCK_SIZE_N: int
     BLOCK_SIZE_K: int
-    GROUP_SIZE_M: int
     NUM_STAGES: int
     num_warps: int
-
+    GROUP_SIZE_M: int = 8
 
 
 @triton.jit
@@ -56,15 +56,26 @@ def launch_gemm(kernel, a, b, cfg: Config, **constexprs):
     return c
 
 
-class WSConfig(NamedTuple):
-    """Tiles, grouping, pipeline depth, epilogue sub-tiles and consumer registers of a persistent WS GEMM."""
+@dataclass(frozen=True, kw_only=True)
+class WSConfig:
+    """One config type for every persistent warp-specialized GEMM, built by keyword: tiles, grouping,
+    pipeline depth, epilogue sub-tiles and consumer registers; ``SPLIT_K`` only for the split-K kernel."""
     BM: int
     BN: int
-    BK: int
-    GROUP_SIZE_M: int
     NUM_STAGES: int
     EPILOGUE_SUBTILES: int  # the C tile leaves through shared memory in this many column slices (1, 2 or 4)
-    NUM_REGS: int | None  # registers per consumer thread (setmaxnreg), or None to leave them to the compiler
+    BK: int = 64
+    GROUP_SIZE_M: int = 8
+    NUM_REGS: int | None = 232  # registers per consumer thread (setmaxnreg), or None to leave them to the compiler
+    SPLIT_K: int = 1  # K slices per tile: gemm_splitk_hopper's; every other kernel runs with 1
+
+
+def ws_constexprs(cfg: WSConfig, split_k: bool = False) -> dict:
+    """The tile constexprs of a WS GEMM kernel: every field, ``SPLIT_K`` only with ``split_k`` (a kernel
+    without K slices refuses a config that has them, rather than silently computing a partial sum)."""
+    if not split_k and cfg.SPLIT_K != 1:
+        raise ValueError(f"WSConfig: SPLIT_K={cfg.SPLIT_K} needs the split-K kernel (gemm_splitk_hopper)")
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg) if split_k or f.name != "SPLIT_K"}
 
 
 @triton.jit
@@ -107,14 +118,13 @@ def _tma_ready(x, cols: int):
     return torch.nn.functional.pad(x, (0, cols - x.shape[1])).contiguous()
 
 
-def launch_tma_gemm(kernel, a, b, BM: int, BN: int, blocks, sms: int | None, out=None, units: int = 1,
-                    **constexprs):
+def launch_tma_gemm(kernel, a, b, blocks, sms: int | None, out=None, units: int = 1, **constexprs):
     """``a @ b`` with a persistent TMA GEMM kernel ``kernel(a_desc, b_desc, c_desc, M, N, K, ...)``.
 
-    ``blocks`` are the (A, B, C) descriptor block shapes the kernel loads and stores; the grid is
-    min(sms, #BMxBN tiles x ``units``). fp16 or bf16 in, fp32 accumulation, C of dtype ``out``
-    (default: the inputs'); with ``units`` > 1 (split-K: units of work per tile, reduced into C) C
-    starts zeroed. Rows are padded to 16 bytes when needed (TMA strides); TMA zero-fills and clips
+    ``constexprs`` are the kernel's, its tile BM x BN among them; ``blocks`` are the (A, B, C) descriptor
+    block shapes the kernel loads and stores; the grid is min(sms, #BMxBN tiles x ``units``). fp16 or
+    bf16 in, fp32 accumulation, C of dtype ``out`` (default: the inputs'); with ``units`` > 1 (split-K:
+    units of work per tile, reduced into C) C starts zeroed. Rows are padded to 16 bytes when needed (TMA strides); TMA zero-fills and clips
     the ragged edges.
     """
     import torch
@@ -129,7 +139,7 @@ def launch_tma_gemm(kernel, a, b, BM: int, BN: int, blocks, sms: int | None, out
     a, b = _tma_ready(a, triton.cdiv(K, 8) * 8), _tma_ready(b, triton.cdiv(N, 8) * 8)
     c = (torch.zeros if units > 1 else torch.empty)((M, b.shape[1]), device=a.device, dtype=out or a.dtype)
     descs = [TensorDescriptor.from_tensor(t, list(block)) for t, block in zip((a, b, c), blocks)]
-    tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN) * units
+    tiles = triton.cdiv(M, constexprs["BM"]) * triton.cdiv(N, constexprs["BN"]) * units
     sms = num_sms(a.device) if sms is None else sms
-    kernel[(min(sms, tiles), )](*descs, M, N, K, BM=BM, BN=BN, num_warps=4, **constexprs)
+    kernel[(min(sms, tiles), )](*descs, M, N, K, num_warps=4, **constexprs)
     return c[:, :N]

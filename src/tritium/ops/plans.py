@@ -64,7 +64,7 @@ import os
 import tempfile
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, NamedTuple
 
@@ -76,6 +76,7 @@ from ..kernels import gemm_ws_cooperative_hopper as coop
 from ..kernels import gemm_ws_dualk_hopper as dualk
 from ..kernels import gemm_ws_pingpong_hopper as pingpong
 from ..kernels.tiles import Config as PointerConfig
+from ..kernels.tiles import WSConfig
 
 #: Work (M * N * K) up to which the small-problem path runs, and from which split-K may.
 SMALL_WORK = 512**3
@@ -86,8 +87,8 @@ SPLIT_K_MAX = 8
 
 #: The small-problem path's tiles (rule 1): 64x32x64, 4 stages, 4 warps (one warpgroup per CTA); and
 #: 64x64x64 with 3 stages, the pointer kernel's general-purpose tile (autotune candidates, tests).
-SMALL_TILE = PointerConfig(64, 64, 64, 8, 3, 4)
-TINY_TILE = PointerConfig(64, 32, 64, 8, 4, 4)
+SMALL_TILE = PointerConfig(BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64, NUM_STAGES=3, num_warps=4)
+TINY_TILE = PointerConfig(BLOCK_SIZE_M=64, BLOCK_SIZE_N=32, BLOCK_SIZE_K=64, NUM_STAGES=4, num_warps=4)
 
 
 @dataclass(frozen=True)
@@ -101,40 +102,40 @@ class Variant:
     units: Callable[[Any], int]  # units of work per output tile (split-K slices)
 
 
-def _ws_constexprs(cfg) -> dict:
-    return dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, GROUP_SIZE_M=cfg.GROUP_SIZE_M, NUM_STAGES=cfg.NUM_STAGES,
-                EPILOGUE_SUBTILES=cfg.EPILOGUE_SUBTILES, NUM_REGS=cfg.NUM_REGS, num_warps=4)
+def _ws(module) -> Callable[[WSConfig], dict]:
+    """The launch constexprs of a WS GEMM kernel module: its tile constexprs, 4 warps per task."""
+    return lambda cfg: {**module.constexprs(cfg), "num_warps": 4}
 
 
 VARIANTS: dict[str, Variant] = {
-    "pingpong": Variant(pingpong.matmul_kernel_ws_pingpong, pingpong.Config, True, pingpong.descriptor_blocks,
-                        _ws_constexprs, lambda cfg: 1),
-    "cooperative": Variant(coop.matmul_kernel_ws_cooperative, coop.Config, True, coop.descriptor_blocks,
-                           _ws_constexprs, lambda cfg: 1),
-    "splitk": Variant(splitk.matmul_kernel_splitk, splitk.Config, True, splitk.descriptor_blocks,
-                      lambda cfg: {**_ws_constexprs(cfg), "SPLIT_K": cfg.SPLIT_K}, lambda cfg: cfg.SPLIT_K),
-    "dualk": Variant(dualk.matmul_kernel_ws_dualk, dualk.Config, True, dualk.descriptor_blocks, _ws_constexprs,
-                     lambda cfg: 1),
-    "small": Variant(pipelined.matmul_kernel_pipelined_hopper, PointerConfig, False, None,
-                     lambda cfg: dict(BLOCK_SIZE_M=cfg.BLOCK_SIZE_M, BLOCK_SIZE_N=cfg.BLOCK_SIZE_N,
-                                      BLOCK_SIZE_K=cfg.BLOCK_SIZE_K, GROUP_SIZE_M=cfg.GROUP_SIZE_M,
-                                      NUM_STAGES=cfg.NUM_STAGES, num_warps=cfg.num_warps),
-                     lambda cfg: 1),
+    "pingpong": Variant(pingpong.matmul_kernel_ws_pingpong, WSConfig, True, pingpong.descriptor_blocks,
+                        _ws(pingpong), lambda cfg: 1),
+    "cooperative": Variant(coop.matmul_kernel_ws_cooperative, WSConfig, True, coop.descriptor_blocks, _ws(coop),
+                           lambda cfg: 1),
+    "splitk": Variant(splitk.matmul_kernel_splitk, WSConfig, True, splitk.descriptor_blocks, _ws(splitk),
+                      lambda cfg: cfg.SPLIT_K),
+    "dualk": Variant(dualk.matmul_kernel_ws_dualk, WSConfig, True, dualk.descriptor_blocks, _ws(dualk), lambda cfg: 1),
+    "small": Variant(pipelined.matmul_kernel_pipelined_hopper, PointerConfig, False, None, asdict, lambda cfg: 1),
 }
 
 
 class Plan(NamedTuple):
     """A kernel of :data:`VARIANTS` and its config."""
     kernel: str
-    config: tuple
+    config: WSConfig | PointerConfig
 
     def to_json(self) -> list:
-        return [self.kernel, list(self.config)]
+        """``[kernel, {field: value}]``: configs are stored by field name."""
+        return [self.kernel, asdict(self.config)]
 
     @classmethod
     def from_json(cls, item: list) -> "Plan":
+        """The plan of :meth:`to_json`; a ``TypeError`` for a config that is not a mapping of its fields
+        (a cache of tritium before named fields stored value lists)."""
         kernel, values = item
-        return cls(kernel, VARIANTS[kernel].config_type(*values))
+        if not isinstance(values, dict):
+            raise TypeError(f"the {kernel} config {values!r} is not stored by field name")
+        return cls(kernel, VARIANTS[kernel].config_type(**values))
 
 
 #: Shared memory a TMA plan may use: what the shipped 16-bit configs take (224 KiB of the 227 KiB an
@@ -165,9 +166,9 @@ def fit(plan: Plan, in_size: int, out_size: int) -> Plan:
     while shared_bytes(plan, in_size, out_size) > SHARED_LIMIT:
         cfg = plan.config
         if cfg.EPILOGUE_SUBTILES < 4:
-            plan = Plan(plan.kernel, cfg._replace(EPILOGUE_SUBTILES=2 * cfg.EPILOGUE_SUBTILES))
+            plan = Plan(plan.kernel, replace(cfg, EPILOGUE_SUBTILES=2 * cfg.EPILOGUE_SUBTILES))
         elif cfg.NUM_STAGES > 2:
-            plan = Plan(plan.kernel, cfg._replace(NUM_STAGES=cfg.NUM_STAGES - 1))
+            plan = Plan(plan.kernel, replace(cfg, NUM_STAGES=cfg.NUM_STAGES - 1))
         else:
             break
     return plan
@@ -182,8 +183,7 @@ def adapt(plan: Plan, K: int, in_size: int, out_size: int) -> Plan:
     if plan.kernel == "splitk":
         cfg = plan.config
         split = splitk.effective_split(K, cfg.BK, cfg.SPLIT_K)
-        plan = Plan("splitk", cfg._replace(SPLIT_K=split)) if split > 1 else \
-            Plan("cooperative", coop.Config(*cfg[:-1]))
+        plan = Plan("splitk" if split > 1 else "cooperative", replace(cfg, SPLIT_K=split))
     return fit(plan, in_size, out_size)
 
 
@@ -233,7 +233,7 @@ def at_least_cublas(M: int, N: int, K: int, even: bool) -> bool:
 
 #: Rule 5's plan: cooperative 128x256x64, GROUP_SIZE_M 8, 3 stages, 2 store slices (3 x 48 KiB of
 #: operands + 4 x 16 KiB of staging = 208 KiB of shared memory).
-LARGE_PLAN = Plan("cooperative", coop.Config(128, 256, 64, 8, 3, 2, 232))
+LARGE_PLAN = Plan("cooperative", WSConfig(BM=128, BN=256, NUM_STAGES=3, EPILOGUE_SUBTILES=2))
 
 
 def choose(M: int, N: int, K: int, sms: int, even: bool = True) -> Plan:
@@ -242,17 +242,23 @@ def choose(M: int, N: int, K: int, sms: int, even: bool = True) -> Plan:
     if kind == "small":
         return Plan("small", TINY_TILE)
     if kind == "splitk":
-        return Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=split_k_slices(M, N, K, sms)))
+        return Plan("splitk", replace(splitk.DEFAULT, SPLIT_K=split_k_slices(M, N, K, sms)))
     return {"large": LARGE_PLAN, "mid": Plan("pingpong", pingpong.LARGE), "partial": Plan("cooperative", coop.SMALL),
             "few": Plan("pingpong", pingpong.SMALL)}[kind]
 
 
-def _ws(kernel: str, BM: int, BN: int, BK: int = 64, group: int = 8, stages: int = 4, subtiles: int = 4) -> Plan:
-    return Plan(kernel, coop.Config(BM, BN, BK, group, stages, subtiles, 232))
+def _tile(kernel: str, BM: int, BN: int, BK: int = 64, group: int = 8, stages: int = 4, subtiles: int = 4) -> Plan:
+    return Plan(kernel, WSConfig(BM=BM, BN=BN, BK=BK, GROUP_SIZE_M=group, NUM_STAGES=stages,
+                                 EPILOGUE_SUBTILES=subtiles))
+
+
+def _small(BM: int, BN: int, BK: int = 64, stages: int = 4) -> Plan:
+    return Plan("small", PointerConfig(BLOCK_SIZE_M=BM, BLOCK_SIZE_N=BN, BLOCK_SIZE_K=BK, NUM_STAGES=stages,
+                                       num_warps=4))
 
 
 def _split(BM: int, BN: int, slices: int, stages: int = 4, subtiles: int = 4) -> Plan:
-    return Plan("splitk", splitk.Config(BM, BN, 64, 8, stages, subtiles, 232, slices))
+    return Plan("splitk", WSConfig(BM=BM, BN=BN, NUM_STAGES=stages, EPILOGUE_SUBTILES=subtiles, SPLIT_K=slices))
 
 
 #: What the GPU sweep (scripts/gpu_gemm_sweep.py) times per shape class, besides the heuristic's
@@ -264,32 +270,32 @@ def _split(BM: int, BN: int, slices: int, stages: int = 4, subtiles: int = 4) ->
 #: (K steps of 128, split-K below 79% fill, 2-stage and 8-warp small tiles) are left out; dual-K
 #: (gemm_ws_dualk_hopper) is new and timed where a program owns about one tile.
 SWEEP_SPACE: dict[str, list[Plan]] = {
-    "large": [LARGE_PLAN, _ws("cooperative", 128, 256, group=16), _ws("cooperative", 128, 256, stages=3, subtiles=2,
+    "large": [LARGE_PLAN, _tile("cooperative", 128, 256, group=16), _tile("cooperative", 128, 256, stages=3, subtiles=2,
                                                                       group=16),
-              _ws("cooperative", 128, 256, stages=3, subtiles=2, group=4), _ws("cooperative", 128, 256, stages=3),
-              _ws("cooperative", 128, 256), _ws("cooperative", 256, 128), _ws("pingpong", 128, 128, stages=6),
-              _ws("pingpong", 128, 128, stages=6, group=16), _ws("pingpong", 128, 128, stages=5, subtiles=2)],
-    "mid": [_ws("pingpong", 128, 128, stages=6), _ws("pingpong", 128, 128, stages=6, group=16),
-            _ws("pingpong", 128, 128, stages=6, group=4), _ws("cooperative", 128, 128, stages=5, subtiles=2),
-            _ws("cooperative", 128, 128, stages=6), LARGE_PLAN, _ws("cooperative", 128, 256),
-            _ws("cooperative", 256, 128), _ws("dualk", 64, 128, stages=6, subtiles=2)],
-    "partial": [_ws("cooperative", 128, 128, stages=5, subtiles=2),
-                _ws("cooperative", 128, 128, stages=5, subtiles=2, group=1),
-                _ws("cooperative", 128, 128, stages=6), _ws("pingpong", 64, 256, stages=4),
-                _ws("dualk", 64, 128, stages=6, subtiles=2),
+              _tile("cooperative", 128, 256, stages=3, subtiles=2, group=4), _tile("cooperative", 128, 256, stages=3),
+              _tile("cooperative", 128, 256), _tile("cooperative", 256, 128), _tile("pingpong", 128, 128, stages=6),
+              _tile("pingpong", 128, 128, stages=6, group=16), _tile("pingpong", 128, 128, stages=5, subtiles=2)],
+    "mid": [_tile("pingpong", 128, 128, stages=6), _tile("pingpong", 128, 128, stages=6, group=16),
+            _tile("pingpong", 128, 128, stages=6, group=4), _tile("cooperative", 128, 128, stages=5, subtiles=2),
+            _tile("cooperative", 128, 128, stages=6), LARGE_PLAN, _tile("cooperative", 128, 256),
+            _tile("cooperative", 256, 128), _tile("dualk", 64, 128, stages=6, subtiles=2)],
+    "partial": [_tile("cooperative", 128, 128, stages=5, subtiles=2),
+                _tile("cooperative", 128, 128, stages=5, subtiles=2, group=1),
+                _tile("cooperative", 128, 128, stages=6), _tile("pingpong", 64, 256, stages=4),
+                _tile("dualk", 64, 128, stages=6, subtiles=2),
                 _split(128, 256, 2, stages=3), _split(128, 128, 5)],
-    "few": [_ws("pingpong", 64, 128, stages=6, subtiles=2), _ws("cooperative", 128, 64, stages=6, subtiles=2),
-            _ws("dualk", 64, 128, stages=6, subtiles=2), _ws("dualk", 64, 128, stages=4, subtiles=2),
-            _ws("dualk", 64, 64, stages=6, subtiles=1), _ws("dualk", 64, 128, stages=6, subtiles=2, group=1),
-            _split(128, 128, 2), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4)), Plan("small", TINY_TILE),
-            Plan("small", PointerConfig(64, 64, 64, 8, 4, 4)), Plan("small", PointerConfig(128, 64, 64, 8, 4, 4))],
+    "few": [_tile("pingpong", 64, 128, stages=6, subtiles=2), _tile("cooperative", 128, 64, stages=6, subtiles=2),
+            _tile("dualk", 64, 128, stages=6, subtiles=2), _tile("dualk", 64, 128, stages=4, subtiles=2),
+            _tile("dualk", 64, 64, stages=6, subtiles=1), _tile("dualk", 64, 128, stages=6, subtiles=2, group=1),
+            _split(128, 128, 2), _small(64, 128), Plan("small", TINY_TILE),
+            _small(64, 64), _small(128, 64)],
     "splitk": [*(_split(128, 128, s) for s in (2, 3, 4, 5, 6, 8)), _split(128, 128, 5, stages=6),
-               *(_split(128, 256, s, stages=3) for s in (2, 3, 4)), _ws("pingpong", 64, 128, stages=6, subtiles=2),
-               _ws("pingpong", 64, 256, stages=4), _ws("cooperative", 128, 128, stages=5, subtiles=2)],
-    "small": [Plan("small", SMALL_TILE), Plan("small", TINY_TILE), Plan("small", PointerConfig(64, 128, 64, 8, 3, 4)),
-              Plan("small", PointerConfig(64, 64, 128, 8, 2, 4)), Plan("small", PointerConfig(64, 32, 64, 8, 3, 4)),
-              _ws("pingpong", 64, 64, stages=4, subtiles=1), _ws("dualk", 64, 64, stages=4, subtiles=1),
-              _ws("dualk", 64, 32, stages=4, subtiles=1), _ws("dualk", 64, 128, stages=4, subtiles=2)],
+               *(_split(128, 256, s, stages=3) for s in (2, 3, 4)), _tile("pingpong", 64, 128, stages=6, subtiles=2),
+               _tile("pingpong", 64, 256, stages=4), _tile("cooperative", 128, 128, stages=5, subtiles=2)],
+    "small": [Plan("small", SMALL_TILE), Plan("small", TINY_TILE), _small(64, 128, stages=3),
+              _small(64, 64, BK=128, stages=2), _small(64, 32, stages=3),
+              _tile("pingpong", 64, 64, stages=4, subtiles=1), _tile("dualk", 64, 64, stages=4, subtiles=1),
+              _tile("dualk", 64, 32, stages=4, subtiles=1), _tile("dualk", 64, 128, stages=4, subtiles=2)],
 }
 
 
@@ -309,9 +315,9 @@ def candidates(M: int, N: int, K: int, sms: int, even: bool = True) -> list[Plan
     if triton.cdiv(M, 128) * triton.cdiv(N, 128) < sms:  # about one tile per program: dual-K
         plans.append(Plan("dualk", dualk.DEFAULT))
     if even and M * N * K <= 8 * SMALL_WORK:  # up to 1024^3
-        plans += [Plan("small", SMALL_TILE), Plan("small", PointerConfig(64, 128, 64, 8, 4, 4))]
+        plans += [Plan("small", SMALL_TILE), _small(64, 128)]
     steps = triton.cdiv(K, 64)
-    plans += [Plan("splitk", splitk.DEFAULT._replace(SPLIT_K=s)) for s in (2, 3, 4, 5, 6, 8)
+    plans += [Plan("splitk", replace(splitk.DEFAULT, SPLIT_K=s)) for s in (2, 3, 4, 5, 6, 8)
               if steps // s >= SPLIT_K_MIN_STEPS // 2]
     return list(dict.fromkeys(plans))
 
@@ -418,7 +424,7 @@ class AutotuneCache:
                 raise TypeError(f"a JSON {type(raw).__name__}, not an object")
             for entry in raw.values():
                 if isinstance(entry, dict):
-                    Plan.from_json(entry["plan"]) if entry["plan"][0] in VARIANTS else None
+                    Plan.from_json(entry["plan"]) if AutotuneCache._named(entry) else None
                 elif not isinstance(entry, list):  # a list: an entry of tritium before stamps, stale
                     raise TypeError(f"an entry {entry!r} is not an object")
             return raw
@@ -429,10 +435,17 @@ class AutotuneCache:
             return {}
 
     @staticmethod
+    def _named(entry: dict[str, Any]) -> bool:
+        """Whether a stamped entry holds a plan of a known kernel with its config stored by field name; one
+        of tritium before named configs (a list of values) is stale, whatever its stamp."""
+        kernel, config = entry["plan"]
+        return kernel in VARIANTS and isinstance(config, dict)
+
+    @staticmethod
     def _current(raw: dict[str, Any]) -> dict[str, Plan]:
         stamp = tuning_stamp()
         return {k: Plan.from_json(v["plan"]) for k, v in raw.items()
-                if isinstance(v, dict) and v.get("stamp") == stamp and v["plan"][0] in VARIANTS}
+                if isinstance(v, dict) and v.get("stamp") == stamp and AutotuneCache._named(v)}
 
     def _load(self) -> dict[str, Plan]:
         path = self.path()
