@@ -24,6 +24,17 @@ def test_knobs_read_the_environment_with_typed_defaults(monkeypatch):
     assert (knobs.plugins.paths, knobs.plugins.disable_autoload, knobs.runtime.dump_dir) == ("a.py:b", True, "/tmp/x")
 
 
+def test_layer_knobs_read_the_environment(monkeypatch):
+    """The TLX, ops and benchmark settings: typed, read when used."""
+    for name in ("TRITIUM_TLX_DUMP_IR", "MLIR_ENABLE_DUMP", "TRITIUM_BENCH_COMPILE_BUDGET_S"):
+        monkeypatch.delenv(name, raising=False)
+    from tritium.tlx.diagnostics import dump_requested
+    assert (knobs.tlx.dump_ir, knobs.bench.compile_budget_s, dump_requested()) == (False, 240.0, False)
+    monkeypatch.setenv("TRITIUM_BENCH_COMPILE_BUDGET_S", "12.5")
+    monkeypatch.setenv("MLIR_ENABLE_DUMP", "my_kernel")
+    assert (knobs.bench.compile_budget_s, knobs.tlx.mlir_dump, dump_requested()) == (12.5, "my_kernel", True)
+
+
 def test_scope_restores_attributes_and_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("TRITIUM_DUMP_DIR", "/outer")
     with knobs.runtime.scope():
@@ -120,6 +131,9 @@ def test_import_installed_the_listener():
     ("runtime", "dump_dir", 3, "runtime.dump_dir .* must be a str or None, not int"),
     ("runtime", "llvm_check_timeout", 0, "runtime.llvm_check_timeout .* must be a positive int, not int"),
     ("logs", "level", 10, "logs.level .* must be a str or None, not int"),
+    ("tlx", "dump_ir", "1", r"tlx.dump_ir \(TRITIUM_TLX_DUMP_IR\) must be a bool, not str"),
+    ("ops", "gemm_autotune", 1, r"ops.gemm_autotune \(TRITIUM_GEMM_AUTOTUNE\) must be a bool, not int"),
+    ("bench", "compile_budget_s", 0, r"bench.compile_budget_s .* must be a positive number, not int"),
 ])
 def test_knobs_check_their_type_when_set(group, name, value, says):
     from tritium import knobs

@@ -180,10 +180,35 @@ def test_two_processes_tuning_into_one_file_keep_every_entry(tmp_path):
 
 
 def test_set_autotune_takes_a_bool_or_none():
-    generation = plans.AUTOTUNE.generation
+    before = plans.autotune_enabled()
     with pytest.raises(TypeError, match="set_autotune: enabled must be True, False or None, not 'yes'"):
         plans.set_autotune("yes")
-    assert plans.AUTOTUNE.generation == generation and plans.autotune_enabled() in (True, False)
+    assert plans.autotune_enabled() == before
+
+
+def test_autotune_settings_are_knobs_read_on_every_call(monkeypatch, tmp_path):
+    """``TRITIUM_GEMM_AUTOTUNE`` and its cache path go through ``tritium.knobs.ops``, read when used (the
+    switch used to be frozen at import); ``set_autotune`` overrides the knob until it is given None."""
+    from tritium import knobs
+    monkeypatch.setenv("TRITIUM_GEMM_AUTOTUNE", "1")
+    monkeypatch.setenv("TRITIUM_GEMM_AUTOTUNE_CACHE", str(tmp_path / "x.json"))
+    assert plans.autotune_enabled() and plans.cache_path() == tmp_path / "x.json"
+    with knobs.ops.scope():
+        knobs.ops.gemm_autotune = False
+        assert not plans.autotune_enabled()
+        plans.set_autotune(True)
+        assert plans.autotune_enabled()
+        plans.set_autotune(None)
+        assert not plans.autotune_enabled()
+    assert plans.autotune_enabled()
+
+
+def test_clear_caches_empties_every_call_cache():
+    """One ``clear_caches()`` for the op's calls and the launch layer's (the op's used to survive it)."""
+    from tritium.ops import launch
+    gemm._calls[("probe", )] = launch._calls[("probe", )] = object()
+    launch.clear_caches()
+    assert ("probe", ) not in gemm._calls and ("probe", ) not in launch._calls
 
 
 def _meta(*shape, dtype=torch.float16):

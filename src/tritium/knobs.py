@@ -19,7 +19,7 @@ from typing import Any
 from triton import knobs as _triton_knobs
 from triton.knobs import base_knobs
 
-__all__ = ["plugins", "runtime", "logs", "base_knobs"]
+__all__ = ["plugins", "runtime", "logs", "tlx", "ops", "bench", "base_knobs"]
 
 
 class _Checked:
@@ -58,6 +58,26 @@ class env_positive_int(_Checked, _triton_knobs.env_int):
         return super().check(value) and value > 0
 
 
+class env_positive_float(_Checked, _triton_knobs.env_base):
+    """A float above 0 (Triton 3.6 has no float knob)."""
+    expected, accepts = "a positive number", (int, float)
+
+    def __init__(self, key: str, default: float) -> None:
+        super().__init__(key)
+        self.default = default
+
+    def check(self, value: Any) -> bool:
+        return super().check(value) and value > 0
+
+    def get(self) -> float:
+        import os
+        value = os.environ.get(self.key)
+        return self.default if value is None else float(value)
+
+    def transform(self, val: Any) -> float:
+        return float(val)
+
+
 class plugins_knobs(base_knobs):
     """How plugins are found at ``import tritium`` (docs/plugins.md)."""
     #: Colon-separated ``.py`` files, package folders or module names to load as plugins (one string).
@@ -84,6 +104,35 @@ class logs_knobs(base_knobs):
     level: env_opt_str = env_opt_str("TRITIUM_LOG")
 
 
+class tlx_knobs(base_knobs):
+    """TLX compile diagnostics (docs/tlx-design.md)."""
+    #: On a failing TLX compile, write the IR before and after the lowering next to the error.
+    dump_ir: env_bool = env_bool("TRITIUM_TLX_DUMP_IR")
+    #: Triton's ``MLIR_ENABLE_DUMP`` (``1`` or a kernel name), which Triton's C++ reads itself; a TLX
+    #: compile error dumps its IR too when it is set.
+    mlir_dump: env_opt_str = env_opt_str("MLIR_ENABLE_DUMP")
+
+
+class ops_knobs(base_knobs):
+    """The torch ops (``tritium/ops/plans.py``): read on every call that needs them, so a change takes effect
+    at once."""
+    #: Autotune ``tritium.ops.matmul``: time every candidate on a new problem and remember the fastest
+    #: (``tritium.ops.plans.set_autotune`` overrides this for the process).
+    gemm_autotune: env_bool = env_bool("TRITIUM_GEMM_AUTOTUNE")
+    #: The autotune cache file (default ``~/.cache/tritium/gemm_autotune.json``).
+    gemm_autotune_cache: env_opt_str = env_opt_str("TRITIUM_GEMM_AUTOTUNE_CACHE")
+
+
+class bench_knobs(base_knobs):
+    """The benchmarks (``tritium bench``)."""
+    #: Seconds of torch.compile max-autotune compiles in the GEMM suite after which the remaining shapes
+    #: run without it (the default keeps a run of a few shapes within 10 minutes).
+    compile_budget_s: env_positive_float = env_positive_float("TRITIUM_BENCH_COMPILE_BUDGET_S", 240.0)
+
+
 plugins = plugins_knobs()
 runtime = runtime_knobs()
 logs = logs_knobs()
+tlx = tlx_knobs()
+ops = ops_knobs()
+bench = bench_knobs()

@@ -3,7 +3,7 @@
 Default (issue 9): per shape and dtype, in one run, cuBLAS (``torch.matmul``), a bare-Triton
 baseline written here (the persistent TMA ``tl.dot`` kernel, autotuned over 8 usual configs: what a
 Triton user has today), ``torch.compile(mode="max-autotune-no-cudagraphs")`` of ``a @ b`` (dropped for
-the remaining shapes once its compiles took COMPILE_BUDGET_S seconds in total) and
+the remaining shapes once its compiles took ``tritium.knobs.bench.compile_budget_s`` seconds in total) and
 ``tritium.ops.matmul``. Each is checked against a float64 reference first (relative Frobenius error
 below 1e-2), then timed eager (as a user calls it: launch included, ``do_bench`` median) and as
 CUDA-graph replay (20 calls captured, time per call), best of two interleaved rounds. Also the host
@@ -24,11 +24,11 @@ so that ratio isolates the hand pipelining.
 from __future__ import annotations
 
 import math
-import os
 
 import triton
 import triton.language as tl
 
+from .. import knobs
 from ..kernels import gemm_pipelined_hopper as hopper
 from ..kernels import gemm_ws_cooperative_hopper as coop
 from ..kernels import gemm_ws_hopper as ws
@@ -123,9 +123,6 @@ SEED_SHAPES = [(128, 13312, 16384), (16384, 8192, 8192), (8192, 16384, 8192), (8
                (8192, 28672, 4096), (8192, 8192, 8192)]
 SQUARE_SHAPES = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)]
 QUICK_OPS_SHAPES = [(128, 13312, 16384), (4096, 4096, 4096), (1024, 1024, 1024), (256, 256, 256)]
-#: Seconds of torch.compile max-autotune compiles after which the remaining shapes run without it
-#: (``TRITIUM_BENCH_COMPILE_BUDGET_S``; the default keeps a run of a few shapes within 10 minutes).
-COMPILE_BUDGET_S = float(os.environ.get("TRITIUM_BENCH_COMPILE_BUDGET_S", 240))
 GRAPH_CALLS = 20
 
 
@@ -225,7 +222,7 @@ class _Compiled:
     def warm(self, a, b) -> bool:
         """Compile for this shape unless the budget is spent; False when skipped."""
         import time
-        if self.seconds >= COMPILE_BUDGET_S:
+        if self.seconds >= knobs.bench.compile_budget_s:
             return False
         t0 = time.perf_counter()
         self.fn(a, b)

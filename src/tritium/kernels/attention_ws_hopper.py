@@ -20,7 +20,6 @@ second copy of the loop, so the main loop carries no mask arithmetic.
 from __future__ import annotations
 
 import math
-import os
 from typing import NamedTuple
 
 import triton
@@ -184,7 +183,7 @@ def check_inputs(q, k, v, op: str = "attention") -> None:
         cap = torch.cuda.get_device_capability(q.device)
         if cap != (9, 0):
             raise ValueError(f"{op}: the kernels are written for Hopper (sm_90); {q.device} is sm_{cap[0]}{cap[1]}")
-    elif os.environ.get("TRITON_INTERPRET") != "1":
+    elif not triton.knobs.runtime.interpret:  # as set now: ops/ explains a setting made after import
         raise ValueError(f"{op}: q, k and v must be CUDA tensors (or CPU tensors under TRITON_INTERPRET=1), "
                          f"got {q.device}")
 

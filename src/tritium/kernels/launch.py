@@ -8,13 +8,17 @@ launch goes through the JIT (:func:`interpreting`).
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Optional
+
+import triton
 
 from .. import compat
 from .tiles import num_sms
 
-_INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1"
+#: Triton's ``TRITON_INTERPRET`` knob, read once, at import, not on every call: Triton decides interpreter
+#: or compiler when a kernel is decorated (``@triton.jit`` reads the knob then), so tritium's answer must
+#: be the one of that moment; setting it later does not turn decorated kernels into interpreted ones.
+_INTERPRET = triton.knobs.runtime.interpret
 
 
 def interpreting() -> bool:

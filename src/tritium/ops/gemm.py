@@ -113,15 +113,14 @@ def run_plan(plan: plans.Plan, a: torch.Tensor, b: torch.Tensor, out_dtype: torc
     return launch.call_for(plan, a, b, out_dtype)(a, b)
 
 
-#: The op's calls by (layout key, autotune generation): checks passed and plan chosen (see :func:`_compute`).
-_calls: dict[tuple, launch.Call] = {}
-CALL_CACHE_SIZE = 1024
+#: The op's calls by (layout key, autotuning on): checks passed and plan chosen (see :func:`_compute`).
+_calls = launch.CallCache()
 
 
 def _compute(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -> torch.Tensor:
     """The op's real implementation. A layout seen before (same shapes, strides, base alignment,
     dtypes, device: what the checks and the plan depend on) reuses its :class:`launch.Call` at once."""
-    key = (*launch.call_key(a, b, out_dtype), b.dtype, b.device, plans.AUTOTUNE.generation)
+    key = (*launch.call_key(a, b, out_dtype), b.dtype, b.device, plans.autotune_enabled())
     call = _calls.get(key)
     if call is None:
         _check(a, b, out_dtype)
@@ -131,10 +130,7 @@ def _compute(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype])
         if M == 0 or N == 0 or K == 0:
             return torch.zeros((M, N), dtype=out_dtype, device=a.device)
         plan = plans.adapt(select_plan(a, b, out_dtype), K, a.element_size(), out_dtype.itemsize)
-        call = launch.call_for(plan, a, b, out_dtype)
-        if len(_calls) >= CALL_CACHE_SIZE:
-            _calls.clear()
-        _calls[key] = call
+        call = _calls.put(key, launch.call_for(plan, a, b, out_dtype))
     if a.is_cuda and a.device.index != torch.cuda.current_device():
         with torch.cuda.device(a.device):
             return call(a, b)

@@ -241,20 +241,40 @@ def call_key(a, b, out_dtype) -> tuple:
             b.data_ptr() % 16 == 0)
 
 
-_calls: OrderedDict[tuple, Call] = OrderedDict()
+class CallCache(OrderedDict):
+    """Up to :data:`CALL_CACHE_SIZE` :class:`Call` objects by key, the least recently used dropped first. Every
+    cache of calls in the ops layer is one of these, so that :func:`clear_caches` reaches them all."""
+    _all: list["CallCache"] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        CallCache._all.append(self)
+
+    def get(self, key: tuple, default: Any = None) -> Any:
+        call = super().get(key, default)
+        if call is not default:
+            self.move_to_end(key)
+        return call
+
+    def put(self, key: tuple, call: Call) -> Call:
+        self[key] = call
+        if len(self) > CALL_CACHE_SIZE:
+            self.popitem(last=False)
+        return call
+
+
+_calls = CallCache()
 
 
 def call_for(plan: Plan, a, b, out_dtype, key: tuple | None = None) -> Call:
     """The cached :class:`Call` of ``plan`` on this layout of (a, b) (made on first use)."""
     key = (plan, key or call_key(a, b, out_dtype))
     call = _calls.get(key)
-    if call is None:
-        call = _calls[key] = Call(plan, a, b, out_dtype)
-        if len(_calls) > CALL_CACHE_SIZE:
-            _calls.popitem(last=False)
-    return call
+    return call if call is not None else _calls.put(key, Call(plan, a, b, out_dtype))
 
 
 def clear_caches() -> None:
-    """Forget compiled launches and descriptors (tests; after freeing many tensors)."""
-    _calls.clear()
+    """Forget every cached call, with its compiled launches and descriptors: :func:`call_for`'s and
+    ``tritium.ops.matmul``'s (tests; after freeing many tensors)."""
+    for cache in CallCache._all:
+        cache.clear()

@@ -46,10 +46,10 @@ pick. Before it runs, a plan is adapted to the problem (:func:`adapt`): a split-
 non-empty K slices and runs as the cooperative kernel when one slice is left, and the ring is made
 shallower where an fp32 output would overflow shared memory.
 
-Autotuning is off by default. With ``TRITIUM_GEMM_AUTOTUNE=1`` at import (or :func:`set_autotune`), the
-first call on a new (device, dtype, out dtype, M, N, K) times every candidate of
-:func:`candidates` once and remembers the fastest in a JSON file
-(``$TRITIUM_GEMM_AUTOTUNE_CACHE``, default ``~/.cache/tritium/gemm_autotune.json``); later calls
+Autotuning is off by default. With ``tritium.knobs.ops.gemm_autotune`` (``TRITIUM_GEMM_AUTOTUNE=1``) or
+:func:`set_autotune`, the first call on a new (device, dtype, out dtype, M, N, K) times every candidate of
+:func:`candidates` once and remembers the fastest in a JSON file (``tritium.knobs.ops.gemm_autotune_cache``,
+``$TRITIUM_GEMM_AUTOTUNE_CACHE``, default ``~/.cache/tritium/gemm_autotune.json``); later calls
 and later processes read the choice from it, while the versions and kernel sources it was tuned with
 (:func:`tuning_stamp`) still hold. Processes tuning into one file merge their entries under a file lock;
 a path that cannot be written warns once and the choices stay in memory. Without autotuning a new shape
@@ -70,6 +70,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import triton
 
+from .. import knobs
 from ..kernels import gemm_pipelined_hopper as pipelined
 from ..kernels import gemm_splitk_hopper as splitk
 from ..kernels import gemm_ws_cooperative_hopper as coop
@@ -325,10 +326,6 @@ def candidates(M: int, N: int, K: int, sms: int, even: bool = True) -> list[Plan
 # ------------------------------------------------------------------------------------------------
 # The on-disk autotune cache
 
-#: ``TRITIUM_GEMM_AUTOTUNE``, read once at import (the op consults the setting on every call).
-_ENV_AUTOTUNE = os.environ.get("TRITIUM_GEMM_AUTOTUNE", "") == "1"
-
-
 def cache_key(device_name: str, dtype: str, out_dtype: str, M: int, N: int, K: int) -> str:
     return f"{device_name}|{dtype}|{out_dtype}|{M}x{N}x{K}"
 
@@ -370,8 +367,8 @@ def _file_lock(path: Path) -> Iterator[None]:
 class AutotuneCache:
     """Whether the op autotunes, and the plans it chose, in memory and in one JSON file.
 
-    The file is ``$TRITIUM_GEMM_AUTOTUNE_CACHE`` (default ``~/.cache/tritium/gemm_autotune.json``), read
-    again whenever that variable names another file. The cache only saves tuning time, so it never fails
+    The file is ``tritium.knobs.ops.gemm_autotune_cache`` (default ``~/.cache/tritium/gemm_autotune.json``),
+    read again whenever that knob names another file. The cache only saves tuning time, so it never fails
     a matmul: a file that cannot be read as a cache is set aside with a warning naming it, and a path that
     cannot be written (a read-only folder, a folder in its place) warns once and the process tunes in
     memory. Writers in several processes merge their entries: each write re-reads the file under a lock
@@ -381,32 +378,28 @@ class AutotuneCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._enabled: bool | None = None  # None: follow TRITIUM_GEMM_AUTOTUNE
+        self._enabled: bool | None = None  # None: follow tritium.knobs.ops.gemm_autotune
         self._memory: dict[str, Plan] = {}
         self._loaded_from: Path | None = None
         self._unwritable: set[Path] = set()  # paths already warned about
-        #: Bumped by :meth:`set_enabled`: calls planned under another setting are not reused.
-        self.generation = 0
 
     def set_enabled(self, enabled: bool | None) -> None:
         """Turn autotuning on or off for this process.
 
         Args:
-            enabled: True or False; None follows ``TRITIUM_GEMM_AUTOTUNE`` again, as read when
-                tritium.ops was imported.
+            enabled: True or False; None follows ``tritium.knobs.ops.gemm_autotune``
+                (``TRITIUM_GEMM_AUTOTUNE``) again.
         """
         if enabled is not None and not isinstance(enabled, bool):
             raise TypeError(f"tritium.ops.plans.set_autotune: enabled must be True, False or None, not {enabled!r}")
         self._enabled = enabled
-        self.generation += 1
 
     def enabled(self) -> bool:
-        return self._enabled if self._enabled is not None else _ENV_AUTOTUNE
+        return self._enabled if self._enabled is not None else knobs.ops.gemm_autotune
 
     @staticmethod
     def path() -> Path:
-        default = Path.home() / ".cache" / "tritium" / "gemm_autotune.json"
-        return Path(os.environ.get("TRITIUM_GEMM_AUTOTUNE_CACHE", default))
+        return Path(knobs.ops.gemm_autotune_cache or Path.home() / ".cache" / "tritium" / "gemm_autotune.json")
 
     def forget(self) -> None:
         """Drop what is in memory: the next lookup reads the file, as a new process would."""

@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
+from tritium import knobs
 from tritium.plugins.errors import PassError, StageError, TritiumError
 
 #: ``file:line:col: error: message`` as MLIR's source-manager handler prints it.
@@ -33,7 +34,8 @@ _LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)\)')
 
 
 def dump_requested() -> bool:
-    return os.environ.get("TRITIUM_TLX_DUMP_IR", "0") not in ("", "0") or bool(os.environ.get("MLIR_ENABLE_DUMP"))
+    """Whether a failing TLX compile dumps its IR: ``tritium.knobs.tlx.dump_ir`` or Triton's ``MLIR_ENABLE_DUMP``."""
+    return knobs.tlx.dump_ir or knobs.tlx.mlir_dump not in (None, "", "0")
 
 
 class TLXCompileError(TritiumError):
