@@ -556,7 +556,7 @@ class Graphs:
     def __init__(self) -> None:
         from collections import OrderedDict
         self.graphs: OrderedDict = OrderedDict()
-        self.seen: dict = {}
+        self.seen: set = set()  # keys seen once, not yet captured
 
     def replay(self, plan: Plan, inputs: tuple, y, eps: float, out_eps: float) -> bool:
         """Replay (capturing first if due) the graph of this call; False where the call must launch directly."""
@@ -564,18 +564,19 @@ class Graphs:
 
         if torch.cuda.is_current_stream_capturing() or compat.launch_hooks_active():
             return False
-        key = (plan, compat.current_stream(plan.device.index), tuple(compat.pipeline_digest(k) for k in KERNELS), eps, out_eps,
-               y.data_ptr(), *(t.data_ptr() for t in inputs))
+        digests = tuple(compat.pipeline_digest(k) for k in KERNELS)
+        key = (plan, compat.current_stream(plan.device.index), digests, eps, out_eps, y.data_ptr(),
+               *(t.data_ptr() for t in inputs))
         graph = self.graphs.get(key)
         if graph is None:
             if not plan.ready():
                 return False
-            if self.seen.get(key, 0) < 1:
+            if key not in self.seen:
                 if len(self.seen) >= self.SEEN_KEPT:
                     self.seen.clear()
-                self.seen[key] = 1
+                self.seen.add(key)
                 return False
-            self.seen.pop(key, None)
+            self.seen.discard(key)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 plan.launch_all(inputs, y, eps, out_eps)
