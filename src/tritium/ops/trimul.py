@@ -29,7 +29,7 @@ import torch
 from ..kernels import trimul as kernels
 from ..kernels.trimul_pack import pack_block
 from .gemm import direct_ok
-from .launch import interpreting
+from .launch import check_not_cpu
 
 _OP = "tritium.ops.trimul"
 #: The order of the five projections in ``proj_weight_t``.
@@ -170,9 +170,7 @@ def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, o
     for name, t in args.items():
         if t.device != x.device:
             raise ValueError(f"{_OP}: {name} is on {t.device} but x is on {x.device}; all must be on one device")
-    if x.device.type == "cpu" and not interpreting():
-        raise ValueError(f"{_OP}: x is a CPU tensor; the kernels run on CUDA devices, or on the CPU only under "
-                         "TRITON_INTERPRET=1 (set before triton is imported)")
+    check_not_cpu(_OP, "x", x)
     if x.device.type not in ("cuda", "cpu", "meta"):
         raise ValueError(f"{_OP}: x is on {x.device}; the kernels run on CUDA devices")
 
