@@ -174,11 +174,12 @@ CONFIGS = {64: Config(128, 128, 3, 232), 128: Config(128, 128, 2, 232)}
 HEAD_DIMS = tuple(CONFIGS)
 
 
-def check_inputs(q, k, v, op: str = "attention") -> None:
-    """Raise a ValueError/TypeError naming the argument at fault unless q, k, v are valid [B, H, S, D] inputs."""
+def check_inputs(q, k, v, op: str = "attention", enable_gqa: bool = False) -> None:
+    """Raise a ValueError/TypeError naming the argument at fault unless q, k, v are valid [B, H, S, D] inputs
+    (k and v with a divisor of q's heads under ``enable_gqa``)."""
     import torch
 
-    check_shapes(q, k, v, op)
+    check_shapes(q, k, v, op, enable_gqa)
     if q.is_cuda:
         cap = torch.cuda.get_device_capability(q.device)
         if cap != (9, 0):
@@ -188,9 +189,10 @@ def check_inputs(q, k, v, op: str = "attention") -> None:
                          f"got {q.device}")
 
 
-def check_shapes(q, k, v, op: str = "attention") -> None:
+def check_shapes(q, k, v, op: str = "attention", enable_gqa: bool = False) -> None:
     """The checks of :func:`check_inputs` that need no device: types, shapes, dtypes, one device (a torch
-    op's fake implementation runs these on meta/fake tensors)."""
+    op's fake implementation runs these on meta/fake tensors). With ``enable_gqa`` k and v may have fewer
+    heads than q (grouped-query attention, SDPA's convention), a divisor of q's."""
     import torch
 
     for name, x in (("q", q), ("k", k), ("v", v)):
@@ -200,7 +202,19 @@ def check_shapes(q, k, v, op: str = "attention") -> None:
             raise ValueError(f"{op}: {name} must be 4-D [batch, heads, seq, head_dim], got shape {tuple(x.shape)}")
         if x.dtype not in (torch.float16, torch.bfloat16):
             raise TypeError(f"{op}: {name} must be float16 or bfloat16, got {x.dtype}")
-    if not q.shape == k.shape == v.shape:
+    heads_only = k.shape == v.shape and q.shape[0] == k.shape[0] and q.shape[2:] == k.shape[2:]
+    if heads_only and q.shape[1] != k.shape[1]:
+        hq, hkv = q.shape[1], k.shape[1]
+        if not enable_gqa:
+            raise ValueError(f"{op}: q has {hq} heads and k and v have {hkv}; pass enable_gqa=True for grouped-query "
+                             "attention (or give k and v q's heads)")
+        if hq % hkv:
+            raise ValueError(f"{op}: enable_gqa=True needs q's heads to be a multiple of k's and v's, got {hq} and "
+                             f"{hkv}")
+    elif k.shape == v.shape and q.shape[:2] == k.shape[:2] and q.shape[3] == k.shape[3] and q.shape[2] != k.shape[2]:
+        raise ValueError(f"{op}: q has sequence length {q.shape[2]} and k and v have {k.shape[2]}; tritium's attention "
+                         "needs equal query and key lengths")
+    elif not q.shape == k.shape == v.shape:
         raise ValueError(f"{op}: q, k and v must have the same shape [batch, heads, seq, head_dim], got "
                          f"{tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}")
     if not q.dtype == k.dtype == v.dtype:
