@@ -174,11 +174,11 @@ CONFIGS = {64: Config(128, 128, 3, 232), 128: Config(128, 128, 2, 232)}
 HEAD_DIMS = tuple(CONFIGS)
 
 
-def check_inputs(q, k, v, op: str = "attention") -> None:
+def check_inputs(q, k, v, op: str = "attention", enable_gqa: bool = False) -> None:
     """Raise a ValueError/TypeError naming the argument at fault unless q, k, v are valid [B, H, S, D] inputs."""
     import torch
 
-    check_shapes(q, k, v, op)
+    check_shapes(q, k, v, op, enable_gqa)
     if q.is_cuda:
         cap = torch.cuda.get_device_capability(q.device)
         if cap != (9, 0):
@@ -188,9 +188,10 @@ def check_inputs(q, k, v, op: str = "attention") -> None:
                          f"got {q.device}")
 
 
-def check_shapes(q, k, v, op: str = "attention") -> None:
+def check_shapes(q, k, v, op: str = "attention", enable_gqa: bool = False) -> None:
     """The checks of :func:`check_inputs` that need no device: types, shapes, dtypes, one device (a torch
-    op's fake implementation runs these on meta/fake tensors)."""
+    op's fake implementation runs these on meta/fake tensors). With ``enable_gqa`` (SDPA's keyword) k and v
+    may have fewer heads than q, a divisor of q's."""
     import torch
 
     for name, x in (("q", q), ("k", k), ("v", v)):
@@ -200,9 +201,15 @@ def check_shapes(q, k, v, op: str = "attention") -> None:
             raise ValueError(f"{op}: {name} must be 4-D [batch, heads, seq, head_dim], got shape {tuple(x.shape)}")
         if x.dtype not in (torch.float16, torch.bfloat16):
             raise TypeError(f"{op}: {name} must be float16 or bfloat16, got {x.dtype}")
-    if not q.shape == k.shape == v.shape:
+    if enable_gqa and k.shape == v.shape and q.shape[::2] == k.shape[::2] and q.shape[3] == k.shape[3]:
+        if q.shape[1] % k.shape[1]:
+            raise ValueError(f"{op}: with enable_gqa, q's heads must be a multiple of k's and v's, got "
+                             f"{q.shape[1]} query heads over {k.shape[1]} key/value heads")
+    elif not q.shape == k.shape == v.shape:
+        heads_only = k.shape == v.shape and q.shape[::2] == k.shape[::2] and q.shape[3] == k.shape[3]
+        hint = " (fewer key/value heads than query heads need enable_gqa=True)" if heads_only else ""
         raise ValueError(f"{op}: q, k and v must have the same shape [batch, heads, seq, head_dim], got "
-                         f"{tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}")
+                         f"{tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}{hint}")
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"{op}: q, k and v must have the same dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
     if not q.device == k.device == v.device:
@@ -216,7 +223,7 @@ def check_shapes(q, k, v, op: str = "attention") -> None:
         raise ValueError(f"{op}: batch * heads = {B * H} exceeds the grid limit of 65535")
 
 
-def _tma_ready(x):
+def tma_ready(x):
     """``x`` itself if TMA can read it in place (unit last stride, 16-byte aligned base and strides), else a copy."""
     import torch
 
@@ -234,7 +241,7 @@ def launch(kernel, q, k, v, causal: bool, sm_scale: float | None, config: Config
     cfg = config or CONFIGS[D]
     sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else float(sm_scale)
     o = torch.empty((B, H, S, D), device=q.device, dtype=q.dtype)
-    q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
+    q, k, v = tma_ready(q), tma_ready(k), tma_ready(v)
     half, bn = cfg.BLOCK_M // 2, cfg.BLOCK_N
     descs = [TensorDescriptor.from_tensor(x, [1, 1, rows, D]) for x, rows in ((q, half), (k, bn), (v, bn), (o, half))]
     grid = (triton.cdiv(S, cfg.BLOCK_M), B * H)
