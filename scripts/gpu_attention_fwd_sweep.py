@@ -25,15 +25,16 @@ from triton.testing import do_bench
 
 from tritium.bench.attention import CASES, Case, select
 from tritium.kernels import attention_persistent_hopper as ph
-from tritium.kernels.attention_ws_hopper import Config, attention_ws
+from tritium.kernels.attention_ws_hopper import attention_ws
 from tritium.kernels.attention_ws_pipelined_hopper import attention_ws_pipelined
 
 
 def persistent(**changes):
+    """The persistent kernel with the shipped configuration, changed by ``changes`` (a callable value is
+    called with the head dim)."""
     def run(q, k, v, causal):
-        cfg = ph.CONFIGS[q.shape[3]]
-        cfg = cfg._replace(**{f: val for f, val in changes.items() if not (f == "NUM_STAGES" and q.shape[3] == 128
-                                                                            and val > 2)})
+        fields = {f: val(q.shape[3]) if callable(val) else val for f, val in changes.items()}
+        cfg = dataclasses.replace(ph.pick_config(q.shape[2], q.shape[3], causal), **fields)
         return ph.forward(q, k, v, causal, None, cfg, store_lse=False)[0]
     return run
 
@@ -42,10 +43,13 @@ VARIANTS = {
     "ws": lambda q, k, v, causal: attention_ws(q, k, v, causal=causal),
     "pipelined": lambda q, k, v, causal: attention_ws_pipelined(q, k, v, causal=causal),
     "pers": persistent(),
-    "pers-r232": persistent(NUM_REGS=232),
-    "pers-s2": persistent(NUM_STAGES=2),
-    "pers-bn64": persistent(BLOCK_N=64, NUM_STAGES=3),
+    "pers-bn128": persistent(BLOCK_N=128, NUM_STAGES=lambda d: 3 if d == 64 else 2),
+    "pers-free": persistent(PINGPONG=False),
+    "pers-3wg": persistent(BLOCK_M=192, BLOCK_N=64, NUM_STAGES=3, CONSUMERS=3, PINGPONG=False, NUM_REGS=160),
+    "pers-3wg-bn128": persistent(BLOCK_M=192, BLOCK_N=128, NUM_STAGES=3, CONSUMERS=3, PINGPONG=False, NUM_REGS=160),
 }
+#: Variants whose registers fit only head dim 64 (three consumer warpgroups at 160 registers).
+D64_ONLY = {"pers-3wg", "pers-3wg-bn128"}
 
 
 def sdpa_backends(q, k, v, causal, gqa):
@@ -114,7 +118,7 @@ def time_case(case, variants: list[str], rounds: int = 2) -> dict:
     impls = sdpa_backends(q, k, v, case.causal, gqa)
     ref = next(iter(impls.values()))().float()
     for name in variants:
-        if gqa and name in ("ws", "pipelined"):
+        if (gqa and name in ("ws", "pipelined")) or (case.head_dim != 64 and name in D64_ONLY):
             continue
         fn = VARIANTS[name]
         err = ((fn(q, k, v, case.causal).float() - ref).norm() / ref.norm()).item()

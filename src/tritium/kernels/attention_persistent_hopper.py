@@ -26,6 +26,7 @@ GQA: K and V have ``H // GROUP`` heads; query head h reads K/V head ``h // GROUP
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import triton
@@ -33,7 +34,7 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .attention_ws_hopper import LOG2E, Config, kv_bounds, softmax_step, tma_ready
+from .attention_ws_hopper import LOG2E, kv_bounds, softmax_step, tma_ready
 from .launch import sm_count
 
 #: Named barriers of the two consumers' turns (TURN_BAR: warpgroup 0's, TURN_BAR + 1: warpgroup 1's).
@@ -99,16 +100,16 @@ def pass_turn(r, more):
 @triton.jit
 def produce_tile(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_empty,
                  off_b, off_h, off_hk, start_m, tc, it, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                 BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr):
-    """Load one tile: its two Q halves once their consumers released the last tile's (tile count ``tc``),
-    then its K/V blocks through the ring from ring step ``it``; returns the next ring step."""
-    HALF_M: tl.constexpr = BLOCK_M // 2
+                 BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, CONSUMERS: tl.constexpr):
+    """Load one tile: each consumer's Q rows once it released the last tile's (tile count ``tc``), then the
+    tile's K/V blocks through the ring from ring step ``it``; returns the next ring step."""
+    ROWS: tl.constexpr = BLOCK_M // CONSUMERS
     dtype = tlx.dtype_of(desc_q)
     end, mask_from = kv_bounds(start_m, N_CTX, BLOCK_M, BLOCK_N, CAUSAL)
-    for r in tl.static_range(2):
+    for r in tl.static_range(CONSUMERS):
         tlx.barrier_wait(q_empty[r], (tc & 1) ^ 1)
-        tlx.barrier_expect_bytes(q_full[r], HALF_M * HEAD_DIM * tlx.size_of(dtype))
-        tlx.async_descriptor_load(desc_q, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * HALF_M, 0], q_full[r])
+        tlx.barrier_expect_bytes(q_full[r], ROWS * HEAD_DIM * tlx.size_of(dtype))
+        tlx.async_descriptor_load(desc_q, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * ROWS, 0], q_full[r])
     for start_n in range(0, end, BLOCK_N):
         s = it % NUM_STAGES
         phase = (it // NUM_STAGES) & 1
@@ -125,31 +126,37 @@ def produce_tile(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, q_empty
 @triton.jit
 def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_empty, r, start_m, tc, it, qk_scale,
                  N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr):
-    """One consumer's half of a tile: returns ``(acc, m_i, l_i, it)``, the unnormalized O, the running max and
-    sum of its rows, and the next ring step. Releases its Q buffer once the last S = Q K^T was read."""
-    HALF_M: tl.constexpr = BLOCK_M // 2
+                 NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr):
+    """Consumer r's rows of a tile: returns ``(acc, m_i, l_i, it)``, the unnormalized O, the running max and
+    sum of its rows, and the next ring step. Releases its Q buffer once the last S = Q K^T was read. With
+    ``PINGPONG`` (two consumers) they take turns to issue their wgmmas; without, each issues when ready."""
+    ROWS: tl.constexpr = BLOCK_M // CONSUMERS
     dtype = q.dtype
     end, mask_from = kv_bounds(start_m, N_CTX, BLOCK_M, BLOCK_N, CAUSAL)
+    if BLOCK_M % BLOCK_N != 0:
+        mask_from = mask_from // BLOCK_N * BLOCK_N  # the block holding the diagonal's first row is masked too
     nblocks = tl.cdiv(end, BLOCK_N)
-    offs_m = start_m * BLOCK_M + r * HALF_M + tl.arange(0, HALF_M)
+    offs_m = start_m * BLOCK_M + r * ROWS + tl.arange(0, ROWS)
     tlx.barrier_wait(q_full[r], tc & 1)
 
     # Block 0, masked (it may be the diagonal or the ragged block): its turn is opened by warpgroup 1.
-    if r == 1:
-        tlx.named_barrier_arrive(TURN_BAR, TURN_THREADS)
+    if PINGPONG:
+        if r == 1:
+            tlx.named_barrier_arrive(TURN_BAR, TURN_THREADS)
     s = it % NUM_STAGES
     tlx.barrier_wait(k_full[s], (it // NUM_STAGES) & 1)
-    wait_turn(r)
+    if PINGPONG:
+        wait_turn(r)
     qk = tlx.async_dot(q, tlx.local_trans(tlx.local_reshape(k_bufs[s], (BLOCK_N, HEAD_DIM))))
-    pass_turn(r, nblocks > 1)
+    if PINGPONG:
+        pass_turn(r, nblocks > 1)
     qk = tlx.async_dot_wait(0, qk)
     tlx.barrier_arrive(k_empty[s])
-    m_i = tl.full([HALF_M], float("-inf"), tl.float32)
-    l_i = tl.zeros([HALF_M], tl.float32)
+    m_i = tl.full([ROWS], float("-inf"), tl.float32)
+    l_i = tl.zeros([ROWS], tl.float32)
     p, alpha, m_i, l_i = softmax_step(qk, m_i, l_i, qk_scale, offs_m, 0, N_CTX, BLOCK_N, True, CAUSAL)
     p = p.to(dtype)
-    acc = tl.zeros([HALF_M, HEAD_DIM], tl.float32)
+    acc = tl.zeros([ROWS, HEAD_DIM], tl.float32)
     prev = s
     prev_phase = (it // NUM_STAGES) & 1
     it += 1
@@ -161,10 +168,12 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
             s = it % NUM_STAGES
             tlx.barrier_wait(k_full[s], (it // NUM_STAGES) & 1)
             tlx.barrier_wait(v_full[prev], prev_phase)  # tiles first: a turn never waits for data
-            wait_turn(r)
+            if PINGPONG:
+                wait_turn(r)
             qk = tlx.async_dot(q, tlx.local_trans(tlx.local_reshape(k_bufs[s], (BLOCK_N, HEAD_DIM))))
             acc = tlx.async_dot(p, tlx.local_reshape(v_bufs[prev], (BLOCK_N, HEAD_DIM)), acc)
-            pass_turn(r, start_n + BLOCK_N < end)
+            if PINGPONG:
+                pass_turn(r, start_n + BLOCK_N < end)
             qk = tlx.async_dot_wait(1, qk)  # S_j is ready; P_{j-1} V_{j-1} may still run
             tlx.barrier_arrive(k_empty[s])
             p, alpha, m_i, l_i = softmax_step(qk, m_i, l_i, qk_scale, offs_m, start_n, N_CTX, BLOCK_N, masked,
@@ -189,20 +198,21 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
 def attn_fwd_persistent_hopper(desc_q, desc_k, desc_v, desc_o, lse, sm_scale, B, H, GROUP, N_CTX,
                                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr,
-                               STORE_LSE: tl.constexpr):
-    tl.static_assert(BLOCK_M % 128 == 0 and BLOCK_M % BLOCK_N == 0, "BLOCK_M: 2 x 64k rows, a multiple of BLOCK_N")
-    HALF_M: tl.constexpr = BLOCK_M // 2
+                               CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr, STORE_LSE: tl.constexpr):
+    ROWS: tl.constexpr = BLOCK_M // CONSUMERS
+    tl.static_assert(ROWS % 64 == 0 and BLOCK_M % ROWS == 0, "BLOCK_M: 64k rows per consumer warpgroup")
+    tl.static_assert(CONSUMERS == 2 or not PINGPONG, "ping-pong takes two consumer warpgroups")
     dtype = tlx.dtype_of(desc_q)
-    q_bufs = tlx.local_alloc((1, 1, HALF_M, HEAD_DIM), dtype, 2)
-    o_bufs = tlx.local_alloc((1, 1, HALF_M, HEAD_DIM), dtype, 2)
+    q_bufs = tlx.local_alloc((1, 1, ROWS, HEAD_DIM), dtype, CONSUMERS)
+    o_bufs = tlx.local_alloc((1, 1, ROWS, HEAD_DIM), dtype, CONSUMERS)
     k_bufs = tlx.local_alloc((1, 1, BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
     v_bufs = tlx.local_alloc((1, 1, BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
-    q_full = tlx.alloc_barriers(2, arrive_count=1)
-    q_empty = tlx.alloc_barriers(2, arrive_count=1)
+    q_full = tlx.alloc_barriers(CONSUMERS, arrive_count=1)
+    q_empty = tlx.alloc_barriers(CONSUMERS, arrive_count=1)
     k_full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
     v_full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
-    k_empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
-    v_empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    k_empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=CONSUMERS)
+    v_empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=CONSUMERS)
     BH = B * H
     units = unit_count(BH, N_CTX, BLOCK_M, CAUSAL)
 
@@ -217,12 +227,12 @@ def attn_fwd_persistent_hopper(desc_q, desc_k, desc_v, desc_o, lse, sm_scale, B,
                     off_h = bh % H
                     it = produce_tile(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, q_empty, k_full,
                                       v_full, k_empty, v_empty, off_b, off_h, off_h // GROUP, start_m, tc, it, N_CTX,
-                                      HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, CAUSAL)
+                                      HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, CAUSAL, CONSUMERS)
                     tc += 1
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers, one warpgroup each
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=CONSUMERS):  # consumers, a warpgroup each
             r = tlx.async_task_replica_id()
-            q = tlx.local_reshape(q_bufs[r], (HALF_M, HEAD_DIM))
-            o = tlx.local_reshape(o_bufs[r], (HALF_M, HEAD_DIM))
+            q = tlx.local_reshape(q_bufs[r], (ROWS, HEAD_DIM))
+            o = tlx.local_reshape(o_bufs[r], (ROWS, HEAD_DIM))
             qk_scale = sm_scale * LOG2E
             tc = 0
             it = 0
@@ -231,10 +241,10 @@ def attn_fwd_persistent_hopper(desc_q, desc_k, desc_v, desc_o, lse, sm_scale, B,
                     bh, start_m = unit_tile(unit, sub, BH, N_CTX, BLOCK_M, CAUSAL)
                     acc, m_i, l_i, it = consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty,
                                                      v_empty, r, start_m, tc, it, qk_scale, N_CTX, HEAD_DIM, BLOCK_M,
-                                                     BLOCK_N, NUM_STAGES, CAUSAL)
-                    row0 = start_m * BLOCK_M + r * HALF_M
+                                                     BLOCK_N, NUM_STAGES, CAUSAL, CONSUMERS, PINGPONG)
+                    row0 = start_m * BLOCK_M + r * ROWS
                     if STORE_LSE:
-                        offs_m = row0 + tl.arange(0, HALF_M)
+                        offs_m = row0 + tl.arange(0, ROWS)
                         tl.store(lse + bh.to(tl.int64) * N_CTX + offs_m, m_i + tl.math.log2(l_i), mask=offs_m < N_CTX)
                     tlx.async_descriptor_store_wait(0)  # the last tile's O has left this buffer
                     tlx.local_store(o, (acc / l_i[:, None]).to(dtype))
@@ -244,11 +254,28 @@ def attn_fwd_persistent_hopper(desc_q, desc_k, desc_v, desc_o, lse, sm_scale, B,
             tlx.async_descriptor_store_wait(0)
 
 
-#: Tiles per head dim (Config's fields; NUM_REGS is each consumer thread's register budget under setmaxnreg).
-CONFIGS = {64: Config(128, 128, 3, 240), 128: Config(128, 128, 2, 240)}
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PersistentConfig:
+    """Tiles, pipeline depth, registers and consumer warpgroups of one launch of the persistent kernel."""
+    BLOCK_M: int = 128  # Q rows per tile, split evenly over the consumers (64 or 128 rows each)
+    BLOCK_N: int = 128  # K/V rows per ring stage
+    NUM_STAGES: int = 2  # K/V stages in shared memory
+    NUM_REGS: int = 240  # registers per consumer thread (setmaxnreg)
+    CONSUMERS: int = 2  # consumer warpgroups
+    PINGPONG: bool = True  # two consumers take turns to issue their wgmmas
 
 
-def forward(q, k, v, causal: bool, sm_scale: float | None, config: Config | None = None, store_lse: bool = True):
+def pick_config(seq: int, head_dim: int, causal: bool) -> PersistentConfig:
+    """The configuration the H200 measurements chose for a shape (docs/benchmarks.md, 2026-12-02): 128 x 128
+    tiles, three K/V stages at head dim 64 (two fit at 128); 64-row K/V blocks for causal sequences up to
+    1024, where the diagonal blocks are a large share of the work and a 128-row block wastes half of one."""
+    if causal and seq <= 1024:
+        return PersistentConfig(BLOCK_N=64, NUM_STAGES=3)
+    return PersistentConfig(NUM_STAGES=3 if head_dim == 64 else 2)
+
+
+def forward(q, k, v, causal: bool, sm_scale: float | None, config: PersistentConfig | None = None,
+            store_lse: bool = True):
     """Run the kernel on checked inputs: q [B, H, S, D], k and v [B, H // group, S, D]. Returns ``(o, lse)``,
     O as a new contiguous tensor of q's shape and dtype, lse float32 [B, H, S] in base 2 (None without
     ``store_lse``)."""
@@ -256,18 +283,17 @@ def forward(q, k, v, causal: bool, sm_scale: float | None, config: Config | None
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     B, H, S, D = q.shape
-    cfg = config or CONFIGS[D]
+    cfg = config or pick_config(S, D, causal)
     sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else float(sm_scale)
     o = torch.empty((B, H, S, D), device=q.device, dtype=q.dtype)
     lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32) if store_lse else None
     q, k, v = tma_ready(q), tma_ready(k), tma_ready(v)
-    half, bn = cfg.BLOCK_M // 2, cfg.BLOCK_N
-    descs = [TensorDescriptor.from_tensor(x, [1, 1, rows, D]) for x, rows in ((q, half), (k, bn), (v, bn), (o, half))]
+    rows, bn = cfg.BLOCK_M // cfg.CONSUMERS, cfg.BLOCK_N
+    descs = [TensorDescriptor.from_tensor(x, [1, 1, n, D]) for x, n in ((q, rows), (k, bn), (v, bn), (o, rows))]
     num_m = triton.cdiv(S, cfg.BLOCK_M)
     units = B * H * ((num_m + 1) // 2 if causal else num_m)
     grid = (min(units, sm_count(q.device)),)
     attn_fwd_persistent_hopper[grid](*descs, o if lse is None else lse, sm_scale, B, H, H // k.shape[1], S,
-                                     HEAD_DIM=D, BLOCK_M=cfg.BLOCK_M, BLOCK_N=cfg.BLOCK_N,
-                                     NUM_STAGES=cfg.NUM_STAGES, CAUSAL=bool(causal), NUM_REGS=cfg.NUM_REGS,
-                                     STORE_LSE=store_lse, num_warps=4)
+                                     HEAD_DIM=D, CAUSAL=bool(causal), STORE_LSE=store_lse, num_warps=4,
+                                     **dataclasses.asdict(cfg))
     return o, lse
