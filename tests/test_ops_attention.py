@@ -70,9 +70,9 @@ def test_inputs_tma_cannot_read_in_place_are_copied(make):
     """A contiguous tensor whose base is not 16-byte aligned (a slice of a larger buffer), or whose size-1 dims
     have odd strides, is one contiguous() returns as it is; TensorDescriptor asserted on it."""
     from triton.tools.tensor_descriptor import TensorDescriptor
-    from tritium.kernels.attention_ws_hopper import _tma_ready
+    from tritium.kernels.attention_ws_hopper import tma_ready
     x = make()
-    ready = _tma_ready(x)
+    ready = tma_ready(x)
     assert ready.data_ptr() % 16 == 0 and torch.equal(ready, x)
     TensorDescriptor.from_tensor(ready, [1, 1, 8, 64])
 

@@ -7,6 +7,7 @@ without the turn barriers.
 """
 from __future__ import annotations
 
+from .attention_persistent_hopper import forward as persistent_forward
 from .attention_ws_hopper import CONFIGS, attn_fwd_ws_hopper, check_inputs, launch
 from .attention_ws_pipelined_hopper import attn_fwd_ws_pipelined_hopper
 
@@ -25,3 +26,12 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None):
     """
     check_inputs(q, k, v, "attention")
     return launch(pick_kernel(q.shape[2], q.shape[3]), q, k, v, causal, sm_scale, None)
+
+
+def attention_forward(q, k, v, causal: bool = False, sm_scale: float | None = None, enable_gqa: bool = False):
+    """``(o, lse)``: the attention output and its rows' logsumexp, what a backward needs, from the persistent
+    kernel (``attention_persistent_hopper``). k and v may have fewer heads than q with ``enable_gqa``
+    (query head h reads key/value head h // (Hq // Hkv), as SDPA's ``enable_gqa=True``). lse is float32
+    [B, Hq, S], in base 2: log2 of sum_j exp2(q_i . k_j * sm_scale * log2(e)) over the unmasked j."""
+    check_inputs(q, k, v, "attention", enable_gqa)
+    return persistent_forward(q, k, v, causal, sm_scale)

@@ -48,7 +48,7 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .attention_ws_hopper import LOG2E, _tma_ready, check_inputs
+from .attention_ws_hopper import LOG2E, tma_ready, check_inputs
 from .partitions import wait_stage
 
 
@@ -282,7 +282,7 @@ def launch_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float | None, c
     H_KV = k.shape[1]
     cfg = config or CONFIGS[D]
     sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else float(sm_scale)
-    q, k, v, do = (_tma_ready(x) for x in (q, k, v, do))
+    q, k, v, do = (tma_ready(x) for x in (q, k, v, do))
     o = o if o.stride(3) == 1 else o.contiguous()
     lse = lse.contiguous()
     delta = torch.empty((B, H, S), device=q.device, dtype=torch.float32)

@@ -191,8 +191,8 @@ def check_inputs(q, k, v, op: str = "attention", enable_gqa: bool = False) -> No
 
 def check_shapes(q, k, v, op: str = "attention", enable_gqa: bool = False) -> None:
     """The checks of :func:`check_inputs` that need no device: types, shapes, dtypes, one device (a torch
-    op's fake implementation runs these on meta/fake tensors). With ``enable_gqa`` k and v may have fewer
-    heads than q (grouped-query attention, SDPA's convention), a divisor of q's."""
+    op's fake implementation runs these on meta/fake tensors). With ``enable_gqa`` (SDPA's keyword) k and v
+    may have fewer heads than q, a divisor of q's."""
     import torch
 
     for name, x in (("q", q), ("k", k), ("v", v)):
@@ -202,21 +202,18 @@ def check_shapes(q, k, v, op: str = "attention", enable_gqa: bool = False) -> No
             raise ValueError(f"{op}: {name} must be 4-D [batch, heads, seq, head_dim], got shape {tuple(x.shape)}")
         if x.dtype not in (torch.float16, torch.bfloat16):
             raise TypeError(f"{op}: {name} must be float16 or bfloat16, got {x.dtype}")
-    heads_only = k.shape == v.shape and q.shape[0] == k.shape[0] and q.shape[2:] == k.shape[2:]
-    if heads_only and q.shape[1] != k.shape[1]:
-        hq, hkv = q.shape[1], k.shape[1]
-        if not enable_gqa:
-            raise ValueError(f"{op}: q has {hq} heads and k and v have {hkv}; pass enable_gqa=True for grouped-query "
-                             "attention (or give k and v q's heads)")
-        if hq % hkv:
-            raise ValueError(f"{op}: enable_gqa=True needs q's heads to be a multiple of k's and v's, got {hq} and "
-                             f"{hkv}")
+    heads_only = k.shape == v.shape and q.shape[::2] == k.shape[::2] and q.shape[3] == k.shape[3]
+    if enable_gqa and heads_only:
+        if q.shape[1] % k.shape[1]:
+            raise ValueError(f"{op}: with enable_gqa, q's heads must be a multiple of k's and v's, got "
+                             f"{q.shape[1]} query heads over {k.shape[1]} key/value heads")
     elif k.shape == v.shape and q.shape[:2] == k.shape[:2] and q.shape[3] == k.shape[3] and q.shape[2] != k.shape[2]:
         raise ValueError(f"{op}: q has sequence length {q.shape[2]} and k and v have {k.shape[2]}; tritium's attention "
                          "needs equal query and key lengths")
     elif not q.shape == k.shape == v.shape:
+        hint = " (fewer key/value heads than query heads need enable_gqa=True)" if heads_only else ""
         raise ValueError(f"{op}: q, k and v must have the same shape [batch, heads, seq, head_dim], got "
-                         f"{tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}")
+                         f"{tuple(q.shape)}, {tuple(k.shape)} and {tuple(v.shape)}{hint}")
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"{op}: q, k and v must have the same dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
     if not q.device == k.device == v.device:
@@ -230,7 +227,7 @@ def check_shapes(q, k, v, op: str = "attention", enable_gqa: bool = False) -> No
         raise ValueError(f"{op}: batch * heads = {B * H} exceeds the grid limit of 65535")
 
 
-def _tma_ready(x):
+def tma_ready(x):
     """``x`` itself if TMA can read it in place (unit last stride, 16-byte aligned base and strides), else a copy."""
     import torch
 
@@ -248,7 +245,7 @@ def launch(kernel, q, k, v, causal: bool, sm_scale: float | None, config: Config
     cfg = config or CONFIGS[D]
     sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else float(sm_scale)
     o = torch.empty((B, H, S, D), device=q.device, dtype=q.dtype)
-    q, k, v = _tma_ready(q), _tma_ready(k), _tma_ready(v)
+    q, k, v = tma_ready(q), tma_ready(k), tma_ready(v)
     half, bn = cfg.BLOCK_M // 2, cfg.BLOCK_N
     descs = [TensorDescriptor.from_tensor(x, [1, 1, rows, D]) for x, rows in ((q, half), (k, bn), (v, bn), (o, half))]
     grid = (triton.cdiv(S, cfg.BLOCK_M), B * H)
