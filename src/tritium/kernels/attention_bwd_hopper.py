@@ -66,6 +66,12 @@ def dq_cols(config: Config, head_dim: int) -> int:
     return head_dim // 2 if config.SPLIT_DQ else head_dim
 
 
+def descriptor_blocks(config: Config, head_dim: int) -> tuple[list[int], ...]:
+    """Block shapes of the main kernel's descriptors, in its argument order: q, k, v, do, dq (fp32), dk, dv."""
+    q, kv = [1, 1, config.BLOCK_M, head_dim], [1, 1, config.BLOCK_N // 2, head_dim]
+    return q, kv, kv, q, [1, 1, config.BLOCK_M, dq_cols(config, head_dim)], kv, kv
+
+
 #: Per head dim. Head dim 128 splits dQ's columns between the consumers: a [BLOCK_M, 128] fp32 dQ block per
 #: consumer on top of the dK and dV accumulators spilled registers at 240 per thread. Shared memory (head dim
 #: 128): K, V 64 KB, two Q/dO stages 64 KB, dS^T 32 KB, dQ staging 32 KB.
@@ -291,9 +297,8 @@ def launch_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float | None, c
     dq = torch.zeros((B, H, S, D), device=q.device, dtype=torch.float32)
     dk = torch.empty(k.shape, device=q.device, dtype=q.dtype)
     dv = torch.empty(k.shape, device=q.device, dtype=q.dtype)
-    qrows, kvrows, dqrows = [1, 1, cfg.BLOCK_M, D], [1, 1, cfg.BLOCK_N // 2, D], [1, 1, cfg.BLOCK_M, dq_cols(cfg, D)]
-    descs = [TensorDescriptor.from_tensor(x, rows) for x, rows in
-             ((q, qrows), (k, kvrows), (v, kvrows), (do, qrows), (dq, dqrows), (dk, kvrows), (dv, kvrows))]
+    descs = [TensorDescriptor.from_tensor(x, block) for x, block in zip((q, k, v, do, dq, dk, dv),
+                                                                         descriptor_blocks(cfg, D))]
     grid = (triton.cdiv(S, cfg.BLOCK_N), B * H_KV)
     attn_bwd_ws_hopper[grid](*descs, lse, delta, sm_scale, H, H_KV, S, HEAD_DIM=D, BLOCK_M=cfg.BLOCK_M,
                              BLOCK_N=cfg.BLOCK_N, NUM_STAGES=cfg.NUM_STAGES, CAUSAL=bool(causal),

@@ -27,6 +27,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
+from .launch import interpreting
+
 #: Softmax runs in base 2: exp(x) = exp2(x * LOG2E).
 LOG2E = tl.constexpr(1.4426950408889634)
 
@@ -192,7 +194,8 @@ def check_inputs(q, k, v, op: str = "attention", enable_gqa: bool = False) -> No
 def check_shapes(q, k, v, op: str = "attention", enable_gqa: bool = False) -> None:
     """The checks of :func:`check_inputs` that need no device: types, shapes, dtypes, one device (a torch
     op's fake implementation runs these on meta/fake tensors). With ``enable_gqa`` (SDPA's keyword) k and v
-    may have fewer heads than q, a divisor of q's."""
+    may have fewer heads than q, a divisor of q's. Under the interpreter float64 is accepted too
+    (``torch.autograd.gradcheck`` through the kernels, which accumulate in fp32)."""
     import torch
 
     for name, x in (("q", q), ("k", k), ("v", v)):
@@ -200,8 +203,9 @@ def check_shapes(q, k, v, op: str = "attention", enable_gqa: bool = False) -> No
             raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(x).__name__}")
         if x.dim() != 4:
             raise ValueError(f"{op}: {name} must be 4-D [batch, heads, seq, head_dim], got shape {tuple(x.shape)}")
-        if x.dtype not in (torch.float16, torch.bfloat16):
-            raise TypeError(f"{op}: {name} must be float16 or bfloat16, got {x.dtype}")
+        if x.dtype not in (torch.float16, torch.bfloat16) and not (x.dtype == torch.float64 and interpreting()):
+            raise TypeError(f"{op}: {name} must be float16 or bfloat16"
+                            f"{' (float64 under the interpreter)' if interpreting() else ''}, got {x.dtype}")
     heads_only = k.shape == v.shape and q.shape[::2] == k.shape[::2] and q.shape[3] == k.shape[3]
     if enable_gqa and heads_only:
         if q.shape[1] % k.shape[1]:
