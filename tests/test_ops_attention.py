@@ -1,7 +1,7 @@
 """tritium.ops.attention (torch.ops.tritium.attention) on the CPU without the interpreter: the fake
-implementation on meta and fake tensors, argument errors naming the argument, torch.compile(fullgraph=True)
-tracing with no graph break, opcheck, the missing backward; and test_ops_attention_interp.py (numerics)
-run in a TRITON_INTERPRET=1 process."""
+implementations of the forward and the backward on meta and fake tensors, argument errors naming the argument
+(GQA's included), torch.compile(fullgraph=True) tracing with no graph break, forward and backward, opcheck; and
+test_ops_attention_interp.py (numerics, gradients) run in a TRITON_INTERPRET=1 process."""
 import os
 import subprocess
 import sys
@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+
+from functorch.compile import make_boxed_func  # noqa: E402
+from torch._dynamo.backends.common import aot_autograd  # noqa: E402
 
 from tritium.ops import attention  # noqa: E402
 
@@ -116,11 +119,63 @@ def test_opcheck_schema_and_fake():
                           test_utils=("test_schema", "test_faketensor"))
 
 
-def test_backward_says_there_is_none():
-    q = _meta(1, 1, 8, 64).requires_grad_()
-    o = attention(q, q.detach(), q.detach())
-    with pytest.raises(RuntimeError, match=r"tritium\.ops\.attention has no backward kernel"):
-        o.sum().backward()
+def test_backward_through_the_fake_implementations():
+    """Autograd on meta tensors runs the forward's and the backward's fake implementations: gradients of the
+    inputs' shapes, GQA's k and v with their own (fewer) heads."""
+    q = _meta(2, 4, 40, 64).requires_grad_()
+    k, v = (_meta(2, 2, 40, 64).requires_grad_() for _ in range(2))
+    attention(q, k, v, causal=True, enable_gqa=True).sum().backward()
+    assert q.grad.shape == q.shape and k.grad.shape == v.grad.shape == k.shape
+    assert q.grad.device.type == "meta" and k.grad.dtype == torch.float16
+
+
+@pytest.mark.parametrize("kv_heads,seq,enable_gqa,message", [
+    (2, 8, False, r"q, k and v must have the same shape \[batch, heads, seq, head_dim\], got \(1, 4, 8, 64\), "
+                  r"\(1, 2, 8, 64\) and \(1, 2, 8, 64\) \(fewer key/value heads than query heads need enable_gqa=True\)"),
+    (3, 8, True, r"with enable_gqa, q's heads must be a multiple of k's and v's, got 4 query heads over 3 key/value "
+                 r"heads"),
+    (4, 16, False, r"q has sequence length 8 and k and v have 16; tritium's attention needs equal query and key "
+                   r"lengths"),
+])
+@pytest.mark.parametrize("device", ["meta", "cpu"], ids=["fake", "real"])
+def test_gqa_and_lengths_are_checked_by_fake_and_real(kv_heads, seq, enable_gqa, message, device):
+    q = torch.empty(1, 4, 8, 64, dtype=torch.float16, device=device)
+    k = torch.empty(1, kv_heads, seq, 64, dtype=torch.float16, device=device)
+    with pytest.raises(ValueError, match=r"tritium\.ops\.attention: " + message):
+        attention(q, k, k, enable_gqa=enable_gqa)
+
+
+def test_backward_fake_checks_what_it_is_given():
+    q = _meta(1, 2, 8, 64)
+    with pytest.raises(ValueError, match=r"tritium\.ops\.attention: lse must be a float32 tensor of shape \(1, 2, 8\)"):
+        torch.ops.tritium._attention_backward(q, q, q, q, q, _meta(1, 2, 8, dtype=torch.float32)[..., :4], False, None)
+    with pytest.raises(ValueError, match=r"tritium\.ops\.attention: grad_out must be a torch.float16 tensor of q's "
+                                         r"shape \(1, 2, 8, 64\)"):
+        torch.ops.tritium._attention_backward(_meta(1, 2, 9, 64), q, q, q, q, torch.empty(1, 2, 8, device="meta"),
+                                              False, None)
+
+
+def test_torch_compile_fullgraph_forward_and_backward():
+    """AOTAutograd traces the joint graph through the fake implementations (meta tensors, no kernel runs): the
+    forward graph calls tritium's forward, the backward graph tritium's backward, with GQA."""
+    graphs = []
+
+    def keep(kind):
+        return lambda g, _: graphs.append((kind, g)) or make_boxed_func(g)
+
+    backend = aot_autograd(fw_compiler=keep("fw"), bw_compiler=keep("bw"))
+    def f(q, k, v):
+        return attention(q, k, v, causal=True, enable_gqa=True).float().square().sum()
+
+    torch._dynamo.reset()
+    q = _meta(1, 4, 40, 128, dtype=torch.bfloat16).requires_grad_()
+    k, v = (_meta(1, 1, 40, 128, dtype=torch.bfloat16).requires_grad_() for _ in range(2))
+    torch.compile(f, fullgraph=True, backend=backend)(q, k, v).backward()
+    assert q.grad.shape == q.shape and k.grad.shape == k.shape and v.grad.shape == v.shape
+    targets = {kind: {n.target for n in g.graph.nodes if n.op == "call_function"} for kind, g in graphs}
+    assert torch.ops.tritium._attention_forward.default in targets["fw"]
+    assert torch.ops.tritium._attention_backward.default in targets["bw"]
+    torch._dynamo.reset()
 
 
 def test_interpreted_numerics_in_own_process():

@@ -1,18 +1,29 @@
-"""``torch.ops.tritium.attention``: the TLX flash-attention forward as a torch operator.
+"""``torch.ops.tritium.attention``: the TLX flash attention as a differentiable torch operator.
 
 Contract:
 
-* ``q``, ``k``, ``v``: [batch, heads, seq, head_dim] tensors of one shape, all float16 or all bfloat16,
-  on one CUDA device of compute capability 9.0 (or on the CPU under ``TRITON_INTERPRET=1``); head_dim
-  64 or 128, any sequence length >= 1, any strides (a layout TMA cannot read in place is copied).
+* ``q`` [batch, heads, seq, head_dim]; ``k`` and ``v`` of q's shape, or with ``enable_gqa=True``
+  (grouped-query attention, SDPA's convention) with a divisor Hkv of q's heads Hq, query head h using
+  KV head h // (Hq // Hkv). All float16 or all bfloat16, on one CUDA device of compute capability 9.0
+  (or on the CPU under ``TRITON_INTERPRET=1``, where float64 is accepted too, so that
+  ``torch.autograd.gradcheck`` can run through the kernels); head_dim 64 or 128, any sequence length
+  >= 1, the same for q and k (different query and key lengths are refused with an error that says so),
+  any strides (a layout TMA cannot read in place is copied).
 * ``causal``: the lower-triangular mask of ``scaled_dot_product_attention(is_causal=True)``;
   ``sm_scale`` defaults to 1/sqrt(head_dim).
-* The result is a new contiguous tensor of q's shape and dtype. The kernel is chosen per shape by
-  :func:`tritium.kernels.attention.pick_kernel` (plain or pipelined warp-specialized), as
-  :func:`tritium.kernels.attention.attention` does.
-* Forward only: differentiating through it raises an error that says so.
-* Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake (meta) implementation
-  runs the same shape and dtype checks, so ``torch.compile`` reports them while tracing.
+* The result is a new contiguous tensor of q's shape and dtype, from
+  :func:`tritium.kernels.attention.attention_forward`, which picks the forward kernel per shape.
+* Differentiable: the forward saves its base-2 logsumexp, and the backward runs
+  :mod:`tritium.kernels.attention_bwd_hopper` (a delta = rowsum(O * dO) kernel, then one
+  warp-specialized kernel for dQ, dK and dV; with GQA, dK and dV are summed over each KV head's query
+  heads inside the kernel). dQ is accumulated with fp32 atomic TMA adds, so its last bits may differ
+  from run to run. The backward is not itself differentiable (no double backward).
+* Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake (meta) implementations
+  of the forward and the backward run the same checks, so ``torch.compile`` reports them while tracing.
+
+Shape: ``tritium::attention`` is a composite op (as SDPA is) over two opaque custom ops,
+``tritium::_attention_forward`` -> (o, lse), whose autograd registration saves what the backward needs,
+and ``tritium::_attention_backward`` -> (dq, dk, dv), each with its fake implementation.
 """
 from __future__ import annotations
 
@@ -21,8 +32,9 @@ from typing import Optional
 
 import torch
 
-from ..kernels.attention import pick_kernel
-from ..kernels.attention_ws_hopper import check_inputs, check_shapes, launch
+from ..kernels.attention import attention_forward
+from ..kernels.attention_bwd_hopper import check_backward, launch_backward
+from ..kernels.attention_ws_hopper import check_inputs, check_shapes
 from . import launch as ops_launch
 
 _OP = "tritium.ops.attention"
@@ -33,33 +45,74 @@ def _check_scale(sm_scale: Optional[float]) -> None:
         raise ValueError(f"{_OP}: sm_scale must be a finite number or None, got {sm_scale}")
 
 
-@torch.library.custom_op("tritium::attention", mutates_args=())
-def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-               sm_scale: Optional[float] = None) -> torch.Tensor:
-    check_inputs(q, k, v, _OP)
-    ops_launch.check_not_cpu(_OP, "q", q)  # TRITON_INTERPRET=1 set after import passes check_inputs
-    _check_scale(sm_scale)
-    kernel = pick_kernel(q.shape[2], q.shape[3])
+def _on_device(q: torch.Tensor, fn, *args):
+    """``fn(*args)`` with q's CUDA device current (the kernels launch on the current device)."""
     if q.device.type == "cuda" and q.device.index != torch.cuda.current_device():
         with torch.cuda.device(q.device):
-            return launch(kernel, q, k, v, causal, sm_scale, None)
-    return launch(kernel, q, k, v, causal, sm_scale, None)
+            return fn(*args)
+    return fn(*args)
 
 
-@_attention.register_fake
-def _attention_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                    sm_scale: Optional[float] = None) -> torch.Tensor:
-    check_shapes(q, k, v, _OP)
+@torch.library.custom_op("tritium::_attention_forward", mutates_args=())
+def _attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sm_scale: Optional[float],
+                       enable_gqa: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    check_inputs(q, k, v, _OP, enable_gqa)
+    ops_launch.check_not_cpu(_OP, "q", q)  # TRITON_INTERPRET=1 set after import passes check_inputs
     _check_scale(sm_scale)
-    return q.new_empty(q.shape)
+    return _on_device(q, attention_forward, q, k, v, causal, sm_scale, enable_gqa)
 
 
-def _no_backward(ctx, grad: torch.Tensor):
-    raise RuntimeError(f"{_OP} has no backward kernel (tritium ships the flash-attention forward only); "
-                       "use torch.nn.functional.scaled_dot_product_attention where gradients are needed")
+@_attention_forward.register_fake
+def _attention_forward_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                            sm_scale: Optional[float], enable_gqa: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    check_shapes(q, k, v, _OP, enable_gqa)
+    _check_scale(sm_scale)
+    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
-_attention.register_autograd(_no_backward)
+@torch.library.custom_op("tritium::_attention_backward", mutates_args=())
+def _attention_backward(grad_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                        lse: torch.Tensor, causal: bool, sm_scale: Optional[float]
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    check_inputs(q, k, v, _OP, enable_gqa=True)  # the forward checked its enable_gqa
+    check_backward(q, o, lse, grad_out, _OP)
+    ops_launch.check_not_cpu(_OP, "q", q)
+    return _on_device(q, launch_backward, q, k, v, o, lse, grad_out, causal, sm_scale)
+
+
+@_attention_backward.register_fake
+def _attention_backward_fake(grad_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                             o: torch.Tensor, lse: torch.Tensor, causal: bool, sm_scale: Optional[float]
+                             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    check_shapes(q, k, v, _OP, enable_gqa=True)
+    check_backward(q, o, lse, grad_out, _OP)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    q, k, v, causal, sm_scale, _ = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.causal, ctx.sm_scale = causal, sm_scale
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward(ctx, grad_out: torch.Tensor, _grad_lse):
+    q, k, v, o, lse = ctx.saved_tensors
+    dq, dk, dv = torch.ops.tritium._attention_backward(grad_out, q, k, v, o, lse, ctx.causal, ctx.sm_scale)
+    return dq, dk, dv, None, None, None
+
+
+_attention_forward.register_autograd(_backward, setup_context=_setup_context)
+
+torch.library.define("tritium::attention", "(Tensor q, Tensor k, Tensor v, bool causal=False, float? sm_scale=None, "
+                     "bool enable_gqa=False) -> Tensor")
+
+
+@torch.library.impl("tritium::attention", "CompositeImplicitAutograd")
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+               sm_scale: Optional[float] = None, enable_gqa: bool = False) -> torch.Tensor:
+    return torch.ops.tritium._attention_forward(q, k, v, causal, sm_scale, enable_gqa)[0]
 
 
 def at_least_sdpa(seq: int, head_dim: int) -> bool:
@@ -72,7 +125,7 @@ def at_least_sdpa(seq: int, head_dim: int) -> bool:
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-              sm_scale: Optional[float] = None) -> torch.Tensor:
-    """softmax(q k^T * sm_scale [+ causal mask]) v with tritium's attention kernels (the module docstring
-    has the contract), through the custom op ``torch.ops.tritium.attention``."""
-    return torch.ops.tritium.attention(q, k, v, causal, sm_scale)
+              sm_scale: Optional[float] = None, enable_gqa: bool = False) -> torch.Tensor:
+    """softmax(q k^T * sm_scale [+ causal mask]) v with tritium's attention kernels, differentiable (the module
+    docstring has the contract), through the op ``torch.ops.tritium.attention``."""
+    return torch.ops.tritium.attention(q, k, v, causal, sm_scale, enable_gqa)
