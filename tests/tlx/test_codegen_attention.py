@@ -99,10 +99,14 @@ def test_nvmma_buffers_reshape_keeping_rows():
         layouts.reshaped(nvmma, (1, 1, 64, 64), (1, 64, 2, 32))
 
 
-def test_the_launcher_picks_pipelined_unless_one_kv_block():
-    assert attn.pick_kernel(128, 64) is ws.attn_fwd_ws_hopper
-    assert attn.pick_kernel(129, 64) is pp.attn_fwd_ws_pipelined_hopper
-    assert attn.pick_kernel(16384, 128) is pp.attn_fwd_ws_pipelined_hopper
+def test_the_launcher_picks_persistent_but_for_long_causal_hd128_forward_only():
+    from tritium.kernels.attention_persistent_hopper import attn_fwd_persistent_hopper as persistent
+    assert attn.pick_kernel(128, 64, False) is persistent
+    assert attn.pick_kernel(16384, 64, True) is persistent
+    assert attn.pick_kernel(16384, 128, False) is persistent
+    assert attn.pick_kernel(16384, 128, True) is pp.attn_fwd_ws_pipelined_hopper
+    assert attn.pick_kernel(16384, 128, True, gqa=True) is persistent
+    assert attn.pick_kernel(16384, 128, True, lse=True) is persistent
 
 
 def _qkv(shape=(1, 2, 16, 64), dtype=torch.float16):
@@ -147,7 +151,8 @@ def test_bench_attention_report(tmp_path, monkeypatch, capsys):
     from tritium.bench import attention as bench
 
     def fake_run(case):
-        t = {"SDPA cudnn_attention": 500.0, "TLX WS": 400.0, "TLX pipelined": 550.0 if case.head_dim == 128 else 450.0}
+        t = {"SDPA cudnn_attention": 500.0, "TLX WS": 400.0, "TLX pipelined": 550.0 if case.head_dim == 128 else 450.0,
+             "TLX persistent": 600.0}
         return {**case._asdict(), "batch": case.batch, "heads": case.heads, "tflops": t, "sdpa_backend": "cudnn",
                 "sdpa_tflops": 500.0, "attention_picks": "TLX pipelined",
                 **{f"{n} / SDPA": t[n] / 500.0 for n in bench.IMPLS}}
@@ -157,7 +162,7 @@ def test_bench_attention_report(tmp_path, monkeypatch, capsys):
     assert bench.main(str(tmp_path), "quick") == 0
     out = capsys.readouterr().out
     # 16k tokens: batch 4 at seq 4096; 2048 hidden: 16 heads of 128.
-    assert "| fp16 d128 causal s4096 | 4 x 16 | cudnn | 500.000 | 400.000 | 550.000 | 0.800 | 1.100 |" in out
+    assert "| fp16 d128 causal s4096 | 4 x 16 | cudnn | 500.000 | 400.000 | 550.000 | 600.000 | 0.800 | 1.100 | 1.200 |" in out
     assert "d128 TLX pipelined / SDPA geomean: 1.100" in out and "d64 TLX pipelined / SDPA geomean: 0.900" in out
     saved = json.loads((tmp_path / "attention.json").read_text())
     assert len(saved["cases"]) == 6 and saved["env"]["gpu"] == "fake GPU"

@@ -8,8 +8,8 @@ Contract:
 * ``causal``: the lower-triangular mask of ``scaled_dot_product_attention(is_causal=True)``;
   ``sm_scale`` defaults to 1/sqrt(head_dim).
 * The result is a new contiguous tensor of q's shape and dtype. The kernel is chosen per shape by
-  :func:`tritium.kernels.attention.pick_kernel` (plain or pipelined warp-specialized), as
-  :func:`tritium.kernels.attention.attention` does.
+  :func:`tritium.kernels.attention.pick_kernel` (persistent ping-pong, or pipelined for long causal
+  sequences at head dim 128), as :func:`tritium.kernels.attention.attention` does.
 * Forward only: differentiating through it raises an error that says so.
 * Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake (meta) implementation
   runs the same shape and dtype checks, so ``torch.compile`` reports them while tracing.
@@ -21,8 +21,8 @@ from typing import Optional
 
 import torch
 
-from ..kernels.attention import pick_kernel
-from ..kernels.attention_ws_hopper import check_inputs, check_shapes, launch
+from ..kernels.attention import attention as kernel_attention
+from ..kernels.attention_ws_hopper import check_inputs, check_shapes
 from . import launch as ops_launch
 
 _OP = "tritium.ops.attention"
@@ -39,11 +39,10 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool =
     check_inputs(q, k, v, _OP)
     ops_launch.check_not_cpu(_OP, "q", q)  # TRITON_INTERPRET=1 set after import passes check_inputs
     _check_scale(sm_scale)
-    kernel = pick_kernel(q.shape[2], q.shape[3])
     if q.device.type == "cuda" and q.device.index != torch.cuda.current_device():
         with torch.cuda.device(q.device):
-            return launch(kernel, q, k, v, causal, sm_scale, None)
-    return launch(kernel, q, k, v, causal, sm_scale, None)
+            return kernel_attention(q, k, v, causal, sm_scale)
+    return kernel_attention(q, k, v, causal, sm_scale)
 
 
 @_attention.register_fake
