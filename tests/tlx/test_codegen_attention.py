@@ -167,3 +167,47 @@ def test_bench_attention_report(tmp_path, monkeypatch, capsys):
     saved = json.loads((tmp_path / "attention.json").read_text())
     assert len(saved["cases"]) == 6 and saved["env"]["gpu"] == "fake GPU"
     assert (tmp_path / "attention.png").stat().st_size > 0
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_persistent(cfg, head_dim: int, dtype: str, causal: bool):
+    import dataclasses
+    from tritium.kernels.attention_persistent_hopper import attn_fwd_persistent_hopper
+    rows = cfg.BLOCK_M // cfg.CONSUMERS
+    sig = {f"desc_{n}": f"tensordesc<{dtype}[1, 1, {r}, {head_dim}]>"
+           for n, r in (("q", rows), ("k", cfg.BLOCK_N), ("v", cfg.BLOCK_N), ("o", rows))}
+    sig.update({"lse": "*fp32", "sm_scale": "fp32", "B": "i32", "H": "i32", "GROUP": "i32", "N_CTX": "i32"})
+    consts = {"HEAD_DIM": head_dim, "CAUSAL": causal, "STORE_LSE": True, **dataclasses.asdict(cfg)}
+    sig.update(dict.fromkeys(consts, "constexpr"))
+    return triton.compile(ASTSource(attn_fwd_persistent_hopper, sig, consts), target=SM90, options={"num_warps": 4})
+
+
+#: The ping-pong config (on 3.8 ptxas serializes its wgmmas, as it does the pipelined kernel's: C7513 above) and
+#: three free-running consumers at 160 registers, whose few spilled words (8 bytes on 3.6, 24 on 3.8) are allowed:
+#: the config measured fastest as it is.
+PERSISTENT = [pytest.param(128, "fp16", True, 0, marks=SERIALIZED_ON_38), (64, "bf16", False, 32)]
+
+
+@pytest.mark.parametrize("head_dim, dtype, causal, spilled", PERSISTENT)
+def test_persistent_attention_structure_and_registers(head_dim, dtype, causal, spilled, tmp_path):
+    """The shipped configs of the persistent kernel: a producer and CONSUMERS warpgroups at NUM_REGS, turns on
+    named barriers only in ping-pong, the logsumexp stored, and ptxas keeps (almost) everything in registers."""
+    from tritium.kernels.attention_persistent_hopper import pick_config
+    cfg = pick_config(4096, head_dim, causal)
+    assert cfg.CONSUMERS == (2 if head_dim == 128 else 3)
+    k = compiled_persistent(cfg, head_dim, dtype, causal)
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert len(re.findall(r"partition\d\(.*\) num_warps\(4\)", ttgir)) == cfg.CONSUMERS
+    assert k.metadata.num_warps == 4 * (1 + cfg.CONSUMERS) and k.metadata.shared <= 232448
+    assert f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
+    turns = {"bar.sync 9, 256", "bar.sync 10, 256", "bar.arrive 9, 256", "bar.arrive 10, 256"}
+    assert all(t in ptx for t in turns) == cfg.PINGPONG and any(t in ptx for t in turns) == cfg.PINGPONG
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx  # S_j waited for while P_{j-1} V_{j-1} runs
+    assert "st.global" in ptx  # the logsumexp
+    path = tmp_path / "k.ptx"
+    path.write_text(ptx)
+    out = subprocess.run([compat.ptxas_path(90), "-arch=sm_90a", "-v", str(path), "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True, check=True).stderr
+    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", out)]
+    assert spills and max(spills) <= spilled, out
+    assert "wgmma.mma_async instructions are serialized" not in out, out
