@@ -37,7 +37,8 @@ _ATTN_SIG = {"desc_q": _desc("fp16", 1, 1, 64, 64), "desc_k": _desc("fp16", 1, 1
 _TRIMUL = "tritium.kernels.trimul"
 
 #: Shipped kernels and configs the codegen-parity list does not compile: the launchers' other configs,
-#: split-K, dual-K, non-causal attention at head dim 64, and TriMul's four kernels as ``Plan`` launches them.
+#: split-K, dual-K, non-causal attention at head dim 64, the persistent attention's ping-pong and three-consumer
+#: configs, and TriMul's four kernels as ``Plan`` launches them.
 SHIPPED = (
     Spec("tritium.gemm_pipelined_hopper.small", "tritium.kernels.gemm_pipelined_hopper",
          "matmul_kernel_pipelined_hopper",
@@ -66,6 +67,16 @@ SHIPPED = (
            ("N_CTX", ), {"num_warps": 4})
       for module, kernel in (("attention_ws_hopper", "attn_fwd_ws_hopper"),
                              ("attention_ws_pipelined_hopper", "attn_fwd_ws_pipelined_hopper"))),
+    *(Spec(f"tritium.attention_persistent_hopper.{variant}", "tritium.kernels.attention_persistent_hopper",
+           "attn_fwd_persistent_hopper",
+           {"desc_q": _desc("fp16", 1, 1, rows, d), "desc_k": _desc("fp16", 1, 1, 128, d),
+            "desc_v": _desc("fp16", 1, 1, 128, d), "desc_o": _desc("fp16", 1, 1, rows, d), "lse": "*fp32",
+            "sm_scale": "fp32", "B": "i32", "H": "i32", "GROUP": "i32", "N_CTX": "i32"},
+           {"HEAD_DIM": d, "CAUSAL": causal, "STORE_LSE": True, "BLOCK_M": 2 * rows if consumers == 2 else 192,
+            "BLOCK_N": 128, "NUM_STAGES": stages, "NUM_REGS": regs, "CONSUMERS": consumers,
+            "PINGPONG": consumers == 2}, ("lse", "N_CTX"), {"num_warps": 4})
+      for variant, d, causal, rows, stages, regs, consumers in (("d128.causal", 128, True, 64, 2, 240, 2),
+                                                                ("d64.3wg", 64, False, 64, 3, 160, 3))),
     Spec("tritium.trimul.center", _TRIMUL, "trimul_center_kernel",
          {"x_ptr": "*fp32", "xc_ptr": "*bf16", "rstd_ptr": "*fp32", "M": "i32", "C": "i32", "eps": "fp32"},
          {"BM": 8, "CP": 512}, ("x_ptr", "xc_ptr", "rstd_ptr", "M", "C"), {"num_warps": 4}),

@@ -99,10 +99,14 @@ def test_nvmma_buffers_reshape_keeping_rows():
         layouts.reshaped(nvmma, (1, 1, 64, 64), (1, 64, 2, 32))
 
 
-def test_the_launcher_picks_pipelined_unless_one_kv_block():
-    assert attn.pick_kernel(128, 64) is ws.attn_fwd_ws_hopper
-    assert attn.pick_kernel(129, 64) is pp.attn_fwd_ws_pipelined_hopper
-    assert attn.pick_kernel(16384, 128) is pp.attn_fwd_ws_pipelined_hopper
+def test_the_launcher_picks_persistent_but_for_long_causal_hd128_forward_only():
+    from tritium.kernels.attention_persistent_hopper import attn_fwd_persistent_hopper as persistent
+    assert attn.pick_kernel(128, 64, False) is persistent
+    assert attn.pick_kernel(16384, 64, True) is persistent
+    assert attn.pick_kernel(16384, 128, False) is persistent
+    assert attn.pick_kernel(16384, 128, True) is pp.attn_fwd_ws_pipelined_hopper
+    assert attn.pick_kernel(16384, 128, True, gqa=True) is persistent
+    assert attn.pick_kernel(16384, 128, True, lse=True) is persistent
 
 
 def _qkv(shape=(1, 2, 16, 64), dtype=torch.float16):
@@ -147,7 +151,8 @@ def test_bench_attention_report(tmp_path, monkeypatch, capsys):
     from tritium.bench import attention as bench
 
     def fake_run(case):
-        t = {"SDPA cudnn_attention": 500.0, "TLX WS": 400.0, "TLX pipelined": 550.0 if case.head_dim == 128 else 450.0}
+        t = {"SDPA cudnn_attention": 500.0, "TLX WS": 400.0, "TLX pipelined": 550.0 if case.head_dim == 128 else 450.0,
+             "TLX persistent": 600.0}
         return {**case._asdict(), "batch": case.batch, "heads": case.heads, "tflops": t, "sdpa_backend": "cudnn",
                 "sdpa_tflops": 500.0, "attention_picks": "TLX pipelined",
                 **{f"{n} / SDPA": t[n] / 500.0 for n in bench.IMPLS}}
@@ -157,8 +162,52 @@ def test_bench_attention_report(tmp_path, monkeypatch, capsys):
     assert bench.main(str(tmp_path), "quick") == 0
     out = capsys.readouterr().out
     # 16k tokens: batch 4 at seq 4096; 2048 hidden: 16 heads of 128.
-    assert "| fp16 d128 causal s4096 | 4 x 16 | cudnn | 500.000 | 400.000 | 550.000 | 0.800 | 1.100 |" in out
+    assert "| fp16 d128 causal s4096 | 4 x 16 | cudnn | 500.000 | 400.000 | 550.000 | 600.000 | 0.800 | 1.100 | 1.200 |" in out
     assert "d128 TLX pipelined / SDPA geomean: 1.100" in out and "d64 TLX pipelined / SDPA geomean: 0.900" in out
     saved = json.loads((tmp_path / "attention.json").read_text())
     assert len(saved["cases"]) == 6 and saved["env"]["gpu"] == "fake GPU"
     assert (tmp_path / "attention.png").stat().st_size > 0
+
+
+@functools.lru_cache(maxsize=None)
+def compiled_persistent(cfg, head_dim: int, dtype: str, causal: bool):
+    import dataclasses
+    from tritium.kernels.attention_persistent_hopper import attn_fwd_persistent_hopper
+    rows = cfg.BLOCK_M // cfg.CONSUMERS
+    sig = {f"desc_{n}": f"tensordesc<{dtype}[1, 1, {r}, {head_dim}]>"
+           for n, r in (("q", rows), ("k", cfg.BLOCK_N), ("v", cfg.BLOCK_N), ("o", rows))}
+    sig.update({"lse": "*fp32", "sm_scale": "fp32", "B": "i32", "H": "i32", "GROUP": "i32", "N_CTX": "i32"})
+    consts = {"HEAD_DIM": head_dim, "CAUSAL": causal, "STORE_LSE": True, **dataclasses.asdict(cfg)}
+    sig.update(dict.fromkeys(consts, "constexpr"))
+    return triton.compile(ASTSource(attn_fwd_persistent_hopper, sig, consts), target=SM90, options={"num_warps": 4})
+
+
+#: The ping-pong config (on 3.8 ptxas serializes its wgmmas, as it does the pipelined kernel's: C7513 above) and
+#: three free-running consumers at 160 registers, whose few spilled words (8 bytes on 3.6, 24 on 3.8) are allowed:
+#: the config measured fastest as it is.
+PERSISTENT = [pytest.param(128, "fp16", True, 0, marks=SERIALIZED_ON_38), (64, "bf16", False, 32)]
+
+
+@pytest.mark.parametrize("head_dim, dtype, causal, spilled", PERSISTENT)
+def test_persistent_attention_structure_and_registers(head_dim, dtype, causal, spilled, tmp_path):
+    """The shipped configs of the persistent kernel: a producer and CONSUMERS warpgroups at NUM_REGS, turns on
+    named barriers only in ping-pong, the logsumexp stored, and ptxas keeps (almost) everything in registers."""
+    from tritium.kernels.attention_persistent_hopper import pick_config
+    cfg = pick_config(4096, head_dim, causal)
+    assert cfg.CONSUMERS == (2 if head_dim == 128 else 3)
+    k = compiled_persistent(cfg, head_dim, dtype, causal)
+    ttgir, ptx = k.asm["ttgir"], k.asm["ptx"]
+    assert len(re.findall(r"partition\d\(.*\) num_warps\(4\)", ttgir)) == cfg.CONSUMERS
+    assert k.metadata.num_warps == 4 * (1 + cfg.CONSUMERS) and k.metadata.shared <= 232448
+    assert f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
+    turns = {"bar.sync 9, 256", "bar.sync 10, 256", "bar.arrive 9, 256", "bar.arrive 10, 256"}
+    assert all(t in ptx for t in turns) == cfg.PINGPONG and any(t in ptx for t in turns) == cfg.PINGPONG
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx  # S_j waited for while P_{j-1} V_{j-1} runs
+    assert "st.global" in ptx  # the logsumexp
+    path = tmp_path / "k.ptx"
+    path.write_text(ptx)
+    out = subprocess.run([compat.ptxas_path(90), "-arch=sm_90a", "-v", str(path), "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True, check=True).stderr
+    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", out)]
+    assert spills and max(spills) <= spilled, out
+    assert "wgmma.mma_async instructions are serialized" not in out, out

@@ -1,4 +1,6 @@
 """The warp-specialized flash-attention kernels on the CPU interpreter against torch fp32 SDPA."""
+import math
+
 import pytest
 import torch
 
@@ -6,6 +8,7 @@ from interp_shim import require_interpret_mode
 
 require_interpret_mode()
 
+from tritium.kernels import attention_persistent_hopper as ph  # noqa: E402
 from tritium.kernels import attention_ws_hopper as ws  # noqa: E402
 from tritium.kernels import attention_ws_pipelined_hopper as pp  # noqa: E402
 from tritium.kernels.attention import attention  # noqa: E402
@@ -53,3 +56,28 @@ def test_strided_inputs_and_sm_scale():
 @pytest.mark.parametrize("seq", [20, 150])  # one K/V block (plain kernel), two (pipelined)
 def test_attention_default_configs(seq):
     check(attention, (1, 1, seq, 64), True, torch.float16)
+
+
+# The persistent kernel: 4 programs under the interpreter, so each walks several units (causal pairs, the
+# odd middle tile, GQA heads), and its logsumexp against torch's.
+PERSISTENT = [((1, 4, 2, 300, 64), True, torch.float16, ph.PersistentConfig(BLOCK_N=32)),
+              ((2, 2, 1, 200, 128), False, torch.bfloat16, ph.PersistentConfig(BLOCK_N=64, PINGPONG=False)),
+              ((1, 2, 1, 450, 64), True, torch.float16,
+               ph.PersistentConfig(BLOCK_M=192, BLOCK_N=128, NUM_STAGES=3, NUM_REGS=160, CONSUMERS=3, PINGPONG=False))]
+
+
+@pytest.mark.parametrize("shape, causal, dtype, config", PERSISTENT,
+                         ids=["gqa-causal-pingpong", "gqa-full-free", "three-consumers-causal"])
+def test_persistent_kernel_and_its_logsumexp(shape, causal, dtype, config):
+    B, H, HK, S, D = shape
+    torch.manual_seed(S)
+    q = torch.randn(B, H, S, D, dtype=dtype)
+    k, v = (torch.randn(B, HK, S, D, dtype=dtype) for _ in range(2))
+    o, lse = ph.forward(q, k, v, causal, None, config)
+    kr, vr = (x.float().repeat_interleave(H // HK, 1) for x in (k, v))
+    scores = q.float() @ kr.transpose(-1, -2) / D ** 0.5
+    if causal:
+        scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+    ref = torch.softmax(scores, -1) @ vr
+    assert ((o.float() - ref).norm() / ref.norm()).item() < TOLERANCE[dtype]
+    torch.testing.assert_close(lse, torch.logsumexp(scores, -1) / math.log(2), rtol=0, atol=1e-4)

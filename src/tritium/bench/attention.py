@@ -18,6 +18,8 @@ import math
 from typing import NamedTuple
 
 from ..kernels.attention import pick_kernel
+from ..kernels.attention_persistent_hopper import attn_fwd_persistent_hopper
+from ..kernels.attention_persistent_hopper import forward as persistent_forward
 from ..kernels.attention_ws_hopper import attention_ws, attn_fwd_ws_hopper
 from ..kernels.attention_ws_pipelined_hopper import attention_ws_pipelined, attn_fwd_ws_pipelined_hopper
 from .report import bar_plot, save_json, table
@@ -27,7 +29,9 @@ HIDDEN = 2048  # heads * head_dim
 SEQS = (1024, 2048, 4096, 8192, 16384)
 #: name -> (launcher, kernel)
 IMPLS = {"TLX WS": (attention_ws, attn_fwd_ws_hopper),
-         "TLX pipelined": (attention_ws_pipelined, attn_fwd_ws_pipelined_hopper)}
+         "TLX pipelined": (attention_ws_pipelined, attn_fwd_ws_pipelined_hopper),
+         "TLX persistent": (lambda q, k, v, causal: persistent_forward(q, k, v, causal, None, store_lse=False)[0],
+                            attn_fwd_persistent_hopper)}
 
 
 class Case(NamedTuple):
@@ -113,7 +117,7 @@ def run_case(case: Case, rounds: int = 2, rep_ms: int = 100) -> dict:
             ms = do_bench(fn, warmup=25, rep=rep_ms, return_mode="median")
             tflops[name] = max(tflops[name], case.flops() / ms * 1e-9)
     best = max((n for n in tflops if n.startswith("SDPA")), key=tflops.get)
-    picked = next(n for n, (_, kernel) in IMPLS.items() if kernel is pick_kernel(case.seq, case.head_dim))
+    picked = next(n for n, (_, kernel) in IMPLS.items() if kernel is pick_kernel(case.seq, case.head_dim, case.causal))
     return {**case._asdict(), "batch": case.batch, "heads": case.heads, "tflops": tflops,
             "sdpa_backend": best.split()[1], "sdpa_tflops": tflops[best], "attention_picks": picked,
             **{f"{n} / SDPA": tflops[n] / tflops[best] for n in IMPLS}}

@@ -11,8 +11,11 @@ Contract:
   any strides (a layout TMA cannot read in place is copied).
 * ``causal``: the lower-triangular mask of ``scaled_dot_product_attention(is_causal=True)``;
   ``sm_scale`` defaults to 1/sqrt(head_dim).
-* The result is a new contiguous tensor of q's shape and dtype, from
-  :func:`tritium.kernels.attention.attention_forward`, which picks the forward kernel per shape.
+* The result is a new contiguous tensor of q's shape and dtype. Where no input requires a gradient, the
+  kernel is chosen per shape by :func:`tritium.kernels.attention.pick_kernel` (persistent ping-pong, or
+  pipelined for long causal sequences at head dim 128), as :func:`tritium.kernels.attention.attention`
+  does; otherwise the persistent kernel runs, which also writes the logsumexp the backward reads
+  (:func:`tritium.kernels.attention.attention_forward`).
 * Differentiable: the forward saves its base-2 logsumexp, and the backward runs
   :mod:`tritium.kernels.attention_bwd_hopper` (a delta = rowsum(O * dO) kernel, then one
   warp-specialized kernel for dQ, dK and dV; with GQA, dK and dV are summed over each KV head's query
@@ -21,9 +24,10 @@ Contract:
 * Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake (meta) implementations
   of the forward and the backward run the same checks, so ``torch.compile`` reports them while tracing.
 
-Shape: ``tritium::attention`` is a composite op (as SDPA is) over two opaque custom ops,
-``tritium::_attention_forward`` -> (o, lse), whose autograd registration saves what the backward needs,
-and ``tritium::_attention_backward`` -> (dq, dk, dv), each with its fake implementation.
+Shape: ``tritium::attention`` is a composite op (as SDPA is) over opaque custom ops, each with its fake
+implementation: ``tritium::_attention_inference`` -> o where no gradient is needed;
+``tritium::_attention_forward`` -> (o, lse), whose autograd registration saves what the backward needs, and
+``tritium::_attention_backward`` -> (dq, dk, dv).
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from typing import Optional
 
 import torch
 
+from ..kernels.attention import attention as kernel_attention
 from ..kernels.attention import attention_forward
 from ..kernels.attention_bwd_hopper import check_backward, launch_backward
 from ..kernels.attention_ws_hopper import check_inputs, check_shapes
@@ -51,6 +56,23 @@ def _on_device(q: torch.Tensor, fn, *args):
         with torch.cuda.device(q.device):
             return fn(*args)
     return fn(*args)
+
+
+@torch.library.custom_op("tritium::_attention_inference", mutates_args=())
+def _attention_inference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sm_scale: Optional[float],
+                         enable_gqa: bool) -> torch.Tensor:
+    check_inputs(q, k, v, _OP, enable_gqa)
+    ops_launch.check_not_cpu(_OP, "q", q)  # TRITON_INTERPRET=1 set after import passes check_inputs
+    _check_scale(sm_scale)
+    return _on_device(q, kernel_attention, q, k, v, causal, sm_scale, enable_gqa)
+
+
+@_attention_inference.register_fake
+def _attention_inference_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                              sm_scale: Optional[float], enable_gqa: bool) -> torch.Tensor:
+    check_shapes(q, k, v, _OP, enable_gqa)
+    _check_scale(sm_scale)
+    return q.new_empty(q.shape)
 
 
 @torch.library.custom_op("tritium::_attention_forward", mutates_args=())
@@ -112,7 +134,9 @@ torch.library.define("tritium::attention", "(Tensor q, Tensor k, Tensor v, bool 
 @torch.library.impl("tritium::attention", "CompositeImplicitAutograd")
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                sm_scale: Optional[float] = None, enable_gqa: bool = False) -> torch.Tensor:
-    return torch.ops.tritium._attention_forward(q, k, v, causal, sm_scale, enable_gqa)[0]
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return torch.ops.tritium._attention_forward(q, k, v, causal, sm_scale, enable_gqa)[0]
+    return torch.ops.tritium._attention_inference(q, k, v, causal, sm_scale, enable_gqa)
 
 
 def at_least_sdpa(seq: int, head_dim: int) -> bool:

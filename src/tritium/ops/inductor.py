@@ -1,8 +1,8 @@
 """torch.compile chooses tritium's ops where they are at least as fast: an opt-in graph pass for Inductor.
 
 ``use_kernels(mm=True, attention=True)`` makes Inductor's post-grad graph call ``torch.ops.tritium.matmul``
-in place of ``aten.mm``/``aten.addmm`` and ``torch.ops.tritium._attention_forward`` (the forward of the
-composite ``torch.ops.tritium.attention``, as a post-grad graph holds it) in place of the SDPA kernels
+in place of ``aten.mm``/``aten.addmm`` and ``torch.ops.tritium._attention_inference`` (what the composite
+``torch.ops.tritium.attention`` runs where no gradient is needed) in place of the SDPA kernels
 (``aten._scaled_dot_product_{flash,efficient,cudnn}_attention``), node by node, only where the measured
 rules say tritium's kernel is at least as fast for that shape, dtype, layout and device
 (:func:`tritium.ops.plans.at_least_cublas`, :func:`tritium.ops.attention.at_least_sdpa`); every other
@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 import torch
 
-from . import attention as attention_op  # noqa: F401  (registers torch.ops.tritium._attention_forward)
+from . import attention as attention_op  # noqa: F401  (registers torch.ops.tritium._attention_inference)
 from . import gemm as gemm_op  # noqa: F401  (registers torch.ops.tritium.matmul)
 from . import plans
 from .attention import at_least_sdpa
@@ -171,10 +171,11 @@ def _rewrite_sdpa(graph: torch.fx.Graph, node: torch.fx.Node) -> int:
     if not attention_qualifies(_val(q), _val(k), _val(v)):
         return 0
     causal, scale = bool(_arg(node, "is_causal", False)), _arg(node, "scale")
-    qv = _val(q)
-    with graph.inserting_before(node):  # the op a post-grad graph holds: the composite tritium.attention's forward
-        new = graph.call_function(torch.ops.tritium._attention_forward.default, (q, k, v, causal, scale, False))
-        new.meta["val"] = (qv.new_empty(qv.shape), qv.new_empty(qv.shape[:3], dtype=torch.float32))
-    node.replace_all_uses_with(new)  # the users take item 0, the output, of either tuple
+    with graph.inserting_before(node):  # the op a no-grad post-grad graph holds for the composite tritium.attention
+        new = graph.call_function(torch.ops.tritium._attention_inference.default, (q, k, v, causal, scale, False))
+        new.meta["val"] = _val(q).new_empty(_val(q).shape)
+    for user in users:
+        user.replace_all_uses_with(new)
+        graph.erase_node(user)
     graph.erase_node(node)
     return 1
