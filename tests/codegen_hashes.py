@@ -19,6 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from codegen_parity.kernels import OPS, SM90, TARGET_NAMES, TRITIUM, Spec, _desc  # noqa: E402
 
+from tritium.kernels import attention_bwd_hopper  # noqa: E402
+
 HASHES = Path(__file__).parent / "data" / "codegen_hashes.json"
 GFX950 = ("hip", "gfx950", 64)
 
@@ -36,9 +38,23 @@ _ATTN_SIG = {"desc_q": _desc("fp16", 1, 1, 64, 64), "desc_k": _desc("fp16", 1, 1
              "H": "i32", "N_CTX": "i32"}
 _TRIMUL = "tritium.kernels.trimul"
 
+
+def attention_bwd_signature(head_dim: int, dtype: str) -> dict:
+    """The backward kernel's runtime arguments as ``launch_backward`` passes them
+    (tests/tlx/test_codegen_attention_bwd.py compiles the same specializations, so one compile serves both)."""
+    blocks = attention_bwd_hopper.descriptor_blocks(attention_bwd_hopper.CONFIGS[head_dim], head_dim)
+    names = ("desc_q", "desc_k", "desc_v", "desc_do", "desc_dq", "desc_dk", "desc_dv")
+    descs = {name: _desc("fp32" if name == "desc_dq" else dtype, *block) for name, block in zip(names, blocks)}
+    return {**descs, "lse_ptr": "*fp32", "delta_ptr": "*fp32", "sm_scale": "fp32", "H_Q": "i32", "H_KV": "i32",
+            "N_CTX": "i32"}
+
+
+#: The backward's two head-dim configs (split dQ at 128), as tests/tlx/test_codegen_attention_bwd.py compiles them.
+ATTENTION_BWD_CASES = ((128, "fp16", True), (64, "bf16", False))
+
 #: Shipped kernels and configs the codegen-parity list does not compile: the launchers' other configs,
 #: split-K, dual-K, non-causal attention at head dim 64, the persistent attention's ping-pong and three-consumer
-#: configs, and TriMul's four kernels as ``Plan`` launches them.
+#: configs, the attention backward, and TriMul's four kernels as ``Plan`` launches them.
 SHIPPED = (
     Spec("tritium.gemm_pipelined_hopper.small", "tritium.kernels.gemm_pipelined_hopper",
          "matmul_kernel_pipelined_hopper",
@@ -77,6 +93,10 @@ SHIPPED = (
             "PINGPONG": consumers == 2}, ("lse", "N_CTX"), {"num_warps": 4})
       for variant, d, causal, rows, stages, regs, consumers in (("d128.causal", 128, True, 64, 2, 240, 2),
                                                                 ("d64.3wg", 64, False, 64, 3, 160, 3))),
+    *(Spec(f"tritium.attention_bwd_hopper.d{d}.{dtype}{'.causal' if causal else ''}",
+           "tritium.kernels.attention_bwd_hopper", "attn_bwd_ws_hopper", attention_bwd_signature(d, dtype),
+           {"HEAD_DIM": d, "CAUSAL": causal, **attention_bwd_hopper.CONFIGS[d]._asdict()}, (), {"num_warps": 4})
+      for d, dtype, causal in ATTENTION_BWD_CASES),
     Spec("tritium.trimul.center", _TRIMUL, "trimul_center_kernel",
          {"x_ptr": "*fp32", "xc_ptr": "*bf16", "rstd_ptr": "*fp32", "M": "i32", "C": "i32", "eps": "fp32"},
          {"BM": 8, "CP": 512}, ("x_ptr", "xc_ptr", "rstd_ptr", "M", "C"), {"num_warps": 4}),
