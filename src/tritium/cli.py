@@ -303,7 +303,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if only not in gpu_free and not _cuda_available():
         hint = f"; --only {' or '.join(sorted(gpu_free))} runs without one" if gpu_free else ""
         raise CommandError(f"{args.what} needs a CUDA GPU, and torch sees none{hint}")
-    return importlib.import_module(f"tritium.bench.{module_name}").main(args.out, only)
+    extra = {name: getattr(args, name) for name in BENCH_OPTIONS.get(args.what, {})}
+    return importlib.import_module(f"tritium.bench.{module_name}").main(args.out, only, **extra)
 
 
 def _cuda_available() -> bool:
@@ -326,12 +327,19 @@ BENCHMARKS: dict[str, tuple[str, str, Any, frozenset[str]]] = {
              frozenset()),
     "policy": ("policy", "one tl.dot GEMM under stock Triton and the example plugin's pipelining pipelines",
                None, frozenset()),
-    "attention": ("attention", "the TLX flash-attention kernels against PyTorch SDPA",
-                  "quick, or words such as bf16 d128 causal s4096 (all must match)", frozenset()),
+    "attention": ("attention", "tritium.ops.attention, forward and backward, against PyTorch SDPA's backends",
+                  "quick, or words such as bf16 d128 causal s4096 gqa (all must match)", frozenset()),
     "trimul": ("trimul", "the TriMul op against eager PyTorch and torch.compile",
                "quick, fast, case numbers such as 1-4, or words such as N1024 C384 cauchy", frozenset()),
     "inductor": ("inductor", "torch.compile of a bf16 transformer block with tritium.ops.use_kernels off and on",
                  {"graphs": "also under mode='reduce-overhead' (CUDA graphs)"}, frozenset()),
+}
+
+
+#: Options of one benchmark besides ``--out`` and ``--only``: ``tritium bench NAME`` -> {option: (choices, default,
+#: help)}, passed to its module's ``main`` by name.
+BENCH_OPTIONS: dict[str, dict[str, tuple[tuple[str, ...], str, str]]] = {
+    "attention": {"direction": (("fwd", "bwd", "both"), "both", "time the forward, the backward or both")},
 }
 
 
@@ -367,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
             one.add_argument("--only", choices=list(only), help="; ".join(f"{k}: {v}" for k, v in only.items()))
         elif only:
             one.add_argument("--only", default="", help=f"run a subset: {only}")
+        for option, (choices, default, help_) in BENCH_OPTIONS.get(name, {}).items():
+            one.add_argument(f"--{option}", choices=choices, default=default, help=f"{help_} (default: {default})")
         one.set_defaults(run=_cmd_bench)
     return parser
 
