@@ -202,7 +202,7 @@ def _label(result: dict) -> str:
     return Case(*(result[f] for f in Case._fields)).label
 
 
-def _geomean(xs: list[float]) -> float:
+def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
@@ -222,7 +222,7 @@ def report(results: list[dict], dirs: tuple[str, ...], out: str, env: dict) -> d
                             for d in sorted({r["head_dim"] for r in results})] + [("gqa", lambda r: r["gqa"])]:
             ratios = [r[direction]["ratio"] for r in results if keep(r)]
             if ratios:
-                summary[f"{direction} {group} {OP} / SDPA geomean"] = _geomean(ratios)
+                summary[f"{direction} {group} {OP} / SDPA geomean"] = geomean(ratios)
     print("\n" + "\n".join(f"{k}: {v:.3f}" for k, v in summary.items()))
     series = {f"{d}: {OP} / SDPA": [r[d]["ratio"] for r in results] for d in dirs}
     png = bar_plot(f"{out}/attention.png", "Flash attention vs SDPA (fastest backend)", [_label(r) for r in results],
