@@ -131,7 +131,8 @@ def test_backward_through_the_fake_implementations():
 
 @pytest.mark.parametrize("kv_heads,seq,enable_gqa,message", [
     (2, 8, False, r"q, k and v must have the same shape \[batch, heads, seq, head_dim\], got \(1, 4, 8, 64\), "
-                  r"\(1, 2, 8, 64\) and \(1, 2, 8, 64\) \(fewer key/value heads than query heads need enable_gqa=True\)"),
+                  r"\(1, 2, 8, 64\) and \(1, 2, 8, 64\) \(fewer key/value heads than query heads need "
+                  r"enable_gqa=True\)"),
     (3, 8, True, r"with enable_gqa, q's heads must be a multiple of k's and v's, got 4 query heads over 3 key/value "
                  r"heads"),
     (4, 16, False, r"q has sequence length 8 and k and v have 16; tritium's attention needs equal query and key "

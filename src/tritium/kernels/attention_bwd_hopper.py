@@ -48,7 +48,7 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .attention_ws_hopper import LOG2E, tma_ready, check_inputs
+from .attention_ws_hopper import LOG2E, check_inputs, tma_ready
 from .partitions import wait_stage
 
 
@@ -72,9 +72,10 @@ def descriptor_blocks(config: Config, head_dim: int) -> tuple[list[int], ...]:
     return q, kv, kv, q, [1, 1, config.BLOCK_M, dq_cols(config, head_dim)], kv, kv
 
 
-#: Per head dim. Head dim 128 splits dQ's columns between the consumers: a [BLOCK_M, 128] fp32 dQ block per
-#: consumer on top of the dK and dV accumulators spilled registers at 240 per thread. Shared memory (head dim
-#: 128): K, V 64 KB, two Q/dO stages 64 KB, dS^T 32 KB, dQ staging 32 KB.
+#: Per head dim. Head dim 128 splits dQ's columns between the consumers: with a [BLOCK_M, 128] fp32 dQ block per
+#: consumer next to the dK and dV accumulators, ptxas (3.6) spilled 580 bytes at 240 registers per thread; split,
+#: it still spills 464-520 (about 35 local loads and stores per Q block; head dim 64 spills none). Shared memory
+#: (head dim 128): K, V 64 KB, two Q/dO stages 64 KB, dS^T 32 KB, dQ staging 32 KB.
 CONFIGS = {64: Config(64, 128, 3, 240, False), 128: Config(64, 128, 2, 240, True)}
 #: Rows of O and dO per program of the delta kernel.
 DELTA_ROWS = 64
@@ -137,8 +138,7 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
     dpt = tlx.async_dot(v, tlx.local_trans(do))
     offs_m = start_m + tl.arange(0, BLOCK_M)
     in_seq = offs_m < N_CTX
-    lse = tl.load(lse_ptr + offs_m, mask=in_seq, other=float("inf"))
-    delta = tl.load(delta_ptr + offs_m, mask=in_seq, other=0.0)
+    lse = tl.load(lse_ptr + offs_m, mask=in_seq, other=float("inf"))  # delta is loaded once lse is dead
     st = tlx.async_dot_wait(1, st)
     qk_scale = sm_scale * LOG2E
     if MASK:
@@ -148,6 +148,7 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
         pt = tl.math.exp2(tl.where(keep, st * qk_scale, float("-inf")) - lse[None, :])
     else:
         pt = tl.math.exp2(st * qk_scale - lse[None, :])
+    delta = tl.load(delta_ptr + offs_m, mask=in_seq, other=0.0)
     dv = tlx.async_dot(pt.to(dtype), do, dv)
     dpt = tlx.async_dot_wait(1, dpt)
     dst = (pt * (dpt - delta[None, :]) * sm_scale).to(dtype)
