@@ -34,7 +34,7 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .attention_ws_hopper import LOG2E, kv_bounds, softmax_step, tma_ready
+from .attention_ws_hopper import LOG2E, kv_bounds, load_kv, softmax_step, tma_ready
 from .launch import sm_count
 
 #: Named barriers of the two consumers' turns (TURN_BAR: warpgroup 0's, TURN_BAR + 1: warpgroup 1's).
@@ -110,17 +110,8 @@ def produce_tile(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, q_empty
         tlx.barrier_wait(q_empty[r], (tc & 1) ^ 1)
         tlx.barrier_expect_bytes(q_full[r], ROWS * HEAD_DIM * tlx.size_of(dtype))
         tlx.async_descriptor_load(desc_q, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * ROWS, 0], q_full[r])
-    for start_n in range(0, end, BLOCK_N):
-        s = it % NUM_STAGES
-        phase = (it // NUM_STAGES) & 1
-        tlx.barrier_wait(k_empty[s], phase ^ 1)
-        tlx.barrier_expect_bytes(k_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
-        tlx.async_descriptor_load(desc_k, k_bufs[s], [off_b, off_hk, start_n, 0], k_full[s])
-        tlx.barrier_wait(v_empty[s], phase ^ 1)
-        tlx.barrier_expect_bytes(v_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
-        tlx.async_descriptor_load(desc_v, v_bufs[s], [off_b, off_hk, start_n, 0], v_full[s])
-        it += 1
-    return it
+    return load_kv(desc_k, desc_v, k_bufs, v_bufs, k_full, v_full, k_empty, v_empty, off_b, off_hk, end, it, HEAD_DIM,
+                   BLOCK_N, NUM_STAGES)
 
 
 @triton.jit

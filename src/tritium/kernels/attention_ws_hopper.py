@@ -100,7 +100,17 @@ def produce(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, k_full, v_fu
     for r in tl.static_range(2):
         tlx.barrier_expect_bytes(q_full[r], HALF_M * HEAD_DIM * tlx.size_of(dtype))
         tlx.async_descriptor_load(desc_q, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * HALF_M, 0], q_full[r])
-    it = 0
+    # ring step 0 as a tensor: the loop carries it (a literal 0 would reach load_kv as a constexpr)
+    load_kv(desc_k, desc_v, k_bufs, v_bufs, k_full, v_full, k_empty, v_empty, off_b, off_h, end, tl.full((), 0, tl.int32),
+            HEAD_DIM, BLOCK_N, NUM_STAGES)
+
+
+@triton.jit
+def load_kv(desc_k, desc_v, k_bufs, v_bufs, k_full, v_full, k_empty, v_empty, off_b, off_h, end, it,
+            HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """The producer's K and V blocks [0, end) of head ``off_h`` through the ring, from ring step ``it``; returns
+    the next ring step."""
+    dtype = tlx.dtype_of(desc_k)
     for start_n in range(0, end, BLOCK_N):
         s = it % NUM_STAGES
         phase = (it // NUM_STAGES) & 1  # the first pass over the ring waits on phase 1: passes at once
@@ -111,6 +121,7 @@ def produce(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, k_full, v_fu
         tlx.barrier_expect_bytes(v_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
         tlx.async_descriptor_load(desc_v, v_bufs[s], [off_b, off_h, start_n, 0], v_full[s])
         it += 1
+    return it
 
 
 @triton.jit
