@@ -36,6 +36,7 @@ import tritium.tlx as tlx
 
 from .attention_ws_hopper import LOG2E, kv_bounds, load_kv, softmax_step, tma_ready
 from .launch import sm_count
+from .partitions import wait_stage
 
 #: Named barriers of the two consumers' turns (TURN_BAR: warpgroup 0's, TURN_BAR + 1: warpgroup 1's).
 TURN_BAR = tl.constexpr(9)
@@ -135,8 +136,7 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
     if PINGPONG:
         if r == 1:
             tlx.named_barrier_arrive(TURN_BAR, TURN_THREADS)
-    s = it % NUM_STAGES
-    tlx.barrier_wait(k_full[s], (it // NUM_STAGES) & 1)
+    s = wait_stage(k_full, it, NUM_STAGES)
     if PINGPONG:
         wait_turn(r)
     qk = tlx.async_dot(q, tlx.local_trans(tlx.local_reshape(k_bufs[s], (BLOCK_N, HEAD_DIM))))
@@ -157,8 +157,7 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
         lo = tl.maximum(mask_from, BLOCK_N) if masked else BLOCK_N
         hi = end if masked else mask_from
         for start_n in range(lo, hi, BLOCK_N):
-            s = it % NUM_STAGES
-            tlx.barrier_wait(k_full[s], (it // NUM_STAGES) & 1)
+            s = wait_stage(k_full, it, NUM_STAGES)
             tlx.barrier_wait(v_full[prev], prev_phase)  # tiles first: a turn never waits for data
             if PINGPONG:
                 wait_turn(r)

@@ -27,6 +27,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
+from .partitions import wait_stage
+
 #: Softmax runs in base 2: exp(x) = exp2(x * LOG2E).
 LOG2E = tl.constexpr(1.4426950408889634)
 
@@ -135,12 +137,10 @@ def load_kv(desc_k, desc_v, k_bufs, v_bufs, k_full, v_full, k_empty, v_empty, of
     the next ring step."""
     dtype = tlx.dtype_of(desc_k)
     for start_n in range(0, end, BLOCK_N):
-        s = it % NUM_STAGES
-        phase = (it // NUM_STAGES) & 1  # the first pass over the ring waits on phase 1: passes at once
-        tlx.barrier_wait(k_empty[s], phase ^ 1)
+        s = wait_stage(k_empty, it, NUM_STAGES, 1)
         tlx.barrier_expect_bytes(k_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
         tlx.async_descriptor_load(desc_k, k_bufs[s], [off_b, off_h, start_n, 0], k_full[s])
-        tlx.barrier_wait(v_empty[s], phase ^ 1)
+        wait_stage(v_empty, it, NUM_STAGES, 1)
         tlx.barrier_expect_bytes(v_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
         tlx.async_descriptor_load(desc_v, v_bufs[s], [off_b, off_h, start_n, 0], v_full[s])
         it += 1
