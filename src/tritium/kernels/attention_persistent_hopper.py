@@ -34,8 +34,9 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .attention_ws_hopper import LOG2E, kv_bounds, softmax_step, tma_ready
+from .attention_ws_hopper import LOG2E, kv_bounds, load_kv, softmax_step, tma_ready
 from .launch import sm_count
+from .partitions import wait_stage
 
 #: Named barriers of the two consumers' turns (TURN_BAR: warpgroup 0's, TURN_BAR + 1: warpgroup 1's).
 TURN_BAR = tl.constexpr(9)
@@ -110,23 +111,15 @@ def produce_tile(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, q_empty
         tlx.barrier_wait(q_empty[r], (tc & 1) ^ 1)
         tlx.barrier_expect_bytes(q_full[r], ROWS * HEAD_DIM * tlx.size_of(dtype))
         tlx.async_descriptor_load(desc_q, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * ROWS, 0], q_full[r])
-    for start_n in range(0, end, BLOCK_N):
-        s = it % NUM_STAGES
-        phase = (it // NUM_STAGES) & 1
-        tlx.barrier_wait(k_empty[s], phase ^ 1)
-        tlx.barrier_expect_bytes(k_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
-        tlx.async_descriptor_load(desc_k, k_bufs[s], [off_b, off_hk, start_n, 0], k_full[s])
-        tlx.barrier_wait(v_empty[s], phase ^ 1)
-        tlx.barrier_expect_bytes(v_full[s], BLOCK_N * HEAD_DIM * tlx.size_of(dtype))
-        tlx.async_descriptor_load(desc_v, v_bufs[s], [off_b, off_hk, start_n, 0], v_full[s])
-        it += 1
-    return it
+    return load_kv(desc_k, desc_v, k_bufs, v_bufs, k_full, v_full, k_empty, v_empty, off_b, off_hk, end, it, HEAD_DIM,
+                   BLOCK_N, NUM_STAGES)
 
 
 @triton.jit
 def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_empty, r, start_m, tc, it, qk_scale,
                  N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr):
+                 NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr,
+                 EXP_FMA: tl.constexpr):
     """Consumer r's rows of a tile: returns ``(acc, m_i, l_i, it)``, the unnormalized O, the running max and
     sum of its rows, and the next ring step. Releases its Q buffer once the last S = Q K^T was read. With
     ``PINGPONG`` (two consumers) they take turns to issue their wgmmas; without, each issues when ready."""
@@ -143,8 +136,7 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
     if PINGPONG:
         if r == 1:
             tlx.named_barrier_arrive(TURN_BAR, TURN_THREADS)
-    s = it % NUM_STAGES
-    tlx.barrier_wait(k_full[s], (it // NUM_STAGES) & 1)
+    s = wait_stage(k_full, it, NUM_STAGES)
     if PINGPONG:
         wait_turn(r)
     qk = tlx.async_dot(q, tlx.local_trans(tlx.local_reshape(k_bufs[s], (BLOCK_N, HEAD_DIM))))
@@ -165,8 +157,7 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
         lo = tl.maximum(mask_from, BLOCK_N) if masked else BLOCK_N
         hi = end if masked else mask_from
         for start_n in range(lo, hi, BLOCK_N):
-            s = it % NUM_STAGES
-            tlx.barrier_wait(k_full[s], (it // NUM_STAGES) & 1)
+            s = wait_stage(k_full, it, NUM_STAGES)
             tlx.barrier_wait(v_full[prev], prev_phase)  # tiles first: a turn never waits for data
             if PINGPONG:
                 wait_turn(r)
@@ -177,7 +168,7 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
             qk = tlx.async_dot_wait(1, qk)  # S_j is ready; P_{j-1} V_{j-1} may still run
             tlx.barrier_arrive(k_empty[s])
             p, alpha, m_i, l_i = softmax_step(qk, m_i, l_i, qk_scale, offs_m, start_n, N_CTX, BLOCK_N, masked,
-                                              CAUSAL)
+                                              CAUSAL, EXP_FMA)
             p = p.to(dtype)
             acc = tlx.async_dot_wait(0, acc)
             tlx.barrier_arrive(v_empty[prev])
@@ -198,7 +189,8 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
 def attn_fwd_persistent_hopper(desc_q, desc_k, desc_v, desc_o, lse, sm_scale, B, H, GROUP, N_CTX,
                                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr,
-                               CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr, STORE_LSE: tl.constexpr):
+                               CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr, EXP_FMA: tl.constexpr,
+                               STORE_LSE: tl.constexpr):
     ROWS: tl.constexpr = BLOCK_M // CONSUMERS
     tl.static_assert(ROWS % 64 == 0 and BLOCK_M % ROWS == 0, "BLOCK_M: 64k rows per consumer warpgroup")
     tl.static_assert(CONSUMERS == 2 or not PINGPONG, "ping-pong takes two consumer warpgroups")
@@ -241,7 +233,7 @@ def attn_fwd_persistent_hopper(desc_q, desc_k, desc_v, desc_o, lse, sm_scale, B,
                     bh, start_m = unit_tile(unit, sub, BH, N_CTX, BLOCK_M, CAUSAL)
                     acc, m_i, l_i, it = consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty,
                                                      v_empty, r, start_m, tc, it, qk_scale, N_CTX, HEAD_DIM, BLOCK_M,
-                                                     BLOCK_N, NUM_STAGES, CAUSAL, CONSUMERS, PINGPONG)
+                                                     BLOCK_N, NUM_STAGES, CAUSAL, CONSUMERS, PINGPONG, EXP_FMA)
                     row0 = start_m * BLOCK_M + r * ROWS
                     if STORE_LSE:
                         offs_m = row0 + tl.arange(0, ROWS)
@@ -263,6 +255,7 @@ class PersistentConfig:
     NUM_REGS: int = 240  # registers per consumer thread (setmaxnreg)
     CONSUMERS: int = 2  # consumer warpgroups
     PINGPONG: bool = True  # two consumers take turns to issue their wgmmas
+    EXP_FMA: bool = False  # half of the unmasked blocks' exponentials on the FMA pipe
 
 
 def pick_config(seq: int, head_dim: int, causal: bool) -> PersistentConfig:
