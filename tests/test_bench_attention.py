@@ -26,6 +26,17 @@ def test_selection_and_directions():
     assert build_parser().parse_args(["bench", "attention"]).direction == "both"
 
 
+def test_the_grid():
+    assert build_parser().parse_args(["bench", "attention", "--only", "quick"]).what == "attention"
+    assert len(bench.CASES) == 44 and bench.select("") == bench.CASES and len(bench.select("quick")) == 8
+    mha = [c for c in bench.CASES if not c.gqa]
+    assert len(mha) == 40 and all(c.batch * c.seq == 16384 and c.heads * c.head_dim == 2048 for c in mha)
+    picked = bench.select("bf16 d128 causal")
+    assert [(c.seq, c.gqa) for c in picked] == [(s, False) for s in bench.SEQS] + [(4096, True), (8192, True)]
+    with pytest.raises(SystemExit, match="no case matches --only 'fp8'"):
+        bench.select("fp8")
+
+
 def test_backward_flops_are_two_and_a_half_forwards():
     case = bench.Case("fp16", 128, True, 4096)
     assert case.flops("fwd") == 4.0 * 4 * 16 * 4096 ** 2 * 128 * 0.5 and case.flops("bwd") == 2.5 * case.flops("fwd")
@@ -53,3 +64,15 @@ def test_report_on_made_up_timings(tmp_path, capsys):
                        "bwd d128 tritium / SDPA geomean": 501 / 400, "bwd gqa tritium / SDPA geomean": 501 / 500}
     saved = json.loads((tmp_path / "attention.json").read_text())
     assert saved["cases"][1]["bwd"]["sdpa_backend"] == "cudnn" and (tmp_path / "attention.png").exists()
+
+
+def test_main_on_made_up_timings(tmp_path, monkeypatch, capsys):
+    """What runs after minutes of GPU timing (the report of every quick case, both directions) on made-up ones."""
+    import torch
+    monkeypatch.setattr(bench, "run_case", _made_up)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "fake GPU")
+    assert bench.main(str(tmp_path), "quick") == 0
+    out = capsys.readouterr().out
+    assert "## Flash-attention forward TFLOPS on fake GPU" in out and "fwd d64 tritium / SDPA geomean: 1.250" in out
+    saved = json.loads((tmp_path / "attention.json").read_text())
+    assert len(saved["cases"]) == 8 and saved["env"]["gpu"] == "fake GPU"

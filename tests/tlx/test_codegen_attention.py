@@ -131,44 +131,6 @@ def test_bad_inputs_are_named(args, error, message, monkeypatch):
         attn.attention(*args(*_qkv()))
 
 
-def test_bench_attention_cases():
-    from tritium.bench import attention as bench
-    from tritium.cli import build_parser
-    assert build_parser().parse_args(["bench", "attention", "--only", "quick"]).what == "attention"
-    assert len(bench.CASES) == 40 and bench.select("") == bench.CASES and len(bench.select("quick")) == 6
-    assert all(c.batch * c.seq == 16384 and c.heads * c.head_dim == 2048 for c in bench.CASES)
-    picked = bench.select("bf16 d128 causal")
-    assert [c.seq for c in picked] == [1024, 2048, 4096, 8192, 16384]
-    assert all(c.dtype == "bf16" and c.head_dim == 128 and c.causal for c in picked)
-    assert bench.Case("fp16", 128, True, 4096).flops() == 0.5 * 4 * 4 * 16 * 4096 ** 2 * 128
-    with pytest.raises(SystemExit, match="no case matches --only 'fp8'"):
-        bench.select("fp8")
-
-
-def test_bench_attention_report(tmp_path, monkeypatch, capsys):
-    """The table, plot and JSON (what runs after minutes of GPU timing) work on made-up timings."""
-    import json
-    from tritium.bench import attention as bench
-
-    def fake_run(case):
-        t = {"SDPA cudnn_attention": 500.0, "TLX WS": 400.0, "TLX pipelined": 550.0 if case.head_dim == 128 else 450.0,
-             "TLX persistent": 600.0}
-        return {**case._asdict(), "batch": case.batch, "heads": case.heads, "tflops": t, "sdpa_backend": "cudnn",
-                "sdpa_tflops": 500.0, "attention_picks": "TLX pipelined",
-                **{f"{n} / SDPA": t[n] / 500.0 for n in bench.IMPLS}}
-
-    monkeypatch.setattr(bench, "run_case", fake_run)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "fake GPU")
-    assert bench.main(str(tmp_path), "quick") == 0
-    out = capsys.readouterr().out
-    # 16k tokens: batch 4 at seq 4096; 2048 hidden: 16 heads of 128.
-    assert "| fp16 d128 causal s4096 | 4 x 16 | cudnn | 500.000 | 400.000 | 550.000 | 600.000 | 0.800 | 1.100 | 1.200 |" in out
-    assert "d128 TLX pipelined / SDPA geomean: 1.100" in out and "d64 TLX pipelined / SDPA geomean: 0.900" in out
-    saved = json.loads((tmp_path / "attention.json").read_text())
-    assert len(saved["cases"]) == 6 and saved["env"]["gpu"] == "fake GPU"
-    assert (tmp_path / "attention.png").stat().st_size > 0
-
-
 @functools.lru_cache(maxsize=None)
 def compiled_persistent(cfg, head_dim: int, dtype: str, causal: bool):
     import dataclasses

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from ..kernels.attention import pick_kernel
 from ..kernels.attention_persistent_hopper import forward as persistent_forward
 from ..kernels.attention_ws_hopper import attention_ws
 from ..kernels.attention_ws_pipelined_hopper import attention_ws_pipelined
@@ -183,6 +184,7 @@ def run_case(case: Case, dirs: tuple[str, ...], rounds: int = 2, rep_ms: int = 1
         if not sdpa:
             raise RuntimeError(f"{case.label}: no SDPA backend runs this case")
         result["fwd"] = _summary_of(_timed({**impls, **sdpa}, case.flops("fwd"), rounds, rep_ms), errors)
+        result["fwd"]["op_runs"] = pick_kernel(case.seq, case.head_dim, case.causal, case.gqa).__name__
     if "bwd" in dirs:
         ref = reference(case, q, k, v, do, True)
         leaves = [x.detach().requires_grad_() for x in (q, k, v)]
