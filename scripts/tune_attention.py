@@ -22,7 +22,7 @@ CANDIDATES = {64: [Config(128, 128, 2, 232), Config(128, 128, 3, 232), Config(12
 for head_dim, configs in CANDIDATES.items():
     for causal in (False, True):
         case = Case(DTYPE, head_dim, causal, SEQ)
-        q, k, v = case.inputs()
+        q, k, v, _ = case.inputs()
         sdpa = max(case.flops() / do_bench(fn, rep=100, return_mode="median") * 1e-9
                    for fn in sdpa_variants(q, k, v, causal).values())
         ref = attention_ws_pipelined(q, k, v, causal=causal).float()

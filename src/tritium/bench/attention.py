@@ -67,7 +67,7 @@ class Case(NamedTuple):
         gqa = f" gqa {self.heads}/{self.kv_heads}" if self.gqa else ""
         return f"{self.dtype} d{self.head_dim} {'causal' if self.causal else 'noncausal'} s{self.seq}{gqa}"
 
-    def flops(self, direction: str) -> float:
+    def flops(self, direction: str = "fwd") -> float:
         fwd = 4.0 * self.batch * self.heads * self.seq ** 2 * self.head_dim * (0.5 if self.causal else 1.0)
         return fwd if direction == "fwd" else 2.5 * fwd
 
@@ -109,7 +109,7 @@ def directions(direction: str) -> tuple[str, ...]:
     return (direction, )
 
 
-def sdpa_variants(q, k, v, causal: bool, gqa: bool) -> dict:
+def sdpa_variants(q, k, v, causal: bool, gqa: bool = False) -> dict:
     """SDPA under each backend that accepts these inputs: name -> callable (the forward)."""
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
