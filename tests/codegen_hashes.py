@@ -97,6 +97,13 @@ SHIPPED = (
            "tritium.kernels.attention_bwd_hopper", "attn_bwd_ws_hopper", attention_bwd_signature(d, dtype),
            {"HEAD_DIM": d, "CAUSAL": causal, **attention_bwd_hopper.CONFIGS[d]._asdict()}, (), {"num_warps": 4})
       for d, dtype, causal in ATTENTION_BWD_CASES),
+    Spec("tritium.attention_bwd_hopper.delta", "tritium.kernels.attention_bwd_hopper", "attn_bwd_delta",
+         {"o_ptr": "*fp16", "do_ptr": "*fp16", "delta_ptr": "*fp32",
+          **{n: "i32" for n in ("stride_ob", "stride_oh", "stride_os", "stride_db", "stride_dh", "stride_ds", "H",
+                                "N_CTX")}},
+         {"HEAD_DIM": 128, "ROWS": attention_bwd_hopper.DELTA_ROWS},
+         ("o_ptr", "do_ptr", "delta_ptr", "stride_ob", "stride_oh", "stride_os", "stride_db", "stride_dh",
+          "stride_ds"), {"num_warps": 4}),
     Spec("tritium.trimul.center", _TRIMUL, "trimul_center_kernel",
          {"x_ptr": "*fp32", "xc_ptr": "*bf16", "rstd_ptr": "*fp32", "M": "i32", "C": "i32", "eps": "fp32"},
          {"BM": 8, "CP": 512}, ("x_ptr", "xc_ptr", "rstd_ptr", "M", "C"), {"num_warps": 4}),

@@ -89,8 +89,8 @@ DS_THREADS = tl.constexpr(256)
 def attn_bwd_delta(o_ptr, do_ptr, delta_ptr, stride_ob, stride_oh, stride_os, stride_db, stride_dh, stride_ds,
                    H, N_CTX, HEAD_DIM: tl.constexpr, ROWS: tl.constexpr):
     """delta[b, h, i] = sum_d O[b, h, i, d] * dO[b, h, i, d] in fp32 (unit stride along the head dim)."""
-    off_b = tl.program_id(1) // H
-    off_h = tl.program_id(1) % H
+    off_b = (tl.program_id(1) // H).to(tl.int64)  # offsets past 2**31 elements stay exact
+    off_h = (tl.program_id(1) % H).to(tl.int64)
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, HEAD_DIM)
     keep = rows[:, None] < N_CTX
@@ -118,7 +118,7 @@ def q_bounds(start_n, N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSA
 
 @triton.jit
 def bwd_coords(H_KV):
-    """(batch, KV head, first K/V row) of this program; program 0 has the most Q blocks under a causal mask."""
+    """(batch, KV head, K/V block) of this program; block 0 has the most Q blocks under a causal mask."""
     return tl.program_id(1) // H_KV, tl.program_id(1) % H_KV, tl.program_id(0)
 
 
