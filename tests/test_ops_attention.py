@@ -114,9 +114,13 @@ def test_torch_compile_aot_eager():
 
 
 def test_opcheck_schema_and_fake():
-    q = _meta(1, 2, 24, 64)
-    torch.library.opcheck(torch.ops.tritium.attention.default, (q, q, q, True, 0.3),
-                          test_utils=("test_schema", "test_faketensor"))
+    q, kv = _meta(1, 4, 24, 64), _meta(1, 2, 24, 64)
+    lse = torch.empty(1, 4, 24, device="meta")
+    for op, args in ((torch.ops.tritium.attention.default, (q, q, q, True, 0.3)),
+                     (torch.ops.tritium._attention_inference.default, (q, kv, kv, False, None, True)),
+                     (torch.ops.tritium._attention_forward.default, (q, kv, kv, True, 0.3, True)),
+                     (torch.ops.tritium._attention_backward.default, (q, q, kv, kv, q, lse, True, None))):
+        torch.library.opcheck(op, args, test_utils=("test_schema", "test_faketensor"))
 
 
 def test_backward_through_the_fake_implementations():
