@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole GPU suite, twice in a row on one machine (five pytest processes side by side per round, each
+# The whole GPU suite, twice in a row on one machine (six pytest processes side by side per round, each
 # under a timeout), then the benchmarks named as arguments (trimul, inductor, ...: `tritium bench NAME`).
 # Usage (device tool, carry .fork-cache/fbtriton-3.7.4 for the fork's tutorials):
 #   bash scripts/gpu_check_all.sh [ROUNDS] [BENCH...]
@@ -13,6 +13,7 @@ mkdir -p "$OUT"
 nvidia-smi -L
 GROUPS_=("test_ops_matmul_gpu.py"
          "test_tlx_attention_gpu.py"
+         "test_ops_attention_bwd_gpu.py"
          "test_tlx_gemm_ws_persistent_gpu.py test_tlx_gemm_gpu.py test_tlx_gemm_ws_gpu.py test_plugin_options_gpu.py"
          "test_trimul_gpu.py test_inductor_pipeline_gpu.py test_inductor_kernels_gpu.py test_instrumentation_gpu.py"
          "test_tlx_sync_gpu.py test_tlx_tma_gpu.py test_tlx_async_copy_gpu.py test_tlx_tasks_gpu.py test_tlx_mem_gpu.py test_fork_tutorials_gpu.py")
