@@ -50,6 +50,18 @@ def _check_scale(sm_scale: Optional[float]) -> None:
         raise ValueError(f"{_OP}: sm_scale must be a finite number or None, got {sm_scale}")
 
 
+def _check_real(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: Optional[float], enable_gqa: bool) -> None:
+    """The forward ops' argument checks on real tensors (their fakes run :func:`_check_fake`)."""
+    check_inputs(q, k, v, _OP, enable_gqa)
+    ops_launch.check_not_cpu(_OP, "q", q)  # TRITON_INTERPRET=1 set after import passes check_inputs
+    _check_scale(sm_scale)
+
+
+def _check_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: Optional[float], enable_gqa: bool) -> None:
+    check_shapes(q, k, v, _OP, enable_gqa)
+    _check_scale(sm_scale)
+
+
 def _on_device(q: torch.Tensor, fn, *args):
     """``fn(*args)`` with q's CUDA device current (the kernels launch on the current device)."""
     if q.device.type == "cuda" and q.device.index != torch.cuda.current_device():
@@ -61,34 +73,28 @@ def _on_device(q: torch.Tensor, fn, *args):
 @torch.library.custom_op("tritium::_attention_inference", mutates_args=())
 def _attention_inference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sm_scale: Optional[float],
                          enable_gqa: bool) -> torch.Tensor:
-    check_inputs(q, k, v, _OP, enable_gqa)
-    ops_launch.check_not_cpu(_OP, "q", q)  # TRITON_INTERPRET=1 set after import passes check_inputs
-    _check_scale(sm_scale)
+    _check_real(q, k, v, sm_scale, enable_gqa)
     return _on_device(q, kernel_attention, q, k, v, causal, sm_scale, enable_gqa)
 
 
 @_attention_inference.register_fake
 def _attention_inference_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                               sm_scale: Optional[float], enable_gqa: bool) -> torch.Tensor:
-    check_shapes(q, k, v, _OP, enable_gqa)
-    _check_scale(sm_scale)
+    _check_fake(q, k, v, sm_scale, enable_gqa)
     return q.new_empty(q.shape)
 
 
 @torch.library.custom_op("tritium::_attention_forward", mutates_args=())
 def _attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sm_scale: Optional[float],
                        enable_gqa: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    check_inputs(q, k, v, _OP, enable_gqa)
-    ops_launch.check_not_cpu(_OP, "q", q)  # TRITON_INTERPRET=1 set after import passes check_inputs
-    _check_scale(sm_scale)
+    _check_real(q, k, v, sm_scale, enable_gqa)
     return _on_device(q, attention_forward, q, k, v, causal, sm_scale, enable_gqa)
 
 
 @_attention_forward.register_fake
 def _attention_forward_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                             sm_scale: Optional[float], enable_gqa: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    check_shapes(q, k, v, _OP, enable_gqa)
-    _check_scale(sm_scale)
+    _check_fake(q, k, v, sm_scale, enable_gqa)
     return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
