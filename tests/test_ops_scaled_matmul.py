@@ -110,3 +110,28 @@ def test_kernel_compiles_to_e4m3_wgmma_with_b_k_major():
     assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx and ".local" not in ptx
     assert k.metadata.shared <= 232448 and k.metadata.num_warps == 12
     assert "ttg.memdesc_trans" in k.asm["ttgir"] and "ld.global" in ptx  # B transposed in shared; scale loads
+
+
+def test_gpu_script_picks_the_best_fp8_plan_per_class():
+    """scripts/gpu_gemm19.py's per-class pick on made-up timings: the sweep plan with the best geometric mean
+    of its ratios to torch._scaled_mm over the class's shapes."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "scripts" / "gpu_gemm19.py"
+    spec = importlib.util.spec_from_file_location("gpu_gemm19", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    p, q = (json_plan(plans.FP8_SWEEP[i]) for i in (0, 1))
+    rows = [{"class": "large", "shape": "s1", "op_eager_ratio": 1.0,
+             "eager_tflops": {"torch._scaled_mm": 100.0, p: 200.0, q: 110.0}},
+            {"class": "large", "shape": "s2", "op_eager_ratio": 0.25,
+             "eager_tflops": {"torch._scaled_mm": 100.0, p: 50.0, q: 110.0}}]
+    best = script.best_per_class(rows)["large"]
+    assert best["best_plan"] == plans.FP8_SWEEP[1].to_json() and abs(best["best_geomean"] - 1.1) < 1e-9
+    assert abs(best["op_geomean"] - 0.5) < 1e-9 and best["shapes"] == ["s1", "s2"]
+    assert script.short(plans.FP8_SWEEP[0].to_json()) == "128x256x128 s4 e4 g8"
+
+
+def json_plan(plan) -> str:
+    import json
+    return json.dumps(plan.to_json())
