@@ -69,36 +69,48 @@ def tile_counts(M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, U
 
 
 @triton.jit
+def load_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, k_lo, k_hi, BM: tl.constexpr,
+               BN: tl.constexpr, BK: tl.constexpr, NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr,
+               B_K_MAJOR: tl.constexpr = False):
+    """The producer's loads of one tile's K steps ``k_lo`` to ``k_hi``, ring steps ``it``, ``it + 1``, ...,
+    each into the next free ring stage s. B's (BK, BN) tile goes to ``b_bufs[s]``; A's (BM, BK) tile to
+    ``a_bufs[s]``, or with ``SPLIT_A`` (two consumers each owning half of A's rows) its two (BM / 2, BK)
+    halves to ``a_bufs[2 * s]`` and ``a_bufs[2 * s + 1]``. With ``B_K_MAJOR`` (and ``SPLIT_A``) ``b_desc``
+    is over B's transpose (N x K) and B's tiles are (BN, BK). Returns ``it`` past the last step."""
+    tl.static_assert(SPLIT_A or not B_K_MAJOR, "load_steps: B_K_MAJOR needs SPLIT_A")
+    for k in range(k_lo, k_hi):
+        s = wait_stage(empty, it, NUM_STAGES, 1)
+        tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(tlx.dtype_of(a_desc)))
+        if B_K_MAJOR:
+            tlx.async_descriptor_load(b_desc, b_bufs[s], [pid_n * BN, k * BK], full[s])
+            tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
+            tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + BM // 2, k * BK], full[s])
+        elif SPLIT_A:
+            tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+            tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
+            tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + BM // 2, k * BK], full[s])
+        else:
+            tlx.async_descriptor_load(a_desc, a_bufs[s], [pid_m * BM, k * BK], full[s])
+            tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+        it += 1
+    return it
+
+
+@triton.jit
 def load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
                NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, SPLIT_K: tl.constexpr = 1,
                B_K_MAJOR: tl.constexpr = False):
-    """The TMA producer of a persistent WS GEMM: every K step of this program's work units, in order,
-    each into the next free ring stage s. B's (BK, BN) tile goes to ``b_bufs[s]``; A's (BM, BK) tile to
-    ``a_bufs[s]``, or with ``SPLIT_A`` (two consumers each owning half of A's rows) its two (BM / 2, BK)
-    halves to ``a_bufs[2 * s]`` and ``a_bufs[2 * s + 1]``. A work unit is a tile's K range: with
-    ``SPLIT_K`` > 1, unit u covers the u % SPLIT_K-th of ``cdiv(k_tiles, SPLIT_K)``-step slices of tile
-    u // SPLIT_K. With ``B_K_MAJOR`` ``b_desc`` is over B's transpose (N x K) and B's tiles are (BN, BK)."""
+    """The TMA producer of a persistent WS GEMM: every K step of this program's work units, in order
+    (:func:`load_steps`). A work unit is a tile's K range: with ``SPLIT_K`` > 1, unit u covers the
+    u % SPLIT_K-th of ``cdiv(k_tiles, SPLIT_K)``-step slices of tile u // SPLIT_K."""
     k_per_unit = tl.cdiv(k_tiles, SPLIT_K)
     it = 0
     for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
         pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
         k_lo = (unit % SPLIT_K) * k_per_unit
-        for k in range(k_lo, min(k_lo + k_per_unit, k_tiles)):
-            s = wait_stage(empty, it, NUM_STAGES, 1)
-            tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(tlx.dtype_of(a_desc)))
-            if B_K_MAJOR:
-                tlx.async_descriptor_load(b_desc, b_bufs[s], [pid_n * BN, k * BK], full[s])
-                tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
-                tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + BM // 2, k * BK], full[s])
-            elif SPLIT_A:
-                tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
-                tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
-                tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + BM // 2, k * BK], full[s])
-            else:
-                tlx.async_descriptor_load(a_desc, a_bufs[s], [pid_m * BM, k * BK], full[s])
-                tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
-            it += 1
+        it = load_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, k_lo,
+                        min(k_lo + k_per_unit, k_tiles), BM, BN, BK, NUM_STAGES, SPLIT_A, B_K_MAJOR)
 
 
 @triton.jit
