@@ -2,6 +2,7 @@
 
 Usage (Hopper GPU, repository root):
     PYTHONPATH=src python scripts/gpu_gemm19.py --out $OUT [--budget-s 480] [--rep-ms 60] [--shapes MxNxK,...]
+        [--stream-k]
 
 1. Numerics, on fresh random data: ``tritium.ops.scaled_matmul`` on ragged shapes with per-tensor and
    per-row/column scales, B column-major (read in place) and row-major (copied), bf16 and fp16 out, a
@@ -13,7 +14,10 @@ Usage (Hopper GPU, repository root):
 3. Per shape (the six seed shapes and 256^3..4096^3), per-tensor scales, B column-major:
    ``torch._scaled_mm`` (bf16 out), the op as shipped (eager and CUDA-graph replay of 20 calls) and every
    FP8_SWEEP plan (eager), each checked first on 64 sampled rows; interleaved rounds, the best
-   ``do_bench`` median counts.
+   ``do_bench`` median counts. With ``--stream-k``, first the bf16 stream-K candidate
+   (:mod:`tritium.kernels.gemm_streamk_hopper`, launched as the op launches its kernels): checked on ragged
+   shapes with both layouts of B against float64 (1e-2), then timed eager and in graph replay against
+   cuBLAS and ``tritium.ops.matmul`` as shipped at 1024^3 and 2048^3.
 4. Tables on stdout and in ``$OUT/gemm19.md``, everything in ``$OUT/gemm19.json`` (rewritten after every
    shape, so a run cut short keeps what it measured): TFLOPS, ratios to ``torch._scaled_mm``, the
    geometric mean over the seed shapes, and per FP8 shape class the plan with the best geometric mean
@@ -172,12 +176,58 @@ def best_per_class(rows: list[dict]) -> dict:
     return out
 
 
+STREAMK_CHECKS = [(1, 1, 1), (300, 200, 1), (1000, 1000, 1000), (4097, 4095, 513), (77, 5000, 3000)]
+
+
+def streamk_fn(a, b):
+    """The stream-K candidate through a :class:`tritium.ops.launch.Call`, its workspace allocated per call."""
+    from tritium.kernels import gemm_streamk_hopper as streamk
+    plan = plans.Plan("streamk", streamk.DEFAULT)
+    call = launch.Call(plan, a, b, a.dtype)
+    return lambda: call(a, b, *streamk.workspace(call.grid[0], plan.config, a.device))
+
+
+def streamk_rows(rep_ms: int) -> dict:
+    """bf16: the stream-K candidate's numerics, then cuBLAS, the op as shipped and the candidate at 1024^3
+    and 2048^3, eager and in graph replay (TFLOPS)."""
+    from tritium.ops import matmul
+    checks = []
+    for M, N, K in STREAMK_CHECKS:
+        for transposed in (False, True):
+            gen = torch.Generator(device=DEVICE).manual_seed(M + N + K)
+            a = torch.randn(M, K, device=DEVICE, dtype=torch.bfloat16, generator=gen)
+            b = (torch.randn(N, K, device=DEVICE, dtype=torch.bfloat16, generator=gen).t() if transposed
+                 else torch.randn(K, N, device=DEVICE, dtype=torch.bfloat16, generator=gen))
+            ref = a.double() @ b.double()
+            errs = [((c.double() - ref).norm() / ref.norm()).item() for c in (streamk_fn(a, b)() for _ in range(2))]
+            checks.append({"shape": f"{M}x{N}x{K}", "b_transposed": transposed, "err": max(errs),
+                           "ok": max(errs) < 1e-2})
+    log("stream-K numerics: " + ", ".join(f"{c['shape']}{' B^T' if c['b_transposed'] else ''} {c['err']:.1e}"
+                                          f"{'' if c['ok'] else ' FAIL'}" for c in checks))
+    rows = []
+    for n in (1024, 2048):
+        a = torch.randn(n, n, device=DEVICE, dtype=torch.bfloat16)
+        b = torch.randn(n, n, device=DEVICE, dtype=torch.bfloat16)
+        impls = {"cuBLAS": lambda: torch.matmul(a, b), "tritium.ops.matmul": lambda: matmul(a, b),
+                 "stream-K candidate": streamk_fn(a, b)}
+        flops = 2 * n ** 3
+        eager = dict.fromkeys(impls, 0.0)
+        for _ in range(2):
+            for k, f in impls.items():
+                eager[k] = max(eager[k], flops / do_bench(f, warmup=10, rep=rep_ms, return_mode="median") * 1e-9)
+        graph = {k: flops / bench.graph_ms(f, rep_ms) * 1e-9 for k, f in impls.items()}
+        rows.append({"shape": f"{n}^3", "eager_tflops": eager, "graph_tflops": graph})
+        log(f"stream-K {n}^3 bf16 (TFLOPS eager/graph): " + ", ".join(f"{k} {eager[k]:.0f}/{graph[k]:.0f}" for k in impls))
+    return {"checks": checks, "shapes": rows}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "results"))
     parser.add_argument("--budget-s", type=float, default=480.0)
     parser.add_argument("--rep-ms", type=int, default=60)
     parser.add_argument("--shapes", default="")
+    parser.add_argument("--stream-k", action="store_true")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     shapes = ([tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",")] if args.shapes
@@ -197,6 +247,9 @@ def main(argv=None) -> int:
     report["host_cost_us"] = bench.host_cost_us(256)  # the GPU kept busy: the host alone
     log("wall clock per call at 256^3 (us): " + ", ".join(f"{k} {v:.1f}" for k, v in report["entry_point_wall_us"].items()))
     save()
+    if args.stream_k:
+        report["stream_k"] = streamk_rows(args.rep_ms)
+        save()
     rows, skipped = [], []
     for i, (M, N, K) in enumerate(shapes):
         left = args.budget_s - (time.perf_counter() - T0)
@@ -230,7 +283,8 @@ def main(argv=None) -> int:
     with open(os.path.join(args.out, "gemm19.md"), "w") as f:
         f.write(text + "\n")
     log(f"json: {path}; skipped: {skipped}")
-    return 0 if not [r for r in report["numerics"] if not r["ok"]] else 1
+    failed = [r for r in report["numerics"] + report.get("stream_k", {}).get("checks", []) if not r["ok"]]
+    return 0 if not failed else 1
 
 
 if __name__ == "__main__":

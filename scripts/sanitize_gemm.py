@@ -2,12 +2,13 @@
 
 Usage: python scripts/sanitize_gemm.py [KERNEL] [programs]   (default: pipelined)
 KERNEL: pipelined, small (the pipelined kernel with tritium.ops' small-problem tile), or a persistent
-warp-specialized GEMM: ws, coop (cooperative), pingpong, splitk (3 K slices asked, 2 run: K has 4 steps), dualk
+warp-specialized GEMM: ws, coop (cooperative), pingpong, splitk (3 K slices asked, 2 run: K has 4 steps), streamk
+(the stream-K candidate, 4 programs by default), dualk
 (K has 4 steps of 64, so each replica takes 2 per tile, on the shallowest ring of 3 stages); with the
 suffix ``-noregs`` these leave register counts to the compiler (no setmaxnreg). ``fp8`` and ``fp8-rows``:
 the FP8 kernel (gemm_fp8_hopper, tritium.ops.scaled_matmul's) with per-tensor or per-row/column scales, 6
-tiles of 128x64 and 2 K steps of 128 on a 2-stage ring, B read K-major from its transpose. ``programs`` caps
-the persistent grid (default 2).
+tiles of 128x64 and 2 K steps of 128 on a 2-stage ring, B read K-major from its transpose. ``programs`` sets
+the persistent grid (default 2; streamk 4).
 """
 import sys
 from dataclasses import replace
@@ -17,6 +18,7 @@ import torch
 from tritium.kernels import gemm_fp8_hopper as fp8
 from tritium.kernels import gemm_pipelined_hopper as hopper
 from tritium.kernels import gemm_splitk_hopper as splitk
+from tritium.kernels import gemm_streamk_hopper as streamk
 from tritium.kernels import gemm_ws_cooperative_hopper as coop
 from tritium.kernels import gemm_ws_dualk_hopper as dualk
 from tritium.kernels import gemm_ws_hopper as ws
@@ -33,13 +35,16 @@ PERSISTENT = {"ws": (ws, WSConfig(BM=128, BN=128, NUM_STAGES=2, EPILOGUE_SUBTILE
               # 6 tiles x 2 K slices (4 steps)
               "splitk": (splitk, WSConfig(BM=128, BN=64, NUM_STAGES=2, EPILOGUE_SUBTILES=2, SPLIT_K=3)),
               # 9 tiles: the partial buffer is reused
-              "dualk": (dualk, WSConfig(BM=64, BN=64, NUM_STAGES=4, EPILOGUE_SUBTILES=2))}
+              "dualk": (dualk, WSConfig(BM=64, BN=64, NUM_STAGES=4, EPILOGUE_SUBTILES=2)),
+              # 6 tiles of 4 K steps on 4 programs (its default grid here): all stream-K, runs of 6 steps, so two
+              # tiles are split between programs (partial sums through the workspace and the flags)
+              "streamk": (streamk, WSConfig(BM=128, BN=64, NUM_STAGES=2, EPILOGUE_SUBTILES=2))}
 
 a = torch.randn(M, K, device="cuda", dtype=torch.float16)
 b = torch.randn(K, N, device="cuda", dtype=torch.float16)
 which = (sys.argv[1:] or ["pipelined"])[0]
 design = which.removesuffix("-noregs")
-programs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+programs = int(sys.argv[2]) if len(sys.argv) > 2 else (4 if design == "streamk" else 2)
 if which in ("fp8", "fp8-rows"):  # e4m3 operands; the reference is the dequantised product
     a, b = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
     rows = which == "fp8-rows"

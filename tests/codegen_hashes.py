@@ -70,6 +70,11 @@ SHIPPED = (
            {**cfg, "ROW_SCALES": vectors, "COL_SCALES": vectors},
            ("M", "N", "K", "scale_a_ptr", "scale_b_ptr"), {"num_warps": 4})
       for name, cfg, vectors in (("large", _FP8_LARGE, False), ("small.rowwise", _FP8_SMALL, True))),
+    Spec("tritium.gemm_streamk_hopper", "tritium.kernels.gemm_streamk_hopper", "matmul_kernel_streamk",
+         {"a_desc": _desc("bf16", 64, 64), "b_desc": _desc("bf16", 64, 128), "c_desc": _desc("bf16", 64, 64),
+          **_TMA_GEMM_SIG, "ws_ptr": "*fp32", "flags_ptr": "*i32"},
+         {"BM": 128, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 4, "EPILOGUE_SUBTILES": 2, "NUM_REGS": 232},
+         ("M", "N", "K", "ws_ptr", "flags_ptr"), {"num_warps": 4}),
     _tma_gemm("gemm_ws_dualk_hopper", "matmul_kernel_ws_dualk", ((64, 64), (64, 128), (64, 64)),
               {"BM": 64, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 6, "EPILOGUE_SUBTILES": 2,
                "NUM_REGS": 232}),

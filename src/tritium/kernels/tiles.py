@@ -119,15 +119,16 @@ def _tma_ready(x, cols: int):
 
 
 def launch_tma_gemm(kernel, a, b, blocks, sms: int | None, out=None, units: int = 1, b_k_major: bool = False,
-                    extra: tuple = (), **constexprs):
+                    extra: tuple = (), programs: int | None = None, **constexprs):
     """``a @ b`` with a persistent TMA GEMM kernel ``kernel(a_desc, b_desc, c_desc, M, N, K, *extra, ...)``.
 
     ``constexprs`` are the kernel's, its tile BM x BN among them; ``blocks`` are the (A, B, C) descriptor
     block shapes the kernel loads and stores; the grid is min(sms, #BMxBN tiles x ``units``). fp16 or
     bf16 in, fp32 accumulation, C of dtype ``out`` (default: the inputs'); with ``units`` > 1 (split-K:
     units of work per tile, reduced into C) C starts zeroed. With ``b_k_major`` (the FP8 kernel) a and b
-    are float8_e4m3fn, ``b_desc`` is over B's transpose (N x K) and C is ``out`` (bf16 or fp16). Rows are
-    padded to 16 bytes when needed (TMA strides); TMA zero-fills and clips the ragged edges.
+    are float8_e4m3fn, ``b_desc`` is over B's transpose (N x K) and C is ``out`` (bf16 or fp16). ``programs``
+    replaces the grid's size (stream-K: every SM). Rows are padded to 16 bytes when needed (TMA strides);
+    TMA zero-fills and clips the ragged edges.
     """
     import torch
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -149,7 +150,8 @@ def launch_tma_gemm(kernel, a, b, blocks, sms: int | None, out=None, units: int 
         c_cols = b.shape[1]
     c = (torch.zeros if units > 1 else torch.empty)((M, c_cols), device=a.device, dtype=out or a.dtype)
     descs = [TensorDescriptor.from_tensor(t, list(block)) for t, block in zip((a, b, c), blocks)]
-    tiles = triton.cdiv(M, constexprs["BM"]) * triton.cdiv(N, constexprs["BN"]) * units
-    sms = num_sms(a.device) if sms is None else sms
-    kernel[(min(sms, tiles), )](*descs, M, N, K, *extra, num_warps=4, **constexprs)
+    if programs is None:
+        tiles = triton.cdiv(M, constexprs["BM"]) * triton.cdiv(N, constexprs["BN"]) * units
+        programs = min(num_sms(a.device) if sms is None else sms, tiles)
+    kernel[(programs, )](*descs, M, N, K, *extra, num_warps=4, **constexprs)
     return c[:, :N]

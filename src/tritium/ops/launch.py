@@ -143,7 +143,8 @@ class Call:
             self.blocks = tuple(tuple(blk) for blk in variant.descriptor_blocks(plan.config))
             self.templates = [None, None, None]  # the first host TensorDescriptor of each operand
             tiles = triton.cdiv(M, plan.config.BM) * triton.cdiv(N, plan.config.BN) * variant.units(plan.config)
-            self.grid = (min(sm_count(a.device), tiles), 1, 1)
+            sms = sm_count(a.device)
+            self.grid = (variant.programs(M, N, K, plan.config, sms) if variant.programs else min(sms, tiles), 1, 1)
         else:
             self.c_dtype, self.c_shape, self.zero = out_dtype, (M, N), False
             self.in_place = (pointer_in_place(a), pointer_in_place(b))

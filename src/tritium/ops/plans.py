@@ -74,6 +74,7 @@ from .. import knobs
 from ..kernels import gemm_pipelined_hopper as pipelined
 from ..kernels import gemm_fp8_hopper as fp8
 from ..kernels import gemm_splitk_hopper as splitk
+from ..kernels import gemm_streamk_hopper as streamk
 from ..kernels import gemm_ws_cooperative_hopper as coop
 from ..kernels import gemm_ws_dualk_hopper as dualk
 from ..kernels import gemm_ws_pingpong_hopper as pingpong
@@ -105,6 +106,9 @@ class Variant:
     #: TMA kernels: B is read from its transpose (an N x K row-major matrix: b_desc over b.t()), as wgmma
     #: needs for 8-bit operands; the kernel also takes the runtime arguments of its op after M, N, K.
     b_k_major: bool = False
+    #: TMA kernels: the grid's size from (M, N, K, config, SMs) where it is not min(SMs, tiles x units)
+    #: (stream-K: every SM).
+    programs: Callable[[int, int, int, Any, int], int] | None = None
 
 
 def _ws(module) -> Callable[[WSConfig], dict]:
@@ -123,6 +127,10 @@ VARIANTS: dict[str, Variant] = {
     "small": Variant(pipelined.matmul_kernel_pipelined_hopper, PointerConfig, False, None, asdict, lambda cfg: 1),
     # tritium.ops.scaled_matmul's kernel (FP8 operands, scale pointers after M, N, K): see FP8_PLANS
     "fp8": Variant(fp8.matmul_kernel_fp8, WSConfig, True, fp8.descriptor_blocks, _ws(fp8), lambda cfg: 1, True),
+    # a candidate no rule or autotuning picks: timed against the shipped plan by scripts/gpu_gemm19.py --stream-k
+    # (its workspace and zeroed flags are the call's extra arguments, gemm_streamk_hopper.workspace)
+    "streamk": Variant(streamk.matmul_kernel_streamk, WSConfig, True, streamk.descriptor_blocks, _ws(streamk),
+                       lambda cfg: 1, programs=streamk.programs),
 }
 
 
