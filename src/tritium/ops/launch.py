@@ -118,8 +118,9 @@ class Call:
 
     Built from a representative pair (a, b); it serves every pair with the same shapes, strides,
     16-byte alignment of the bases, dtypes and device (:func:`call_key`). For a variant that reads B
-    K-major (``Variant.b_k_major``), ``b`` is B's transpose, N x K; such a kernel takes its op's runtime
-    arguments after M, N, K (``call(a, b, *extra)``) and ``constexprs`` of the call besides the plan's.
+    K-major (``Variant.b_k_major``), ``b`` is B's transpose, N x K. A TMA kernel with runtime arguments
+    after M, N, K (scale pointers, a workspace) gets them per call (``call(a, b, *extra)``), and
+    ``constexprs`` of the call (the scale kinds) besides the plan's.
     """
 
     def __init__(self, plan: Plan, a, b, out_dtype, constexprs: dict | None = None):

@@ -71,8 +71,8 @@ from typing import Any, Callable, Iterator, NamedTuple
 import triton
 
 from .. import knobs
-from ..kernels import gemm_pipelined_hopper as pipelined
 from ..kernels import gemm_fp8_hopper as fp8
+from ..kernels import gemm_pipelined_hopper as pipelined
 from ..kernels import gemm_splitk_hopper as splitk
 from ..kernels import gemm_streamk_hopper as streamk
 from ..kernels import gemm_ws_cooperative_hopper as coop
@@ -104,7 +104,7 @@ class Variant:
     constexprs: Callable[[Any], dict]
     units: Callable[[Any], int]  # units of work per output tile (split-K slices)
     #: TMA kernels: B is read from its transpose (an N x K row-major matrix: b_desc over b.t()), as wgmma
-    #: needs for 8-bit operands; the kernel also takes the runtime arguments of its op after M, N, K.
+    #: needs for 8-bit operands (the FP8 kernel).
     b_k_major: bool = False
     #: TMA kernels: the grid's size from (M, N, K, config, SMs) where it is not min(SMs, tiles x units)
     #: (stream-K: every SM).
