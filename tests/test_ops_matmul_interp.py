@@ -321,6 +321,8 @@ def test_scaled_matmul_strided_scales_no_backward_and_empty_problems():
     assert out.requires_grad
     with pytest.raises(RuntimeError, match="tritium.ops.scaled_matmul has no backward"):
         out.float().sum().backward()
+    with pytest.raises(ValueError, match=r"scale_b has shape \(24, 1\); it must have one element"):
+        scaled_matmul(a.detach(), b, sa, sb.t())  # the real implementation's checks, as the fake's
     assert scaled_matmul(a[:0].detach(), b, sa[:0], sb).shape == (0, 24)
     z = scaled_matmul(a[:, :0].detach(), b[:0], sa, sb, torch.float16)
     assert z.shape == (20, 24) and z.dtype == torch.float16 and not z.any()
