@@ -7,7 +7,7 @@ OUT=${OUT:-results}
 mkdir -p "$OUT"
 nvidia-smi -L; python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 python3 -m pytest tests/gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.txt" | tail -5
-for kernel in pipelined small ws coop pingpong splitk; do
+for kernel in pipelined small ws coop pingpong splitk fp8 fp8-rows streamk; do
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --print-limit 20 python3 scripts/sanitize_gemm.py $kernel \
       > "$OUT/sanitizer_${kernel}_$tool.txt" 2>&1

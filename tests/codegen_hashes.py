@@ -33,6 +33,10 @@ def _tma_gemm(name: str, kernel: str, blocks: tuple, consts: dict, c_dtype: str 
     return Spec(f"tritium.{name}{variant}", f"tritium.kernels.{name}", kernel, sig, consts, ("M", "N", "K"), {"num_warps": 4})
 
 
+#: gemm_fp8_hopper.LARGE and .SMALL, the FP8 plans' large and 128x128 tiles
+_FP8_LARGE = {"BM": 128, "BN": 256, "BK": 128, "GROUP_SIZE_M": 8, "NUM_STAGES": 4, "EPILOGUE_SUBTILES": 4, "NUM_REGS": 232}
+_FP8_SMALL = {"BM": 128, "BN": 128, "BK": 128, "GROUP_SIZE_M": 8, "NUM_STAGES": 6, "EPILOGUE_SUBTILES": 2, "NUM_REGS": 232}
+
 _ATTN_SIG = {"desc_q": _desc("fp16", 1, 1, 64, 64), "desc_k": _desc("fp16", 1, 1, 128, 64),
              "desc_v": _desc("fp16", 1, 1, 128, 64), "desc_o": _desc("fp16", 1, 1, 64, 64), "sm_scale": "fp32",
              "H": "i32", "N_CTX": "i32"}
@@ -75,6 +79,19 @@ SHIPPED = (
     _tma_gemm("gemm_splitk_hopper", "matmul_kernel_splitk", ((64, 64), (64, 128), (64, 32)),
               {"BM": 128, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 4, "EPILOGUE_SUBTILES": 4,
                "NUM_REGS": 232, "SPLIT_K": 4}, c_dtype="fp32"),
+    # tritium.ops.scaled_matmul's plans: the large tile with per-tensor scales, the 128x128 one with vectors
+    *(Spec(f"tritium.gemm_fp8_hopper.{name}", "tritium.kernels.gemm_fp8_hopper", "matmul_kernel_fp8",
+           {"a_desc": _desc("fp8e4nv", cfg["BM"] // 2, 128), "b_desc": _desc("fp8e4nv", cfg["BN"], 128),
+            "c_desc": _desc("bf16", cfg["BM"] // 2, cfg["BN"] // cfg["EPILOGUE_SUBTILES"]), **_TMA_GEMM_SIG,
+            "scale_a_ptr": "*fp32", "scale_b_ptr": "*fp32"},
+           {**cfg, "ROW_SCALES": vectors, "COL_SCALES": vectors},
+           ("M", "N", "K", "scale_a_ptr", "scale_b_ptr"), {"num_warps": 4})
+      for name, cfg, vectors in (("large", _FP8_LARGE, False), ("small.rowwise", _FP8_SMALL, True))),
+    Spec("tritium.gemm_streamk_hopper", "tritium.kernels.gemm_streamk_hopper", "matmul_kernel_streamk",
+         {"a_desc": _desc("bf16", 64, 64), "b_desc": _desc("bf16", 64, 128), "c_desc": _desc("bf16", 64, 64),
+          **_TMA_GEMM_SIG, "ws_ptr": "*fp32", "flags_ptr": "*i32"},
+         {"BM": 128, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 4, "EPILOGUE_SUBTILES": 2, "NUM_REGS": 232},
+         ("M", "N", "K", "ws_ptr", "flags_ptr"), {"num_warps": 4}),
     _tma_gemm("gemm_ws_dualk_hopper", "matmul_kernel_ws_dualk", ((64, 64), (64, 128), (64, 64)),
               {"BM": 64, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 6, "EPILOGUE_SUBTILES": 2,
                "NUM_REGS": 232}),

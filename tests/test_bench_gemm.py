@@ -38,12 +38,13 @@ def test_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
 def test_unknown_only_words_are_refused():
     with pytest.raises(SystemExit, match=r"unknown --only words \['fp8'\]; with ws or kernels use fp16, bf16, quick"):
         gemm.main("unused", "ws fp8")
-    with pytest.raises(SystemExit, match=r"unknown --only words \['ws2'\]; use fp16, bf16, quick, seeds"):
+    with pytest.raises(SystemExit, match=r"unknown --only words \['ws2'\]; use fp16, bf16, fp8, quick, seeds"):
         gemm.main("unused", "ws2 quick")
 
 
 def test_default_suite_selection():
-    assert gemm.select_ops(set()) == (gemm.SEED_SHAPES + gemm.SQUARE_SHAPES, ["fp16", "bf16"], True)
+    assert gemm.select_ops(set()) == (gemm.SEED_SHAPES + gemm.SQUARE_SHAPES, ["fp16", "bf16", "fp8"], True)
+    assert gemm.select_ops({"fp8", "seeds"}) == (gemm.SEED_SHAPES, ["fp8"], True)
     shapes, dtypes, with_compile = gemm.select_ops({"quick", "bf16", "nocompile", "1000x1000x1000"})
     assert shapes == [(1000, 1000, 1000), *gemm.QUICK_OPS_SHAPES] and dtypes == ["bf16"] and not with_compile
     assert len(gemm.SEED_SHAPES) == 6 and gemm.SQUARE_SHAPES[0] == (256, 256, 256)
@@ -53,14 +54,17 @@ def test_default_suite_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
     import json
 
     def fake_shape(M, N, K, dtype, compiled):
-        names = ["cuBLAS", "Triton", "tritium"]
-        return {"shape": f"{M}x{N}x{K}", "dtype": dtype, "eager": {n: 100.0 + 10 * i for i, n in enumerate(names)},
+        base = gemm.FP8_BASELINE if dtype == "fp8" else "cuBLAS"
+        names = [base, "torch.compile", "tritium"] if dtype == "fp8" else [base, "Triton", "tritium"]
+        return {"shape": f"{M}x{N}x{K}", "dtype": dtype, "baseline": base,
+                "eager": {n: 100.0 + 10 * i for i, n in enumerate(names)},
                 "graph": {n: 200.0 + 10 * i for i, n in enumerate(names)}, "tritium_plan": ["pingpong", [128]]}
 
     monkeypatch.setattr(gemm, "run_ops_shape", fake_shape)
     monkeypatch.setattr(gemm, "host_cost_us", lambda n: {"torch.matmul": 6.5, "tritium.ops.matmul": n / 256})
+    monkeypatch.setattr(gemm, "entry_point_wall_us", lambda: {"torch.matmul": 15.5, "torch._scaled_mm (fp8)": 16.0})
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "FakeGPU")
-    assert gemm.main(str(tmp_path), "fp16 nocompile 128x13312x16384 4096x4096x4096") == 0
+    assert gemm.main(str(tmp_path), "fp16 fp8 nocompile 128x13312x16384 4096x4096x4096") == 0
     out = capsys.readouterr().out
     assert "| shape | tritium plan | cuBLAS eager | Triton eager | tritium eager | Triton/cuBLAS eager " \
            "| tritium/cuBLAS eager | Triton/cuBLAS graph | tritium/cuBLAS graph |" in out
@@ -69,7 +73,13 @@ def test_default_suite_report_on_made_up_timings(monkeypatch, tmp_path, capsys):
     data = json.loads((tmp_path / "gemm_ops_fp16.json").read_text())
     assert "| tritium.ops.matmul | 1.000 | 8.000 |" in out
     assert data["host_cost_us"]["2048^3"]["torch.matmul"] == 6.5 and len(data["results"]) == 2
+    assert data["entry_point_wall_us"]["torch._scaled_mm (fp8)"] == 16.0 and "| torch.matmul | 15.500 |" in out
     assert (tmp_path / "gemm_ops_fp16.png").exists()
+    # fp8: the ratios are against torch._scaled_mm
+    assert "| shape | tritium plan | torch._scaled_mm eager | torch.compile eager | tritium eager " \
+           "| torch.compile/torch._scaled_mm eager | tritium/torch._scaled_mm eager |" in out
+    assert "tritium/torch._scaled_mm eager geomean over the 1 seed shapes: 1.200" in out
+    assert json.loads((tmp_path / "gemm_ops_fp8.json").read_text())["results"][0]["baseline"] == "torch._scaled_mm"
 
 
 @pytest.mark.parametrize("bn", [128, 256])

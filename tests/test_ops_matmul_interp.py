@@ -1,6 +1,7 @@
 """tritium.ops.matmul through the kernels on the CPU interpreter (run by test_ops_matmul.py in a
 TRITON_INTERPRET=1 process): ragged shapes, both layouts of B, K = 1, 1x1x1, bf16, each kernel the
-heuristic can pick, split-K numerics, autograd (gradcheck in float64) and torch.compile."""
+heuristic can pick, split-K numerics, autograd (gradcheck in float64) and torch.compile; and
+tritium.ops.scaled_matmul (FP8) against the fp32 product of the dequantised inputs."""
 import os
 from dataclasses import replace
 
@@ -281,3 +282,47 @@ def test_gpu_sweep_end_to_end(monkeypatch, tmp_path, capsys):
     assert row["shape"] == "64x48x64" and row["best_eager"] is not None and row["op_eager_ratio"] == 1.0
     assert all(c["ok"] for c in row["checks"].values()) and report["skipped"] == []
     assert "| 64x48x64 | fp16 | small |" in capsys.readouterr().out
+
+
+def _fp8_problem(M, N, K, rows, cols, b_column_major):
+    gen = torch.Generator().manual_seed(M * 31 + N * 7 + K)
+    a = torch.randn(M, K, generator=gen).to(torch.float8_e4m3fn)
+    b = (torch.randn(N, K, generator=gen).to(torch.float8_e4m3fn).t() if b_column_major
+         else torch.randn(K, N, generator=gen).to(torch.float8_e4m3fn))
+    sa = torch.rand(M, 1, generator=gen) + 0.5 if rows else torch.tensor(0.25)
+    sb = torch.rand(1, N, generator=gen) + 0.5 if cols else torch.tensor([3.0])
+    return a, b, sa, sb
+
+
+@pytest.mark.parametrize("M,N,K,rows,cols,b_column_major,out_dtype", [
+    (70, 40, 96, True, True, True, torch.bfloat16),  # per-row/column scales, B read in place
+    (33, 17, 45, False, False, False, torch.float16),  # per-tensor, odd K and N: both operands copied
+    (130, 24, 200, True, False, True, torch.bfloat16),  # mixed kinds; two row tiles
+    (1, 1, 1, False, True, False, torch.bfloat16),
+])
+def test_scaled_matmul_matches_the_dequantised_fp32_reference(M, N, K, rows, cols, b_column_major, out_dtype):
+    from tritium.ops import scaled_matmul
+    a, b, sa, sb = _fp8_problem(M, N, K, rows, cols, b_column_major)
+    c = scaled_matmul(a, b, sa, sb, out_dtype=out_dtype)
+    ref = (a.float() @ b.float()) * sa * sb
+    assert c.shape == (M, N) and c.dtype == out_dtype and c.is_contiguous()
+    assert ((c.float() - ref).norm() / ref.norm()).item() <= 2e-2
+
+
+def test_scaled_matmul_strided_scales_no_backward_and_empty_problems():
+    from tritium.ops import scaled_matmul
+    a, b, sa, sb = _fp8_problem(20, 24, 32, True, True, True)
+    wide = torch.rand(20, 3) + 0.5  # scale_a a strided column of a wider tensor: copied to unit stride
+    c = torch.ops.tritium.scaled_matmul(a, b, wide[:, 1:2], sb)
+    ref = (a.float() @ b.float()) * wide[:, 1:2] * sb
+    assert ((c.float() - ref).norm() / ref.norm()).item() <= 2e-2
+    a.requires_grad_(True)
+    out = scaled_matmul(a, b, sa, sb)
+    assert out.requires_grad
+    with pytest.raises(RuntimeError, match="tritium.ops.scaled_matmul has no backward"):
+        out.float().sum().backward()
+    with pytest.raises(ValueError, match=r"scale_b has shape \(24, 1\); it must have one element"):
+        scaled_matmul(a.detach(), b, sa, sb.t())  # the real implementation's checks, as the fake's
+    assert scaled_matmul(a[:0].detach(), b, sa[:0], sb).shape == (0, 24)
+    z = scaled_matmul(a[:, :0].detach(), b[:0], sa, sb, torch.float16)
+    assert z.shape == (20, 24) and z.dtype == torch.float16 and not z.any()

@@ -322,8 +322,10 @@ BENCHMARKS: dict[str, tuple[str, str, Any, frozenset[str]]] = {
     "overhead": ("overhead", "compile time with a no-op pipeline and host time per launch, against bare Triton",
                  {"compile": "compile time alone (needs no GPU)", "launch": "host time per launch alone"},
                  frozenset({"compile"})),
-    "gemm": ("gemm", "tritium.ops.matmul against cuBLAS, bare Triton and torch.compile; or the TLX GEMM kernels alone",
-             "fp16, bf16, quick, seeds, squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels alone",
+    "gemm": ("gemm", "tritium.ops.matmul against cuBLAS, bare Triton and torch.compile, tritium.ops.scaled_matmul "
+             "against torch._scaled_mm, the host cost of each; or the TLX GEMM kernels alone",
+             "fp16, bf16, fp8, quick, seeds, squares, nocompile, MxNxK shapes, or ws / kernels for the TLX kernels "
+             "alone",
              frozenset()),
     "policy": ("policy", "one tl.dot GEMM under stock Triton and the example plugin's pipelining pipelines",
                None, frozenset()),

@@ -168,3 +168,21 @@ def test_programmatic_dependent_launch_waits_before_any_memory_access(name, cfg,
         return
     wait, first_access = body.index("griddepcontrol.wait"), re.search(r"cp\.async|ld\.global|st\.global|red\.", body)
     assert wait < first_access.start() and wait < body.index("griddepcontrol.launch_dependents")
+
+
+def test_stream_k_compiles_with_its_fix_up_in_shared_memory():
+    """The stream-K candidate (bf16, its default tile): wgmma, partial sums stored and read back through L2
+    (``ld.global.cg``), each thread's count released and the owner's wait an acquire at GPU scope, no
+    spills, and shared memory within an SM's (its fix-up converts the accumulator's layout)."""
+    from tritium.kernels import gemm_streamk_hopper as streamk
+    cfg = streamk.DEFAULT
+    a, b, c = streamk.descriptor_blocks(cfg)
+    sig = {"a_desc": f"tensordesc<bf16{a}>", "b_desc": f"tensordesc<bf16{b}>", "c_desc": f"tensordesc<bf16{c}>",
+           "M": "i32", "N": "i32", "K": "i32", "ws_ptr": "*fp32", "flags_ptr": "*i32"}
+    consts = streamk.constexprs(cfg)
+    sig.update({f: "constexpr" for f in consts})
+    k = triton.compile(make_source(streamk.matmul_kernel_streamk, sig, consts), target=SM90, options={"num_warps": 4})
+    ptx = k.asm["ptx"]
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx and ".local" not in ptx
+    assert "atom.global.gpu.release.add.u32" in ptx and "ld.global.gpu.acquire.b32" in ptx
+    assert "ld.global.cg" in ptx and k.metadata.shared <= MAX_SHARED and k.metadata.num_warps == 12

@@ -72,3 +72,41 @@ def test_dualk_odd_and_single_k_steps(M, N, K):
     ref = a.double() @ b.double()
     err = (c.double() - ref).norm() / ref.norm()
     assert c.shape == (M, N) and err < 2e-3, f"{M}x{N}x{K}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("vectors", [False, True], ids=["per-tensor", "per-row-col"])
+def test_fp8_gemm_matches_the_dequantised_product(vectors):
+    """gemm_fp8_hopper on 2 programs, 6 tiles of 128x32 and 3 K steps of 32 on a 2-stage ring (stages wrap,
+    phases flip): B read K-major from its transpose, the scales applied in the epilogue."""
+    from tritium.kernels import gemm_fp8_hopper as fp8
+    gen = torch.Generator().manual_seed(7)
+    M, N, K = 200, 90, 80
+    a = torch.randn(M, K, generator=gen).to(torch.float8_e4m3fn)
+    b = torch.randn(K, N, generator=gen).to(torch.float8_e4m3fn)
+    sa = torch.rand(M, 1, generator=gen) + 0.5 if vectors else torch.tensor(0.5)
+    sb = torch.rand(1, N, generator=gen) + 0.5 if vectors else torch.tensor(2.0)
+    cfg = WSConfig(BM=128, BN=32, BK=32, NUM_STAGES=2, EPILOGUE_SUBTILES=2)
+    c = fp8.matmul(a, b, sa, sb, cfg, num_sms=2)
+    ref = (a.double() @ b.double()) * sa.double() * sb.double()
+    err = (c.double() - ref).norm() / ref.norm()
+    assert c.shape == (M, N) and c.dtype == torch.bfloat16 and err < 1e-2, f"relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("M,N,K,programs", [
+    (100, 30, 320, 3),  # one tile of 10 K steps in three runs: a contributor whose run lies inside the tile
+    (256, 64, 448, 3),  # 4 tiles of 14 steps on 3 programs (under two waves): all stream-K, runs of 19 steps
+    (300, 70, 200, 2),  # 9 tiles on 2 programs: 6 data-parallel, 3 in runs of 11 steps (7 per tile)
+])
+def test_stream_k_gemm_matches_float64(M, N, K, programs):
+    """gemm_streamk_hopper: data-parallel tiles, then stream-K runs walked backwards, partial tiles summed by
+    the program holding their last step (the interpreter runs programs one after another, so an owner that
+    waited for a later program would hang)."""
+    from tritium.kernels import gemm_streamk_hopper as streamk
+    torch.manual_seed(M + N + K)
+    a = torch.randn(M, K, dtype=torch.bfloat16)
+    b = torch.randn(K, N, dtype=torch.bfloat16)
+    cfg = WSConfig(BM=128, BN=32, BK=32, NUM_STAGES=2, EPILOGUE_SUBTILES=2)
+    c = streamk.matmul(a, b, cfg, num_sms=programs)
+    ref = a.double() @ b.double()
+    err = (c.double() - ref).norm() / ref.norm()
+    assert c.shape == (M, N) and err < 1e-2, f"{M}x{N}x{K}: relative error {err:.2e}"

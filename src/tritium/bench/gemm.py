@@ -4,13 +4,17 @@ Default (issue 9): per shape and dtype, in one run, cuBLAS (``torch.matmul``), a
 baseline written here (the persistent TMA ``tl.dot`` kernel, autotuned over 8 usual configs: what a
 Triton user has today), ``torch.compile(mode="max-autotune-no-cudagraphs")`` of ``a @ b`` (dropped for
 the remaining shapes once its compiles took ``tritium.knobs.bench.compile_budget_s`` seconds in total) and
-``tritium.ops.matmul``. Each is checked against a float64 reference first (relative Frobenius error
-below 1e-2), then timed eager (as a user calls it: launch included, ``do_bench`` median) and as
-CUDA-graph replay (20 calls captured, time per call), best of two interleaved rounds. Also the host
-cost per call (:func:`host_cost_us`). Prints tables of TFLOPS and ratios to cuBLAS, writes a plot
-and a JSON file per dtype. Shapes: the six seed shapes of docs/targets.md and 256^3..4096^3, fp16 and bf16.
+``tritium.ops.matmul``. FP8 (e4m3, per-tensor scales, B column-major): ``torch._scaled_mm`` (cuBLASLt, the
+ratios' denominator), ``torch.compile(max-autotune-no-cudagraphs)`` of it (Inductor's Triton FP8 templates,
+the same compile budget) and ``tritium.ops.scaled_matmul``. Each is checked against a float64 reference
+first (relative Frobenius error below 1e-2; FP8: 2e-2 against the dequantised inputs' product), then
+timed eager (as a user calls it: launch included, ``do_bench`` median) and as CUDA-graph replay (20
+calls captured, time per call), best of two interleaved rounds. Also the host cost per call of every
+entry point (:func:`host_cost_us`, :func:`entry_point_wall_us`). Prints tables of TFLOPS and ratios to
+the baseline, writes a plot and a JSON file per dtype. Shapes: the six seed shapes of docs/targets.md
+and 256^3..4096^3, fp16, bf16 and fp8.
 
-``--only`` words for the default suite: ``fp16``/``bf16`` (dtype), ``quick`` (128x13312x16384,
+``--only`` words for the default suite: ``fp16``/``bf16``/``fp8`` (dtype), ``quick`` (128x13312x16384,
 4096^3, 1024^3, 256^3), ``seeds``, ``squares``, shapes such as ``1000x1000x1000``, ``nocompile``
 (no torch.compile column).
 
@@ -124,6 +128,9 @@ SEED_SHAPES = [(128, 13312, 16384), (16384, 8192, 8192), (8192, 16384, 8192), (8
 SQUARE_SHAPES = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)]
 QUICK_OPS_SHAPES = [(128, 13312, 16384), (4096, 4096, 4096), (1024, 1024, 1024), (256, 256, 256)]
 GRAPH_CALLS = 20
+DTYPES = ("fp16", "bf16", "fp8")
+#: FP8's baseline: cuBLASLt's scaled GEMM, with the per-tensor scales tritium.ops.scaled_matmul takes.
+FP8_BASELINE = "torch._scaled_mm"
 
 
 def _tma_block_hook(nargs):
@@ -178,9 +185,9 @@ def select_ops(words: set[str]) -> tuple[list[tuple[int, int, int]], list[str], 
     import re
     shapes_named = [tuple(int(x) for x in w.split("x")) for w in sorted(words) if re.fullmatch(r"\d+x\d+x\d+", w)]
     unknown = {w for w in words if not re.fullmatch(r"\d+x\d+x\d+", w)} - {
-        "fp16", "bf16", "quick", "seeds", "squares", "nocompile"}
+        "fp16", "bf16", "fp8", "quick", "seeds", "squares", "nocompile"}
     if unknown:
-        raise SystemExit(f"tritium bench gemm: unknown --only words {sorted(unknown)}; use fp16, bf16, quick, seeds, "
+        raise SystemExit(f"tritium bench gemm: unknown --only words {sorted(unknown)}; use fp16, bf16, fp8, quick, seeds, "
                          "squares, nocompile, shapes such as 1000x1000x1000, or ws / kernels for the TLX kernels alone")
     shapes = list(shapes_named)
     if "quick" in words:
@@ -190,7 +197,7 @@ def select_ops(words: set[str]) -> tuple[list[tuple[int, int, int]], list[str], 
     if "squares" in words:
         shapes += SQUARE_SHAPES
     shapes = list(dict.fromkeys(shapes)) or SEED_SHAPES + SQUARE_SHAPES
-    dtypes = [d for d in ("fp16", "bf16") if d in words] or ["fp16", "bf16"]
+    dtypes = [d for d in DTYPES if d in words] or list(DTYPES)
     return shapes, dtypes, "nocompile" not in words
 
 
@@ -212,20 +219,24 @@ def graph_ms(fn, rep_ms: int = 100, calls: int = GRAPH_CALLS) -> float:
 
 
 class _Compiled:
-    """torch.compile(max-autotune-no-cudagraphs) of ``a @ b``, with the compile time spent so far."""
+    """torch.compile(max-autotune-no-cudagraphs) of ``a @ b`` and of ``torch._scaled_mm``, with the compile
+    time spent so far (one budget for both)."""
 
     def __init__(self):
         import torch
         self.fn = torch.compile(lambda x, y: x @ y, mode="max-autotune-no-cudagraphs", dynamic=False)
+        self.scaled = torch.compile(lambda x, y, sx, sy: torch._scaled_mm(x, y, sx, sy, out_dtype=torch.bfloat16),
+                                    mode="max-autotune-no-cudagraphs", dynamic=False)
         self.seconds = 0.0
 
-    def warm(self, a, b) -> bool:
-        """Compile for this shape unless the budget is spent; False when skipped."""
+    def warm(self, *args) -> bool:
+        """Compile for this shape (two operands: ``fn``, four: ``scaled``) unless the budget is spent; False
+        when skipped."""
         import time
         if self.seconds >= knobs.bench.compile_budget_s:
             return False
         t0 = time.perf_counter()
-        self.fn(a, b)
+        (self.fn if len(args) == 2 else self.scaled)(*args)
         self.seconds += time.perf_counter() - t0
         return True
 
@@ -242,22 +253,54 @@ def ops_implementations(a, b, compiled: _Compiled | None) -> dict:
     return impls
 
 
+def fp8_implementations(a, b, scale_a, scale_b, compiled: _Compiled | None) -> dict:
+    """name -> the FP8 product callable (bf16 out): ``torch._scaled_mm`` first (the ratios' denominator)."""
+    import torch
+
+    from ..ops import scaled_matmul
+    impls = {FP8_BASELINE: lambda: torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16)}
+    if compiled is not None and compiled.warm(a, b, scale_a, scale_b):
+        impls["torch.compile"] = lambda: compiled.scaled(a, b, scale_a, scale_b)
+    impls["tritium"] = lambda: scaled_matmul(a, b, scale_a, scale_b)
+    return impls
+
+
+def fp8_operands(M: int, N: int, K: int, seed: int):
+    """Random e4m3 ``a`` [M, K] and column-major ``b`` [K, N] (the layout ``torch._scaled_mm`` takes) with
+    per-tensor fp32 scales."""
+    import torch
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(M, K, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, device="cuda", generator=gen).to(torch.float8_e4m3fn).t()
+    return a, b, torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+
+
 def run_ops_shape(M: int, N: int, K: int, dtype: str, compiled: _Compiled | None, rounds: int = 2,
                   rep_ms: int = 100) -> dict:
     """One shape of the default suite: checked results, then eager and graph TFLOPS per implementation."""
     import torch
     from triton.testing import do_bench
 
+    from ..ops import plans
     from ..ops.gemm import select_plan
-    tdtype = getattr(torch, {"fp16": "float16", "bf16": "bfloat16"}[dtype])
-    gen = torch.Generator(device="cuda").manual_seed(M + 3 * N + 7 * K)
-    a = torch.randn(M, K, device="cuda", dtype=tdtype, generator=gen)
-    b = torch.randn(K, N, device="cuda", dtype=tdtype, generator=gen)
-    ref = a.double() @ b.double()
-    impls = ops_implementations(a, b, compiled)
+    from ..ops.launch import sm_count
+    seed = M + 3 * N + 7 * K
+    if dtype == "fp8":
+        a, b, sa, sb = fp8_operands(M, N, K, seed)
+        ref = (a.double() @ b.double()) * sa.double() * sb.double()
+        impls, tol, baseline = fp8_implementations(a, b, sa, sb, compiled), 2e-2, FP8_BASELINE
+        plan = plans.choose_fp8(M, N, K, sm_count(a.device))
+    else:
+        tdtype = getattr(torch, {"fp16": "float16", "bf16": "bfloat16"}[dtype])
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        a = torch.randn(M, K, device="cuda", dtype=tdtype, generator=gen)
+        b = torch.randn(K, N, device="cuda", dtype=tdtype, generator=gen)
+        ref = a.double() @ b.double()
+        impls, tol, baseline = ops_implementations(a, b, compiled), 1e-2, "cuBLAS"
+        plan = select_plan(a, b, tdtype)
     for name, fn in impls.items():
         err = ((fn().double() - ref).norm() / ref.norm()).item()
-        if not err < 1e-2:
+        if not err < tol:
             raise AssertionError(f"{name} {dtype} {M}x{N}x{K}: relative error {err:.2e} against float64")
     del ref
     flops = 2 * M * N * K
@@ -266,18 +309,61 @@ def run_ops_shape(M: int, N: int, K: int, dtype: str, compiled: _Compiled | None
         for name, fn in impls.items():
             eager[name] = max(eager[name], flops / do_bench(fn, warmup=25, rep=rep_ms, return_mode="median") * 1e-9)
             graph[name] = max(graph[name], flops / graph_ms(fn, rep_ms) * 1e-9)
-    plan = select_plan(a, b, tdtype)
-    return {"shape": f"{M}x{N}x{K}", "dtype": dtype, "eager": eager, "graph": graph,
+    return {"shape": f"{M}x{N}x{K}", "dtype": dtype, "baseline": baseline, "eager": eager, "graph": graph,
             "tritium_plan": plan.to_json()}
+
+
+def entry_points(n: int) -> dict:
+    """name -> one call of each way a user multiplies n x n matrices on the GPU: fp16 through torch,
+    tritium.ops.matmul and the torch op, and FP8 (per-tensor scales) through torch._scaled_mm,
+    tritium.ops.scaled_matmul and its torch op."""
+    import torch
+
+    from ..ops import matmul, scaled_matmul
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    a8, b8, sa, sb = fp8_operands(n, n, n, n)
+    return {"torch.matmul": lambda: torch.matmul(a, b), "tritium.ops.matmul": lambda: matmul(a, b),
+            "torch.ops.tritium.matmul": lambda: torch.ops.tritium.matmul(a, b),
+            "torch._scaled_mm (fp8)": lambda: torch._scaled_mm(a8, b8, sa, sb, out_dtype=torch.bfloat16),
+            "tritium.ops.scaled_matmul (fp8)": lambda: scaled_matmul(a8, b8, sa, sb),
+            "torch.ops.tritium.scaled_matmul (fp8)": lambda: torch.ops.tritium.scaled_matmul(a8, b8, sa, sb)}
+
+
+def _per_call_us(fn, calls: int, host_only: bool) -> float:
+    """Microseconds per call of ``fn`` over ``calls`` calls, best of 5 rounds: with ``host_only`` the GPU is
+    kept busy by a sleep kernel so that only the host is timed; else wall clock, synchronised at the end."""
+    import time
+
+    import torch
+    for _ in range(20):
+        fn()
+    best = float("inf")
+    for _ in range(5):
+        torch.cuda.synchronize()
+        if host_only:
+            torch.cuda._sleep(int(2e8))  # ~0.1 s of GPU time: the queue never drains while we time
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        if not host_only:
+            torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+        torch.cuda.synchronize()
+    return best
+
+
+def entry_point_wall_us(n: int = 256, calls: int = 3000) -> dict[str, float]:
+    """Wall-clock microseconds per call of each of :func:`entry_points`, ``calls`` back-to-back calls
+    synchronised at the end (issue 19's host-cost measure: at 256^3 the host is the bottleneck)."""
+    return {name: _per_call_us(fn, calls, False) for name, fn in entry_points(n).items()}
 
 
 def host_cost_us(n: int = 256, dtype=None, calls: int = 500) -> dict[str, float]:
     """Host microseconds per call of a tiny n^3 GEMM, the GPU kept busy by a sleep kernel so that only
-    the host is timed: torch.matmul; tritium.ops.matmul as users call it (eager: no dispatcher), the
-    custom op through the dispatcher, the chosen kernel's direct launch alone; and the same kernel
-    launched through the JIT (``kernel[grid]``, host TensorDescriptors built per call)."""
-    import time
-
+    the host is timed: every entry point (:func:`entry_points`); then for tritium.ops.matmul's kernel the
+    plan launch (no checks, no plan choice), its direct launch alone, and the same kernel launched
+    through the JIT (``kernel[grid]``, host TensorDescriptors built per call)."""
     import torch
 
     from ..ops import gemm as ops_gemm
@@ -297,26 +383,11 @@ def host_cost_us(n: int = 256, dtype=None, calls: int = 500) -> dict[str, float]
             args[:3] = [TensorDescriptor.from_tensor(t, list(blk)) for t, blk in zip((pa, pb, pc), call.blocks)]
         kernel[call.grid](*args, **consts)
 
-    paths = {"torch.matmul": lambda: torch.matmul(a, b), "tritium.ops.matmul": lambda: ops_gemm.matmul(a, b),
-             "torch.ops.tritium.matmul (dispatcher)": lambda: torch.ops.tritium.matmul(a, b),
+    paths = {**entry_points(n),
              "tritium plan launch (no checks, no plan choice)": lambda: ops_gemm.run_plan(plan, a, b, dtype),
              "tritium direct launch alone (operands ready)": lambda: call.launch(pa, pb, pc),
              "Triton JIT launch, same kernel": jit_launch}
-    costs = {}
-    for name, fn in paths.items():
-        for _ in range(20):
-            fn()
-        best = float("inf")
-        for _ in range(5):
-            torch.cuda.synchronize()
-            torch.cuda._sleep(int(2e8))  # ~0.1 s of GPU time: the queue never drains while we time
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            best = min(best, (time.perf_counter() - t0) / calls * 1e6)
-            torch.cuda.synchronize()
-        costs[name] = best
-    return costs
+    return {name: _per_call_us(fn, calls, True) for name, fn in paths.items()}
 
 
 def ops_main(out: str, shapes, dtypes: list[str], with_compile: bool) -> int:
@@ -326,8 +397,11 @@ def ops_main(out: str, shapes, dtypes: list[str], with_compile: bool) -> int:
     from .report import save_json
     env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__}
     host = {f"{n}^3": host_cost_us(n) for n in (256, 2048)}  # the small path; a TMA (descriptor) kernel
-    print("## Host cost per call of an fp16 GEMM (us; the GPU busy, so only the host is timed)\n"
+    print("## Host cost per call (us; the GPU busy, so only the host is timed; fp16 unless marked fp8)\n"
           + table(["path", *host], [(p, *(h[p] for h in host.values())) for p in host["256^3"]]))
+    wall = entry_point_wall_us()
+    print("\n## Wall clock per call at 256^3 (us; 3000 back-to-back calls, synchronised at the end)\n"
+          + table(["entry point", "us per call"], list(wall.items())))
     compiled = _Compiled() if with_compile else None
     for dtype in dtypes:
         results = []
@@ -338,29 +412,30 @@ def ops_main(out: str, shapes, dtypes: list[str], with_compile: bool) -> int:
             r = results[-1]
             tqdm.write(f"{dtype} {r['shape']}: " + ", ".join(f"{k} {v:.1f}/{r['graph'][k]:.1f}"
                                                              for k, v in r["eager"].items()) + " TFLOPS eager/graph")
+        base = results[0]["baseline"]
         names = list(dict.fromkeys(n for r in results for n in r["eager"]))
-        ours = [n for n in names if n != "cuBLAS"]
+        ours = [n for n in names if n != base]
         headers = ["shape", "tritium plan", *(f"{n} eager" for n in names),
-                   *(f"{n}/cuBLAS eager" for n in ours), *(f"{n}/cuBLAS graph" for n in ours)]
+                   *(f"{n}/{base} eager" for n in ours), *(f"{n}/{base} graph" for n in ours)]
 
         def ratio(r, mode, n):
-            return r[mode][n] / r[mode]["cuBLAS"] if n in r[mode] else float("nan")
+            return r[mode][n] / r[mode][base] if n in r[mode] else float("nan")
 
         rows = [(r["shape"], r["tritium_plan"][0], *(r["eager"].get(n, float("nan")) for n in names),
                  *(ratio(r, "eager", n) for n in ours), *(ratio(r, "graph", n) for n in ours)) for r in results]
         print(f"\n## {dtype} GEMM TFLOPS on {env['gpu']} (torch {env['torch']}, triton {env['triton']}); "
-              f"ratios against cuBLAS in the same run; graph = CUDA-graph replay of {GRAPH_CALLS} calls")
+              f"ratios against {base} in the same run; graph = CUDA-graph replay of {GRAPH_CALLS} calls")
         print(table(headers, rows))
         seeds = [r for r in results if tuple(map(int, r["shape"].split("x"))) in SEED_SHAPES]
         if seeds:
             geo = math.exp(sum(math.log(ratio(r, "eager", "tritium")) for r in seeds) / len(seeds))
-            print(f"\ntritium/cuBLAS eager geomean over the {len(seeds)} seed shapes: {geo:.3f}")
-        series = {f"{n}/cuBLAS eager": [ratio(r, "eager", n) for r in results] for n in ours}
-        plot = bar_plot(f"{out}/gemm_ops_{dtype}.png", f"{dtype} GEMM vs cuBLAS ({env['gpu']})",
+            print(f"\ntritium/{base} eager geomean over the {len(seeds)} seed shapes: {geo:.3f}")
+        series = {f"{n}/{base} eager": [ratio(r, "eager", n) for r in results] for n in ours}
+        plot = bar_plot(f"{out}/gemm_ops_{dtype}.png", f"{dtype} GEMM vs {base} ({env['gpu']})",
                         [r["shape"] for r in results], series, "ratio of TFLOPS")
         print(f"\nplot: {plot}")
-        payload = {"env": env, "host_cost_us": host, "graph_calls": GRAPH_CALLS, "results": results,
-                   "torch_compile_seconds": compiled.seconds if compiled else None}
+        payload = {"env": env, "host_cost_us": host, "entry_point_wall_us": wall, "graph_calls": GRAPH_CALLS,
+                   "results": results, "torch_compile_seconds": compiled.seconds if compiled else None}
         print(f"json: {save_json(f'{out}/gemm_ops_{dtype}.json', payload)}")
     return 0
 

@@ -31,16 +31,20 @@ def wait_stage(bars, it, NUM_STAGES: tl.constexpr, FLIP: tl.constexpr = 0):
 
 @triton.jit
 def ring_buffers(a_desc, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, NUM_STAGES: tl.constexpr,
-                 SPLIT_A: tl.constexpr):
+                 SPLIT_A: tl.constexpr, B_K_MAJOR: tl.constexpr = False):
     """The operand ring of a WS GEMM (the first allocations of its prologue): ``(a_bufs, b_bufs)`` in
     ``a_desc``'s dtype. With ``SPLIT_A`` two consumers each own half of A's rows: stage s holds consumer
-    r's rows at ``a_bufs[2 * s + r]``."""
+    r's rows at ``a_bufs[2 * s + r]``. With ``B_K_MAJOR`` B's tiles are (BN, BK), K contiguous (B read
+    from its transpose, an N x K row-major matrix), as wgmma needs for 8-bit operands."""
     dtype = tlx.dtype_of(a_desc)
     if SPLIT_A:
         a_bufs = tlx.local_alloc((BM // 2, BK), dtype, 2 * NUM_STAGES)
     else:
         a_bufs = tlx.local_alloc((BM, BK), dtype, NUM_STAGES)
-    b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
+    if B_K_MAJOR:
+        b_bufs = tlx.local_alloc((BN, BK), dtype, NUM_STAGES)
+    else:
+        b_bufs = tlx.local_alloc((BK, BN), dtype, NUM_STAGES)
     return a_bufs, b_bufs
 
 
@@ -65,45 +69,66 @@ def tile_counts(M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, U
 
 
 @triton.jit
-def load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
-               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-               NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, SPLIT_K: tl.constexpr = 1):
-    """The TMA producer of a persistent WS GEMM: every K step of this program's work units, in order,
+def load_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, k_lo, k_hi, BM: tl.constexpr,
+               BN: tl.constexpr, BK: tl.constexpr, NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr,
+               B_K_MAJOR: tl.constexpr = False):
+    """The producer's loads of one tile's K steps ``k_lo`` to ``k_hi``, ring steps ``it``, ``it + 1``, ...,
     each into the next free ring stage s. B's (BK, BN) tile goes to ``b_bufs[s]``; A's (BM, BK) tile to
     ``a_bufs[s]``, or with ``SPLIT_A`` (two consumers each owning half of A's rows) its two (BM / 2, BK)
-    halves to ``a_bufs[2 * s]`` and ``a_bufs[2 * s + 1]``. A work unit is a tile's K range: with
-    ``SPLIT_K`` > 1, unit u covers the u % SPLIT_K-th of ``cdiv(k_tiles, SPLIT_K)``-step slices of tile
-    u // SPLIT_K."""
+    halves to ``a_bufs[2 * s]`` and ``a_bufs[2 * s + 1]``. With ``B_K_MAJOR`` (and ``SPLIT_A``) ``b_desc``
+    is over B's transpose (N x K) and B's tiles are (BN, BK). Returns ``it`` past the last step."""
+    tl.static_assert(SPLIT_A or not B_K_MAJOR, "load_steps: B_K_MAJOR needs SPLIT_A")
+    for k in range(k_lo, k_hi):
+        s = wait_stage(empty, it, NUM_STAGES, 1)
+        tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(tlx.dtype_of(a_desc)))
+        if B_K_MAJOR:
+            tlx.async_descriptor_load(b_desc, b_bufs[s], [pid_n * BN, k * BK], full[s])
+            tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
+            tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + BM // 2, k * BK], full[s])
+        elif SPLIT_A:
+            tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+            tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
+            tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + BM // 2, k * BK], full[s])
+        else:
+            tlx.async_descriptor_load(a_desc, a_bufs[s], [pid_m * BM, k * BK], full[s])
+            tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
+        it += 1
+    return it
+
+
+@triton.jit
+def load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+               NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, SPLIT_K: tl.constexpr = 1,
+               B_K_MAJOR: tl.constexpr = False):
+    """The TMA producer of a persistent WS GEMM: every K step of this program's work units, in order
+    (:func:`load_steps`). A work unit is a tile's K range: with ``SPLIT_K`` > 1, unit u covers the
+    u % SPLIT_K-th of ``cdiv(k_tiles, SPLIT_K)``-step slices of tile u // SPLIT_K."""
     k_per_unit = tl.cdiv(k_tiles, SPLIT_K)
     it = 0
     for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
         pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
         k_lo = (unit % SPLIT_K) * k_per_unit
-        for k in range(k_lo, min(k_lo + k_per_unit, k_tiles)):
-            s = wait_stage(empty, it, NUM_STAGES, 1)
-            tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(tlx.dtype_of(a_desc)))
-            if SPLIT_A:
-                tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
-                tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
-                tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + BM // 2, k * BK], full[s])
-            else:
-                tlx.async_descriptor_load(a_desc, a_bufs[s], [pid_m * BM, k * BK], full[s])
-                tlx.async_descriptor_load(b_desc, b_bufs[s], [k * BK, pid_n * BN], full[s])
-            it += 1
+        it = load_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, k_lo,
+                        min(k_lo + k_per_unit, k_tiles), BM, BN, BK, NUM_STAGES, SPLIT_A, B_K_MAJOR)
 
 
 @triton.jit
 def mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, k_hi, r, NUM_STAGES: tl.constexpr,
-              SPLIT_A: tl.constexpr, IN_FLIGHT: tl.constexpr):
+              SPLIT_A: tl.constexpr, IN_FLIGHT: tl.constexpr, B_K_MAJOR: tl.constexpr = False):
     """The consumer's K loop: ring steps ``it``, ``it + 1``, ... for K steps ``k_lo`` to ``k_hi``, each
     waited on (``full``), multiplied into ``acc`` with wgmma (consumer ``r``'s half of A with
     ``SPLIT_A``) and released (``empty``). With ``IN_FLIGHT`` = 0 each step retires before its stage is
     released; with 1 one wgmma group stays in flight, so step k's stage is released once step k + 1 is
     issued, and :func:`release_last` retires and releases the last one. Returns ``(it, acc)``, ``it``
-    past the last step."""
+    past the last step. With ``B_K_MAJOR`` (and ``SPLIT_A``; B's tiles are (BN, BK)) wgmma reads B's tile
+    transposed."""
+    tl.static_assert(SPLIT_A or not B_K_MAJOR, "mma_steps: B_K_MAJOR needs SPLIT_A")
     for k in range(k_lo, k_hi):
         s = wait_stage(full, it, NUM_STAGES)
-        if SPLIT_A:
+        if B_K_MAJOR:
+            acc = tlx.async_dot(a_bufs[2 * s + r], tlx.local_trans(b_bufs[s]), acc)
+        elif SPLIT_A:
             acc = tlx.async_dot(a_bufs[2 * s + r], b_bufs[s], acc)
         else:
             acc = tlx.async_dot(a_bufs[s], b_bufs[s], acc)
@@ -122,6 +147,26 @@ def release_last(acc, empty, it, NUM_STAGES: tl.constexpr):
     """After :func:`mma_steps` with one group in flight: retire the last wgmma and release its stage."""
     acc = tlx.async_dot_wait(0, acc)
     tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
+    return acc
+
+
+@triton.jit
+def scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, off_n, M, N, ROWS: tl.constexpr, COLS: tl.constexpr,
+               ROW_SCALES: tl.constexpr, COL_SCALES: tl.constexpr):
+    """The epilogue's dequantisation of a [ROWS, COLS] fp32 accumulator at row ``off_m``, column ``off_n``:
+    times A's scale (one per row with ``ROW_SCALES``, else one for the tensor) and B's (one per column with
+    ``COL_SCALES``, else one), loaded once per tile, after the K loop (a vector held across it would take
+    registers from the accumulator)."""
+    if ROW_SCALES:
+        rows = off_m + tl.arange(0, ROWS)
+        acc = acc * tl.load(scale_a_ptr + rows, mask=rows < M, other=0.0)[:, None]
+    else:
+        acc = acc * tl.load(scale_a_ptr)
+    if COL_SCALES:
+        cols = off_n + tl.arange(0, COLS)
+        acc = acc * tl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)[None, :]
+    else:
+        acc = acc * tl.load(scale_b_ptr)
     return acc
 
 

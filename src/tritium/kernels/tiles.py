@@ -113,33 +113,45 @@ def pick_tile(large, small, M: int, N: int, sms: int):
 def _tma_ready(x, cols: int):
     """``x`` padded with zero columns to ``cols`` (TMA needs 16-byte aligned row strides), copying only if needed."""
     import torch
-    if x.shape[1] == cols and x.stride(1) == 1 and x.stride(0) % 8 == 0 and x.data_ptr() % 16 == 0:
+    if x.shape[1] == cols and x.stride(1) == 1 and (x.stride(0) * x.element_size()) % 16 == 0 and x.data_ptr() % 16 == 0:
         return x
     return torch.nn.functional.pad(x, (0, cols - x.shape[1])).contiguous()
 
 
-def launch_tma_gemm(kernel, a, b, blocks, sms: int | None, out=None, units: int = 1, **constexprs):
-    """``a @ b`` with a persistent TMA GEMM kernel ``kernel(a_desc, b_desc, c_desc, M, N, K, ...)``.
+def launch_tma_gemm(kernel, a, b, blocks, sms: int | None, out=None, units: int = 1, b_k_major: bool = False,
+                    extra: tuple = (), programs: int | None = None, **constexprs):
+    """``a @ b`` with a persistent TMA GEMM kernel ``kernel(a_desc, b_desc, c_desc, M, N, K, *extra, ...)``.
 
     ``constexprs`` are the kernel's, its tile BM x BN among them; ``blocks`` are the (A, B, C) descriptor
     block shapes the kernel loads and stores; the grid is min(sms, #BMxBN tiles x ``units``). fp16 or
     bf16 in, fp32 accumulation, C of dtype ``out`` (default: the inputs'); with ``units`` > 1 (split-K:
-    units of work per tile, reduced into C) C starts zeroed. Rows are padded to 16 bytes when needed (TMA strides); TMA zero-fills and clips
-    the ragged edges.
+    units of work per tile, reduced into C) C starts zeroed. With ``b_k_major`` (the FP8 kernel) a and b
+    are float8_e4m3fn, ``b_desc`` is over B's transpose (N x K) and C is ``out`` (bf16 or fp16). ``programs``
+    replaces the grid's size (stream-K: every SM). Rows are padded to 16 bytes when needed (TMA strides);
+    TMA zero-fills and clips the ragged edges.
     """
     import torch
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul: incompatible shapes {tuple(a.shape)} and {tuple(b.shape)}")
-    if a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype:
+    if b_k_major:
+        if a.dtype != torch.float8_e4m3fn or b.dtype != a.dtype:
+            raise TypeError(f"matmul: a and b must both be float8_e4m3fn, got {a.dtype} and {b.dtype}")
+    elif a.dtype not in (torch.float16, torch.bfloat16) or b.dtype != a.dtype:
         raise TypeError(f"matmul: a and b must both be float16 or both bfloat16, got {a.dtype} and {b.dtype}")
     M, K = a.shape
     N = b.shape[1]
-    a, b = _tma_ready(a, triton.cdiv(K, 8) * 8), _tma_ready(b, triton.cdiv(N, 8) * 8)
-    c = (torch.zeros if units > 1 else torch.empty)((M, b.shape[1]), device=a.device, dtype=out or a.dtype)
+    if b_k_major:  # 16-byte rows: 16 8-bit elements of A and B^T, 8 16-bit elements of C
+        a, b = _tma_ready(a, triton.cdiv(K, 16) * 16), _tma_ready(b.t(), triton.cdiv(K, 16) * 16)
+        c_cols = triton.cdiv(N, 8) * 8
+    else:
+        a, b = _tma_ready(a, triton.cdiv(K, 8) * 8), _tma_ready(b, triton.cdiv(N, 8) * 8)
+        c_cols = b.shape[1]
+    c = (torch.zeros if units > 1 else torch.empty)((M, c_cols), device=a.device, dtype=out or a.dtype)
     descs = [TensorDescriptor.from_tensor(t, list(block)) for t, block in zip((a, b, c), blocks)]
-    tiles = triton.cdiv(M, constexprs["BM"]) * triton.cdiv(N, constexprs["BN"]) * units
-    sms = num_sms(a.device) if sms is None else sms
-    kernel[(min(sms, tiles), )](*descs, M, N, K, num_warps=4, **constexprs)
+    if programs is None:
+        tiles = triton.cdiv(M, constexprs["BM"]) * triton.cdiv(N, constexprs["BN"]) * units
+        programs = min(num_sms(a.device) if sms is None else sms, tiles)
+    kernel[(programs, )](*descs, M, N, K, *extra, num_warps=4, **constexprs)
     return c[:, :N]

@@ -1,4 +1,5 @@
-"""``torch.ops.tritium.matmul``: the TLX GEMMs as a torch operator (fake implementation, autograd).
+"""``torch.ops.tritium.matmul``: the TLX GEMMs as a torch operator (fake implementation, autograd), registered
+per dispatch key by :func:`tritium.ops.registration.define`.
 
 Contract:
 
@@ -22,7 +23,8 @@ Contract:
 * Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake (meta) implementation
   runs the same checks, so ``torch.compile`` reports them while tracing.
 * Host cost: :func:`matmul` calls the implementation directly when nothing would observe the
-  dispatch (:func:`direct_ok`: no autograd, tracing, mode or tensor subclass), else the custom op.
+  dispatch (:func:`direct_ok`: no autograd, tracing, mode or tensor subclass), else the op; the op's
+  own Autograd kernel also calls the implementation directly when no gradient is recorded.
   A layout seen before skips the checks and the plan choice (:func:`_compute`) and launches the
   compiled kernel directly (:class:`tritium.ops.launch.Call`).
 """
@@ -33,7 +35,7 @@ from typing import Optional
 
 import torch
 
-from . import launch, plans
+from . import launch, plans, registration
 
 _OP = "tritium.ops.matmul"
 _IN_DTYPES = (torch.float16, torch.bfloat16)
@@ -117,7 +119,7 @@ def run_plan(plan: plans.Plan, a: torch.Tensor, b: torch.Tensor, out_dtype: torc
 _calls = launch.CallCache()
 
 
-def _compute(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype]) -> torch.Tensor:
+def _compute(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """The op's real implementation. A layout seen before (same shapes, strides, base alignment,
     dtypes, device: what the checks and the plan depend on) reuses its :class:`launch.Call` at once."""
     key = (*launch.call_key(a, b, out_dtype), b.dtype, b.device, plans.autotune_enabled())
@@ -137,19 +139,13 @@ def _compute(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype])
     return call(a, b)
 
 
-@torch.library.custom_op("tritium::matmul", mutates_args=())
-def _matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-    return _compute(a, b, out_dtype)
-
-
-@_matmul.register_fake
-def _matmul_fake(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+def _fake(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     _check(a, b, out_dtype)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
 
 
 def _setup_context(ctx, inputs, output) -> None:
-    a, b, _ = inputs
+    a, b = inputs[:2]
     ctx.save_for_backward(a, b)
 
 
@@ -161,8 +157,8 @@ def _backward(ctx, grad: torch.Tensor):
     return grad_a, grad_b, None
 
 
-_matmul.register_autograd(_backward, setup_context=_setup_context)
-
+registration.define("tritium::matmul", "(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor", _compute,
+                    _fake, 2, _backward, _setup_context)
 
 #: Let eager calls that nothing observes skip the dispatcher (see :func:`direct_ok`).
 DIRECT_EAGER = True
@@ -171,8 +167,8 @@ DIRECT_EAGER = True
 def direct_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether a call may skip the dispatcher and run the implementation directly, with the same result:
     plain tensors (no subclass, fake or functorch-wrapped tensor) on CUDA (or on the CPU under the
-    interpreter), no tracing, no autograd to record, no torch function or dispatch mode active. The
-    custom op's dispatch costs several microseconds of host time per call, as much as a small GEMM."""
+    interpreter), no tracing, no autograd to record, no torch function or dispatch mode active. Even the
+    op's lean registration (:mod:`tritium.ops.registration`) costs a pass through the dispatcher per call."""
     return (DIRECT_EAGER and not torch.compiler.is_compiling() and type(a) is torch.Tensor
             and type(b) is torch.Tensor and (a.is_cuda or (a.is_cpu and launch.interpreting()))
             and not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled())
@@ -182,7 +178,7 @@ def direct_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-    """``a @ b`` with tritium's GEMM kernels (see the module docstring for the contract): the custom op
+    """``a @ b`` with tritium's GEMM kernels (see the module docstring for the contract): the op
     ``torch.ops.tritium.matmul``, or its implementation directly where :func:`direct_ok` allows."""
     if direct_ok(a, b):
         return _compute(a, b, out_dtype)

@@ -117,16 +117,20 @@ class Call:
     """``plan``'s kernel on operands of one layout (see the module docstring): ``call(a, b)`` is ``a @ b``.
 
     Built from a representative pair (a, b); it serves every pair with the same shapes, strides,
-    16-byte alignment of the bases, dtypes and device (:func:`call_key`).
+    16-byte alignment of the bases, dtypes and device (:func:`call_key`). For a variant that reads B
+    K-major (``Variant.b_k_major``), ``b`` is B's transpose, N x K. A TMA kernel with runtime arguments
+    after M, N, K (scale pointers, a workspace) gets them per call (``call(a, b, *extra)``), and
+    ``constexprs`` of the call (the scale kinds) besides the plan's.
     """
 
-    def __init__(self, plan: Plan, a, b, out_dtype):
+    def __init__(self, plan: Plan, a, b, out_dtype, constexprs: dict | None = None):
         import torch
         self.plan = plan
         self.variant = variant = VARIANTS[plan.kernel]
         self.M, self.K = M, K = a.shape
-        self.N = N = b.shape[1]
+        self.N = N = b.shape[0] if variant.b_k_major else b.shape[1]
         self.out_dtype = out_dtype
+        self.call_constexprs = constexprs or {}
         self.device = a.device
         self.compiled: dict[str, _Compiled] = {}  # pipeline digest -> direct launch
         if variant.tma:
@@ -140,7 +144,8 @@ class Call:
             self.blocks = tuple(tuple(blk) for blk in variant.descriptor_blocks(plan.config))
             self.templates = [None, None, None]  # the first host TensorDescriptor of each operand
             tiles = triton.cdiv(M, plan.config.BM) * triton.cdiv(N, plan.config.BN) * variant.units(plan.config)
-            self.grid = (min(sm_count(a.device), tiles), 1, 1)
+            sms = sm_count(a.device)
+            self.grid = (variant.programs(M, N, K, plan.config, sms) if variant.programs else min(sms, tiles), 1, 1)
         else:
             self.c_dtype, self.c_shape, self.zero = out_dtype, (M, N), False
             self.in_place = (pointer_in_place(a), pointer_in_place(b))
@@ -152,9 +157,9 @@ class Call:
         # C is returned as it is when it already is the result: N columns of out_dtype
         self.c_is_result = self.c_shape[1] == N and self.c_dtype == out_dtype
 
-    def __call__(self, a, b):
+    def __call__(self, a, b, *extra):
         a, b, c = self.prepare(a, b)
-        self.launch(a, b, c)
+        self.launch(a, b, c, *extra)
         return self.finish(c)
 
     def prepare(self, a, b):
@@ -174,21 +179,22 @@ class Call:
             return c
         return c[:, :self.N].to(self.out_dtype).contiguous()
 
-    def launch(self, a, b, c) -> None:
-        """Run the kernel on operands from :meth:`prepare`, directly when it can."""
+    def launch(self, a, b, c, *extra) -> None:
+        """Run the kernel on operands from :meth:`prepare` (and the op's ``extra`` arguments), directly when it
+        can."""
         kernel = self.variant.kernel
         if interpreting() or compat.launch_hooks_active():
-            args, consts = self._jit_args(a, b, c)
+            args, consts = self._jit_args(a, b, c, *extra)
             kernel[self.grid](*args, **consts)
             return
         digest = compat.pipeline_digest(kernel)
         entry = self.compiled.get(digest)
         if entry is None:
-            self._first_launch(digest, a, b, c)
+            self._first_launch(digest, a, b, c, *extra)
             return
         if self.variant.tma:
             args = [*self._descriptor(entry, 0, a), *self._descriptor(entry, 1, b), *self._descriptor(entry, 2, c),
-                    self.M, self.N, self.K, *entry.constexpr_values]
+                    self.M, self.N, self.K, *extra, *entry.constexpr_values]
         else:
             args = [a, b, c, *self.pointer_args, *entry.constexpr_values]
         entry.direct(self.grid, compat.current_stream(self.device.index), args)
@@ -219,17 +225,19 @@ class Call:
                 cache.popitem(last=False)
         return args
 
-    def _jit_args(self, a, b, c) -> tuple[list, dict]:
+    def _jit_args(self, a, b, c, *extra) -> tuple[list, dict]:
         """Positional arguments and keyword constexprs of the kernel, as ``kernel[grid](...)`` takes them."""
-        consts = {**self.variant.constexprs(self.plan.config), "PDL": self.pdl, "launch_pdl": self.pdl}
+        consts = {**self.variant.constexprs(self.plan.config), **self.call_constexprs, "PDL": self.pdl,
+                  "launch_pdl": self.pdl}
         if self.variant.tma:
-            return [*(self._host_descriptor(i, t) for i, t in enumerate((a, b, c))), self.M, self.N, self.K], consts
+            return [*(self._host_descriptor(i, t) for i, t in enumerate((a, b, c))), self.M, self.N, self.K,
+                    *extra], consts
         align = pipelined._stride_align(self.strides[0][0], self.strides[1][0], self.K, self.N)
         return [a, b, c, *self.pointer_args], {**consts, "STRIDE_ALIGN": align}
 
-    def _first_launch(self, digest: str, a, b, c) -> None:
+    def _first_launch(self, digest: str, a, b, c, *extra) -> None:
         """Launch through the JIT (compiling if needed) and keep what later direct launches need."""
-        launched = jit_launch(self.variant.kernel, self.grid, *self._jit_args(a, b, c))
+        launched = jit_launch(self.variant.kernel, self.grid, *self._jit_args(a, b, c, *extra))
         if launched is not None:
             descriptors = tuple(OrderedDict() for _ in range(3)) if self.variant.tma else ()
             self.compiled[digest] = _Compiled(*launched, descriptors)
@@ -266,11 +274,12 @@ class CallCache(OrderedDict):
 _calls = CallCache()
 
 
-def call_for(plan: Plan, a, b, out_dtype, key: tuple | None = None) -> Call:
-    """The cached :class:`Call` of ``plan`` on this layout of (a, b) (made on first use)."""
+def call_for(plan: Plan, a, b, out_dtype, key: tuple | None = None, constexprs: dict | None = None) -> Call:
+    """The cached :class:`Call` of ``plan`` on this layout of (a, b) (made on first use), with the call's
+    ``constexprs`` (part of ``key`` when given)."""
     key = (plan, key or call_key(a, b, out_dtype))
     call = _calls.get(key)
-    return call if call is not None else _calls.put(key, Call(plan, a, b, out_dtype))
+    return call if call is not None else _calls.put(key, Call(plan, a, b, out_dtype, constexprs))
 
 
 def clear_caches() -> None:

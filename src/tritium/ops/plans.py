@@ -71,8 +71,10 @@ from typing import Any, Callable, Iterator, NamedTuple
 import triton
 
 from .. import knobs
+from ..kernels import gemm_fp8_hopper as fp8
 from ..kernels import gemm_pipelined_hopper as pipelined
 from ..kernels import gemm_splitk_hopper as splitk
+from ..kernels import gemm_streamk_hopper as streamk
 from ..kernels import gemm_ws_cooperative_hopper as coop
 from ..kernels import gemm_ws_dualk_hopper as dualk
 from ..kernels import gemm_ws_pingpong_hopper as pingpong
@@ -101,6 +103,12 @@ class Variant:
     descriptor_blocks: Callable[[Any], tuple] | None  # TMA kernels: the A, B, C block shapes
     constexprs: Callable[[Any], dict]
     units: Callable[[Any], int]  # units of work per output tile (split-K slices)
+    #: TMA kernels: B is read from its transpose (an N x K row-major matrix: b_desc over b.t()), as wgmma
+    #: needs for 8-bit operands (the FP8 kernel).
+    b_k_major: bool = False
+    #: TMA kernels: the grid's size from (M, N, K, config, SMs) where it is not min(SMs, tiles x units)
+    #: (stream-K: every SM).
+    programs: Callable[[int, int, int, Any, int], int] | None = None
 
 
 def _ws(module) -> Callable[[WSConfig], dict]:
@@ -117,6 +125,12 @@ VARIANTS: dict[str, Variant] = {
                       lambda cfg: cfg.SPLIT_K),
     "dualk": Variant(dualk.matmul_kernel_ws_dualk, WSConfig, True, dualk.descriptor_blocks, _ws(dualk), lambda cfg: 1),
     "small": Variant(pipelined.matmul_kernel_pipelined_hopper, PointerConfig, False, None, asdict, lambda cfg: 1),
+    # tritium.ops.scaled_matmul's kernel (FP8 operands, scale pointers after M, N, K): see FP8_PLANS
+    "fp8": Variant(fp8.matmul_kernel_fp8, WSConfig, True, fp8.descriptor_blocks, _ws(fp8), lambda cfg: 1, True),
+    # a candidate no rule or autotuning picks: timed against the shipped plan by scripts/gpu_gemm19.py --stream-k
+    # (its workspace and zeroed flags are the call's extra arguments, gemm_streamk_hopper.workspace)
+    "streamk": Variant(streamk.matmul_kernel_streamk, WSConfig, True, streamk.descriptor_blocks, _ws(streamk),
+                       lambda cfg: 1, programs=streamk.programs),
 }
 
 
@@ -321,6 +335,44 @@ def candidates(M: int, N: int, K: int, sms: int, even: bool = True) -> list[Plan
     plans += [Plan("splitk", replace(splitk.DEFAULT, SPLIT_K=s)) for s in (2, 3, 4, 5, 6, 8)
               if steps // s >= SPLIT_K_MIN_STEPS // 2]
     return list(dict.fromkeys(plans))
+
+
+# ------------------------------------------------------------------------------------------------
+# FP8 (tritium.ops.scaled_matmul): the cooperative FP8 kernel (gemm_fp8_hopper), K steps of 128 bytes
+
+#: The FP8 plan per shape class, with ``tiles256 = cdiv(M, 128) * cdiv(N, 256)`` and ``tiles128`` as above:
+#: "large" (``tiles256 >= sms``): 128x256x128, 4 stages, 4 store slices (gemm_fp8_hopper.LARGE, the 16-bit
+#: large plan's tile with twice the K bytes per step); "mid" (``tiles128 > sms / 2``): 128x128x128, 6 stages
+#: (gemm_fp8_hopper.SMALL); "few": 128x64x128, 8 stages, twice the tiles of 128x128. ``scripts/gpu_gemm19.py``
+#: timed :data:`FP8_SWEEP` against ``torch._scaled_mm`` on the H200 (docs/benchmarks.md, 2026-12-02): each class's
+#: plan is its best sweep config or within 0.3% of it (geometric means over the class: few 0.934, mid 0.989,
+#: large 1.025).
+FP8_PLANS: dict[str, Plan] = {
+    "large": Plan("fp8", fp8.LARGE), "mid": Plan("fp8", fp8.SMALL),
+    "few": Plan("fp8", WSConfig(BM=128, BN=64, BK=128, NUM_STAGES=8, EPILOGUE_SUBTILES=2))}
+
+
+def fp8_shape_class(M: int, N: int, sms: int) -> str:
+    """Which of :data:`FP8_PLANS` an M x N FP8 problem takes."""
+    if triton.cdiv(M, 128) * triton.cdiv(N, 256) >= sms:
+        return "large"
+    return "mid" if 2 * triton.cdiv(M, 128) * triton.cdiv(N, 128) > sms else "few"
+
+
+def choose_fp8(M: int, N: int, K: int, sms: int) -> Plan:
+    """The FP8 plan of an M x N x K problem (:data:`FP8_PLANS`)."""
+    return FP8_PLANS[fp8_shape_class(M, N, sms)]
+
+
+def _fp8(BM: int, BN: int, stages: int, subtiles: int, group: int = 8) -> Plan:
+    return Plan("fp8", WSConfig(BM=BM, BN=BN, BK=128, NUM_STAGES=stages, EPILOGUE_SUBTILES=subtiles,
+                                GROUP_SIZE_M=group))
+
+
+#: The FP8 configs the GPU script times on every shape, besides :func:`choose_fp8`'s: each fits shared memory
+#: with bf16 output (a consumer owns BM/2 >= 64 rows).
+FP8_SWEEP: list[Plan] = [*FP8_PLANS.values(), _fp8(128, 256, 3, 2), _fp8(128, 256, 4, 4, group=16),
+                         _fp8(256, 128, 4, 4), _fp8(128, 128, 4, 2), _fp8(128, 128, 6, 2, group=16)]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,90 @@
+"""Persistent warp-specialized Hopper GEMM for FP8 (e4m3) operands with dequantising scales.
+
+``C = (A @ B) * scale_a * scale_b`` for ``A`` [M, K] and ``B`` [K, N] in float8_e4m3fn, fp32 accumulation,
+C in bf16 or fp16, with per-tensor scales or per-row (A) / per-column (B) scale vectors, as
+``torch._scaled_mm`` computes it. The design is the cooperative one (gemm_ws_cooperative_hopper), built
+from the same partitions: a TMA producer, two consumer warpgroups each owning BM/2 rows of every tile
+with one wgmma group in flight, and the epilogue's store ring; here the epilogue first multiplies the
+accumulator by the scales (:func:`tritium.kernels.partitions.scale_tile`).
+
+wgmma reads 8-bit operands from shared memory only K-major, so B is read from its transpose: ``b_desc``
+describes the N x K row-major matrix B^T (a column-major B as it is), its tiles are (BN, BK) and the
+MMA takes them transposed (``B_K_MAJOR`` of the partitions). A K step is 128 bytes of K (BK = 128), one
+128-byte swizzled row per tile row, as the 16-bit kernels' BK = 64.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+import tritium.tlx as tlx
+
+from .partitions import (load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, scale_tile,
+                         store_subtiles, tile_counts)
+from . import tiles
+from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency, ws_constexprs
+
+#: 128x256x128 tiles, 4 stages (4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB), and
+#: 128x128x128 for problems with fewer 128x256 tiles than SMs (6 x 32 KiB + 4 x 8 KiB). Not yet measured.
+LARGE = WSConfig(BM=128, BN=256, BK=128, NUM_STAGES=4, EPILOGUE_SUBTILES=4)
+SMALL = WSConfig(BM=128, BN=128, BK=128, NUM_STAGES=6, EPILOGUE_SUBTILES=2)
+
+
+@triton.jit
+def matmul_kernel_fp8(a_desc, b_desc, c_desc, M, N, K, scale_a_ptr, scale_b_ptr, BM: tl.constexpr,
+                      BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
+                      EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, ROW_SCALES: tl.constexpr,
+                      COL_SCALES: tl.constexpr, PDL: tl.constexpr = False):
+    sync_grid_dependency(PDL)
+    HALF_M: tl.constexpr = BM // 2
+    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True, True)
+    c_bufs = tlx.local_alloc((HALF_M, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
+    full, empty = ring_barriers(NUM_STAGES, 2)
+    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
+                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True, 1, True)
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r: tl.constexpr = tlx.async_task_replica_id()
+            it = 0
+            stores = 0
+            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
+                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
+                acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
+                it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, 0, k_tiles, r, NUM_STAGES, True, 1, True)
+                acc = release_last(acc, empty, it, NUM_STAGES)
+                off_m = pid_m * BM + r * HALF_M
+                acc = scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, pid_n * BN, M, N, HALF_M, BN, ROW_SCALES,
+                                 COL_SCALES)
+                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, off_m, 1, pid_n, HALF_M, BN,
+                                        EPILOGUE_SUBTILES)
+            tlx.async_descriptor_store_wait(0)
+
+
+def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
+    """Block shapes of the A, B^T and C descriptors: each consumer loads and stores its BM/2 rows."""
+    return [cfg.BM // 2, cfg.BK], [cfg.BN, cfg.BK], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
+
+
+def constexprs(cfg: WSConfig) -> dict:
+    """The kernel's tile constexprs; the scale kinds (ROW_SCALES, COL_SCALES) come with each call."""
+    return ws_constexprs(cfg)
+
+
+def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
+    """LARGE unless its tiles would leave SMs idle."""
+    return pick_tile(LARGE, SMALL, M, N, num_sms)
+
+
+def matmul(a, b, scale_a, scale_b, config: WSConfig | None = None, num_sms: int | None = None, out_dtype=None):
+    """``(a @ b) * scale_a * scale_b`` for float8_e4m3fn ``a`` [M, K] and ``b`` [K, N] with fp32 scales, one
+    element each or ``scale_a`` [M, 1] / ``scale_b`` [1, N] (CUDA, or CPU under TRITON_INTERPRET=1); C in
+    ``out_dtype`` (default bfloat16). ``tritium.ops.scaled_matmul`` is the checked op."""
+    import torch
+    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
+    scales = (scale_a.reshape(-1).contiguous(), scale_b.reshape(-1).contiguous())
+    return launch_tma_gemm(matmul_kernel_fp8, a, b, descriptor_blocks(cfg), num_sms, out=out_dtype or torch.bfloat16,
+                           b_k_major=True, extra=scales, ROW_SCALES=scales[0].numel() > 1,
+                           COL_SCALES=scales[1].numel() > 1, **constexprs(cfg))
