@@ -151,7 +151,8 @@ def checked(case: Case, name: str, outputs: tuple, ref: tuple) -> dict:
     return errs
 
 
-def _timed(impls: dict, flops: float, rounds: int, rep_ms: int, grad_to_none=None) -> dict:
+def timed(impls: dict, flops: float, rounds: int, rep_ms: int, grad_to_none=None) -> dict:
+    """TFLOPS of each callable of ``impls`` doing ``flops``: the best median of ``rounds`` interleaved rounds."""
     from triton.testing import do_bench
     tflops = dict.fromkeys(impls, 0.0)
     for _ in range(rounds):  # interleaved rounds; the best median of each counts (clock drift)
@@ -183,7 +184,7 @@ def run_case(case: Case, dirs: tuple[str, ...], rounds: int = 2, rep_ms: int = 1
         sdpa = sdpa_variants(q, k, v, case.causal, case.gqa)
         if not sdpa:
             raise RuntimeError(f"{case.label}: no SDPA backend runs this case")
-        result["fwd"] = _summary_of(_timed({**impls, **sdpa}, case.flops("fwd"), rounds, rep_ms), errors)
+        result["fwd"] = _summary_of(timed({**impls, **sdpa}, case.flops("fwd"), rounds, rep_ms), errors)
         result["fwd"]["op_runs"] = pick_kernel(case.seq, case.head_dim, case.causal, case.gqa).__name__
     if "bwd" in dirs:
         ref = reference(case, q, k, v, do, True)
@@ -195,7 +196,7 @@ def run_case(case: Case, dirs: tuple[str, ...], rounds: int = 2, rep_ms: int = 1
         if len(forwards) == 1:
             raise RuntimeError(f"{case.label}: no SDPA backend runs this case's backward")
         impls = {name: (lambda out=out: out.backward(do, retain_graph=True)) for name, out in forwards.items()}
-        tflops = _timed(impls, case.flops("bwd"), rounds, rep_ms, grad_to_none=leaves)
+        tflops = timed(impls, case.flops("bwd"), rounds, rep_ms, grad_to_none=leaves)
         result["bwd"] = _summary_of(tflops, errors)
     return result
 
