@@ -41,6 +41,7 @@ from ..kernels.attention import attention_forward
 from ..kernels.attention_bwd_hopper import check_backward, launch_backward
 from ..kernels.attention_ws_hopper import check_inputs, check_shapes
 from . import launch as ops_launch
+from . import registration
 
 _OP = "tritium.ops.attention"
 
@@ -70,18 +71,24 @@ def _on_device(q: torch.Tensor, fn, *args):
     return fn(*args)
 
 
-@torch.library.custom_op("tritium::_attention_inference", mutates_args=())
 def _attention_inference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sm_scale: Optional[float],
                          enable_gqa: bool) -> torch.Tensor:
     _check_real(q, k, v, sm_scale, enable_gqa)
     return _on_device(q, kernel_attention, q, k, v, causal, sm_scale, enable_gqa)
 
 
-@_attention_inference.register_fake
 def _attention_inference_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                               sm_scale: Optional[float], enable_gqa: bool) -> torch.Tensor:
     _check_fake(q, k, v, sm_scale, enable_gqa)
     return q.new_empty(q.shape)
+
+
+# Registered per dispatch key, not by custom_op: an eager inference call is host-bound at short sequences, and
+# custom_op's Python layers cost more host time than the rest of the call (docs/benchmarks.md, 2026-12-02).
+registration.define("tritium::_attention_inference", "(Tensor q, Tensor k, Tensor v, bool causal, float? sm_scale, "
+                    "bool enable_gqa) -> Tensor", _attention_inference, _attention_inference_fake, 3,
+                    no_backward=f"{_OP}: the inference op has no backward; tritium::attention runs "
+                                "tritium::_attention_forward where a gradient is needed")
 
 
 @torch.library.custom_op("tritium::_attention_forward", mutates_args=())
