@@ -9,7 +9,8 @@ import hashlib
 from pathlib import Path
 
 # The op families: each op registers itself where it is written (``@tlx_builtin``, tlx/emit.py).
-from . import alias, async_copy, barriers, buffer_ops, cluster, mem, misc, mma, tasks, tma, warp  # noqa: F401
+from . import (alias, async_copy, barriers, buffer_ops, cluster, mem, misc, mma, tasks, tma, warp,  # noqa: F401
+               warp_pipeline)
 from .alias import storage_alias_spec_type, storage_alias_spec_value as storage_alias_spec_type_class
 from .emit import BUILTINS
 from .layouts import NVMMASharedLayout, SwizzledSharedLayout
