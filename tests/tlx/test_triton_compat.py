@@ -61,6 +61,10 @@ def test_code_generator():
 def test_semantic():
     from triton.language.semantic import TritonSemantic
     assert list(inspect.signature(TritonSemantic._str_to_dot_input_precision).parameters) == ["self", "input_precision"]
+    # accept_fork_load_cache_modifier wraps the load parser (the wrapper is installed by importing tritium.tlx)
+    parse = TritonSemantic._str_to_load_cache_modifier
+    assert parse.tritium_cs and list(inspect.signature(parse.__wrapped__).parameters) == ["self", "cache_modifier"]
+    assert parse(None, ".cs") == tc.ir.CACHE_MODIFIER.CS and parse(None, ".cg") == tc.ir.CACHE_MODIFIER.CG
 
 
 def test_interpreter():

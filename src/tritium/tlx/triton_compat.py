@@ -23,12 +23,14 @@ TLX module reaches past this one.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 from typing import Any, Sequence
 
 import numpy as np
 import triton.language as tl
+import triton.language.semantic as _tl_semantic
 import triton.language.core as _tl_core
 from triton._C.libtriton import gluon_ir, ir
 from triton.compiler.code_generator import CodeGenerator, enter_sub_region
@@ -348,3 +350,21 @@ def run_amd_coalesce_async_copy(mod: Any, arch: str) -> None:
     pm = new_pass_manager(mod.context, False)
     stock_pass_builder("amd.ttgpuir.coalesce_async_copy").fn(pm, arch)
     run_plain(pm, mod, "tlx-coalesce-async-copy")
+
+
+def accept_fork_load_cache_modifier() -> None:
+    """Let ``tl.load`` take the TLX fork's ``cache_modifier=".cs"`` (streaming; fork kernels use it), which stock
+    Triton 3.6 allows on stores only: its IR has the modifier, and its AMD and NVIDIA lowerings read it on loads."""
+    semantic = _tl_semantic.TritonSemantic
+    parse = semantic._str_to_load_cache_modifier
+    if getattr(parse, "tritium_cs", False):
+        return
+
+    @functools.wraps(parse)
+    def _str_to_load_cache_modifier(self: Any, cache_modifier: Any) -> Any:
+        if cache_modifier == ".cs":
+            return ir.CACHE_MODIFIER.CS
+        return parse(self, cache_modifier)
+
+    _str_to_load_cache_modifier.tritium_cs = True
+    semantic._str_to_load_cache_modifier = _str_to_load_cache_modifier
