@@ -1,0 +1,38 @@
+"""tlx.loop_carried_dot_operands (tlx/dot_operands.py) on printed TTGIR; end to end, the fork's gfx9 GEMMs v7-v9
+(tests/tlx/fork_conformance.py) fit gfx950's LDS only with it."""
+from tritium.tlx.dot_operands import carry_operand_layouts
+
+DOT = "tensor<64x32xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 8}>>"
+BLOCKED = "tensor<64x32xf16, #blocked>"
+MEMDESC = "!ttg.memdesc<64x32xf16, #shared, #smem, mutable>"
+
+
+def module(extra_use: str = "") -> str:
+    return f"""#blocked = #ttg.blocked<{{sizePerThread = [1, 8], threadsPerWarp = [8, 8], warpsPerCTA = [4, 1], order = [1, 0]}}>
+module {{
+  tt.func public @k(%p: !tt.ptr<f16>) {{
+    %a = ttg.local_load %buf0 : {MEMDESC} -> {BLOCKED} loc(#loc1)
+    %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%x = %a, %acc = %cst) -> ({BLOCKED}, tensor<64x64xf32, #mma>)  : i32 {{
+      %c = ttg.convert_layout %x : {BLOCKED} -> {DOT} loc(#loc2)
+      %d = tt.dot %c, %bb, %acc : {DOT} * tensor<32x64xf16, #dotb> -> tensor<64x64xf32, #mma> loc(#loc3)
+      %next = ttg.local_load %buf1 : {MEMDESC} -> {BLOCKED} loc(#loc4){extra_use}
+      scf.yield %next, %d : {BLOCKED}, tensor<64x64xf32, #mma> loc(#loc5)
+    }} loc(#loc6)
+    %e = ttg.convert_layout %r#0 : {BLOCKED} -> {DOT} loc(#loc7)
+    tt.return loc(#loc8)
+  }} loc(#loc9)
+}}
+"""
+
+
+def test_a_carried_load_reads_into_the_dot_operand_layout():
+    out = carry_operand_layouts(module()).splitlines()
+    assert out[3] == f"    %a = ttg.local_load %buf0 : {MEMDESC} -> {DOT} loc(#loc1)"
+    assert f"-> ({DOT}, tensor<64x64xf32, #mma>)  : i32 {{" in out[4]
+    assert out[5] == f"      %c = ttg.convert_layout %x : {DOT} -> {DOT} loc(#loc2)"
+    assert out[7].endswith(f"-> {DOT} loc(#loc4)") and out[8].endswith(f": {DOT}, tensor<64x64xf32, #mma> loc(#loc5)")
+    assert out[10] == f"    %e = ttg.convert_layout %r#0 : {DOT} -> {DOT} loc(#loc7)"
+
+
+def test_a_carried_value_with_another_use_keeps_its_layout():
+    assert carry_operand_layouts(module(f"\n      tt.store %p, %next : tensor<64x32x!tt.ptr<f16>, #blocked>")) is None
