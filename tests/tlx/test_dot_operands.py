@@ -1,6 +1,6 @@
 """tlx.loop_carried_dot_operands (tlx/dot_operands.py) on printed TTGIR; end to end, the fork's gfx9 GEMMs v7-v9
 (tests/tlx/fork_conformance.py) fit gfx950's LDS only with it."""
-from tritium.tlx.dot_operands import carry_operand_layouts
+from tritium.tlx.dot_operands import carry_operand_layouts, operand_buffer_layouts, operand_swizzle
 
 DOT = "tensor<64x32xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 8}>>"
 BLOCKED = "tensor<64x32xf16, #blocked>"
@@ -36,3 +36,37 @@ def test_a_carried_load_reads_into_the_dot_operand_layout():
 
 def test_a_carried_value_with_another_use_keeps_its_layout():
     assert carry_operand_layouts(module(f"\n      tt.store %p, %next : tensor<64x32x!tt.ptr<f16>, #blocked>")) is None
+
+
+MFMA3 = "#ttg.amd_mfma<{version = 3, warpsPerCTA = [2, 2], instrShape = [16, 16, 16], isTransposed = true}>"
+MFMA4 = MFMA3.replace("version = 3", "version = 4")
+
+
+def test_operand_buffers_get_the_swizzle_triton_composes_for_the_operand():
+    # A (K contiguous) with kpack=2's kWidth 8: 8-element vectors, a phase per 64-element row of banks
+    assert operand_swizzle(0, 8, [32, 64], [1, 0], 16, MFMA3) == (8, 1, 8)
+    # B with N contiguous: CDNA3 does not swizzle it; CDNA4 (transposing LDS loads) does, over 64 banks
+    assert operand_swizzle(1, 8, [64, 32], [1, 0], 16, MFMA3) == (1, 1, 1)
+    assert operand_swizzle(1, 8, [64, 32], [1, 0], 16, MFMA4) == (8, 4, 4)
+
+
+def _buffers(planned: str) -> str:
+    return f"""#mma = {MFMA3}
+#shared = #ttg.swizzled_shared<{{vec = 4, perPhase = 2, maxPhase = 8, order = [1, 0]}}>
+#smem = #ttg.shared_memory
+module {{
+  tt.func public @k() {{
+    %b = ttg.local_alloc{planned} : () -> !ttg.memdesc<2x64x32xf16, #shared, #smem, mutable> loc(#loc1)
+    %v = ttg.memdesc_index %b[%c0] : !ttg.memdesc<2x64x32xf16, #shared, #smem, mutable> -> !ttg.memdesc<64x32xf16, #shared, #smem, mutable> loc(#loc2)
+    %x = ttg.local_load %v : !ttg.memdesc<64x32xf16, #shared, #smem, mutable> -> tensor<64x32xf16, #ttg.dot_op<{{opIdx = 1, parent = #mma, kWidth = 8}}>> loc(#loc3)
+    tt.return loc(#loc4)
+  }} loc(#loc5)
+}}
+"""
+
+
+def test_a_planned_buffer_takes_its_operand_layout_and_an_explicit_one_keeps_its_own():
+    out = operand_buffer_layouts(_buffers(" {tlx.planned_layout}"))
+    assert "#shared = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>" in out
+    assert "tlx.planned_layout" not in out and "%b = ttg.local_alloc : () ->" in out
+    assert operand_buffer_layouts(_buffers("")) == _buffers("")

@@ -1,6 +1,16 @@
-"""The ``tlx.loop_carried_dot_operands`` pass (AMD): a ``local_load`` carried round a loop into a dot reads
-straight into the dot's operand layout.
+"""The ``tlx.dot_operand_layouts`` pass (AMD): layouts of dot operands read from LDS, as the fork chooses them.
 
+**Buffers.** ``local_alloc`` without ``layout=`` gets the planner's swizzle (tlx/layouts.py), chosen before
+the dot that reads the buffer exists: it assumes a K-contiguous operand of the default ``kWidth``. Once
+``accelerate_matmul`` has picked the MFMA instruction, the fork (and uTLX) give such a buffer the layout
+Triton composes for that operand (``AMDMfmaEncodingAttr::composeSharedLayoutForOperand``: the operand's
+``kWidth`` as the vector, no swizzle when K is not the contiguous dimension on CDNA3, phases spanning one
+row of banks). :func:`operand_buffer_layouts` does the same for each planned buffer whose every
+``local_load`` feeds one dot operand (``tlx.planned_layout`` on its ``ttg.local_alloc``, set by the
+lowering, then removed). With ``kpack=2``, ``amd_gemm_pipelined`` on gfx942 then has uTLX's 8 ``ds_write``
+and 72 ``ds_read`` instead of 16 and 80.
+
+**Loads carried round a loop.**
 Fork kernels load the next iteration's operands from LDS at the end of an iteration and carry them in
 ``iter_args`` (``a = tlx.local_load(...)`` before the loop and at its bottom, ``tl.dot(a, ...)`` at its
 top). Stock layout propagation stops at the loop: the loads keep a blocked layout and every iteration
@@ -25,6 +35,7 @@ from typing import Any, Optional
 from tritium import compat
 from tritium.plugins import mlir_pass
 
+from .lowering import PLANNED_LAYOUT
 from .triton_compat import ir
 from .ttgir_text import SSA, SSA_DEF, split_types, strip_strings
 
@@ -129,8 +140,67 @@ def carry_operand_layouts(text: str) -> Optional[str]:
     return "\n".join(lines) + "\n" if changed else None
 
 
-@mlir_pass(name="tlx.loop_carried_dot_operands")
-def loop_carried_dot_operands(mod: ir.module, ctx: Any) -> Any:
-    """See the module: carried ``local_load`` results read straight into their dot operand layout."""
-    text = carry_operand_layouts(mod.str())
-    return None if text is None else compat.parse_module(text, mod.context)
+_SWIZZLED = re.compile(r"^(#[\w$.-]+) = #ttg\.swizzled_shared<\{vec = (\d+), perPhase = (\d+), maxPhase = (\d+), "
+                       r"order = \[([\d, ]+)\]\}>$")
+_MEMDESC_LOAD = re.compile(r"ttg\.local_load %[\w$.#-]+(?: token %[\w$.#-]+)? : !ttg\.memdesc<(?P<shape>[\dx]+)x(?P<elem>[a-z]+\d+), "
+                           r"(?P<enc>#[\w$.-]+)[^>]*> -> tensor<[^,]+, (?P<res>.*)>(?: loc\(.*\))?$")
+_DOT = re.compile(r"#ttg\.dot_op<\{opIdx = (\d+), parent = (#[\w$.-]+), kWidth = (\d+)\}>")
+
+
+def operand_swizzle(op_idx: int, k_width: int, shape: list[int], order: list[int], bits: int, mfma: str) -> tuple:
+    """``(vec, perPhase, maxPhase)`` Triton composes for an MFMA operand buffer (its
+    ``composeSharedLayoutForOperand``): ``mfma`` is the parent's printed attribute."""
+    cdna4 = "version = 4" in mfma
+    k_dim = 1 if op_idx == 0 else 0
+    if order[0] != k_dim and not (cdna4 and bits in (8, 16)):
+        return 1, 1, 1
+    inner = shape[order[0]]
+    per_phase = max(1, (64 if cdna4 else 32) * 32 // bits // inner)
+    max_phase = max(min(16 // per_phase, inner // k_width), 1)
+    if re.search(r"instrShape = \[4,", mfma):
+        max_phase = 4
+    return k_width, per_phase, max_phase
+
+
+def operand_buffer_layouts(text: str) -> str:
+    """``text`` with each planned buffer that feeds one dot operand in that operand's layout, and the
+    planner's marks removed."""
+    lines = text.splitlines()
+    if not any(PLANNED_LAYOUT in line for line in lines):
+        return text
+    aliases = {m.group(1): m.group(2) for line in lines if (m := _ALIAS.match(line))}
+    planned, other = set(), set()  # shared encodings of planned allocations, and of any other
+    for line in lines:
+        m = re.search(r"= ttg\.local_alloc.* -> !ttg\.memdesc<[^,]+, (#[\w$.-]+)", line)
+        if m:
+            (planned if PLANNED_LAYOUT in line else other).add(m.group(1))
+    uses: dict[str, set] = {}
+    for line in lines:
+        m = _MEMDESC_LOAD.search(line)
+        if m and m["enc"] in planned:
+            dot = _DOT.search(aliases.get(m["res"], m["res"]))
+            shape = [int(x) for x in m["shape"].split("x")[-2:]]
+            bits = int(re.search(r"\d+", m["elem"]).group(0))
+            uses.setdefault(m["enc"], set()).add((dot.groups() if dot else None, tuple(shape), bits))
+    for i, line in enumerate(lines):
+        m = _SWIZZLED.match(line)
+        if not m or m.group(1) not in uses or m.group(1) in other or len(uses[m.group(1)]) != 1:
+            continue
+        (dot, shape, bits), = uses[m.group(1)]
+        if dot is None:
+            continue
+        order = [int(x) for x in m.group(5).split(",")]
+        vec, per_phase, max_phase = operand_swizzle(int(dot[0]), int(dot[2]), list(shape), order, bits,
+                                                    aliases.get(dot[1], dot[1]))
+        lines[i] = (f"{m.group(1)} = #ttg.swizzled_shared<{{vec = {vec}, perPhase = {per_phase}, maxPhase = {max_phase}, "
+                    f"order = [{m.group(5)}]}}>")
+    return "\n".join(line.replace(f" {{{PLANNED_LAYOUT}}}", "") for line in lines) + "\n"
+
+
+@mlir_pass(name="tlx.dot_operand_layouts")
+def dot_operand_layouts(mod: ir.module, ctx: Any) -> Any:
+    """See the module: planned operand buffers in their dot's layout; carried loads read straight into it."""
+    text = mod.str()
+    carried = carry_operand_layouts(text)
+    out = operand_buffer_layouts(carried or text)
+    return None if out == text else compat.parse_module(out, mod.context)

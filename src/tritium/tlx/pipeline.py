@@ -16,7 +16,7 @@ from tritium.plugins import Pipeline, mlir_pass
 
 from . import triton_compat
 from .diagnostics import reporting_stage
-from .dot_operands import loop_carried_dot_operands
+from .dot_operands import dot_operand_layouts
 from .copy_fallback import amd_coalesce_async_copy, async_copy_fallback
 from .lowering import lower
 from .placeholders import is_tlx_module
@@ -99,7 +99,7 @@ def make_pipeline(family: str) -> Pipeline:
         p.disable("ttgir", name)
     if family == "hip":
         p.insert("ttgir", amd_coalesce_async_copy, after=triton_compat.AMD_LAST_LAYOUT_PASS)
-        p.insert("ttgir", loop_carried_dot_operands, before="ttgpuir.reduce_data_duplication")
+        p.insert("ttgir", dot_operand_layouts, before="ttgpuir.reduce_data_duplication")
         p.insert("ttgir", warp_pipeline, at="end")
     p.override_pipeline(_report_errors(in_family))
     return p
