@@ -70,3 +70,11 @@ def test_a_planned_buffer_takes_its_operand_layout_and_an_explicit_one_keeps_its
     assert "#shared = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>" in out
     assert "tlx.planned_layout" not in out and "%b = ttg.local_alloc : () ->" in out
     assert operand_buffer_layouts(_buffers("")) == _buffers("")
+
+
+def test_a_buffer_with_a_transposed_view_keeps_its_layout():
+    """A memdesc_trans view's encoding derives from its source's; re-encoding one of them alone is invalid."""
+    text = _buffers(" {tlx.planned_layout}").replace(
+        "    tt.return", "    %t = ttg.memdesc_trans %v {order = array<i32: 1, 0>} : !ttg.memdesc<64x32xf16, #shared, "
+        "#smem, mutable> -> !ttg.memdesc<32x64xf16, #shared2, #smem, mutable> loc(#loc6)\n    tt.return")
+    assert "#ttg.swizzled_shared<{vec = 4, perPhase = 2, maxPhase = 8" in operand_buffer_layouts(text)

@@ -7,7 +7,7 @@ Triton composes for that operand (``AMDMfmaEncodingAttr::composeSharedLayoutForO
 ``kWidth`` as the vector, no swizzle when K is not the contiguous dimension on CDNA3, phases spanning one
 row of banks). :func:`operand_buffer_layouts` does the same for each planned buffer whose every
 ``local_load`` feeds one dot operand (``tlx.planned_layout`` on its ``ttg.local_alloc``, set by the
-lowering, then removed). With ``kpack=2``, ``amd_gemm_pipelined`` on gfx942 then has uTLX's 8 ``ds_write``
+lowering, then removed) and that no transposed, reshaped or reinterpreted view derives from. With ``kpack=2``, ``amd_gemm_pipelined`` on gfx942 then has uTLX's 8 ``ds_write``
 and 72 ``ds_read`` instead of 16 and 80.
 
 **Loads carried round a loop.**
@@ -169,11 +169,14 @@ def operand_buffer_layouts(text: str) -> str:
     if not any(PLANNED_LAYOUT in line for line in lines):
         return text
     aliases = {m.group(1): m.group(2) for line in lines if (m := _ALIAS.match(line))}
-    planned, other = set(), set()  # shared encodings of planned allocations, and of any other
+    planned, other = set(), set()  # shared encodings of planned allocations, and of any other or derived one
     for line in lines:
         m = re.search(r"= ttg\.local_alloc.* -> !ttg\.memdesc<[^,]+, (#[\w$.-]+)", line)
         if m:
             (planned if PLANNED_LAYOUT in line else other).add(m.group(1))
+        elif re.search(r"= ttg\.memdesc_(?:trans|reshape|reinterpret)\b", line):
+            # a view whose encoding is derived from its source's: both must stay as they are
+            other.update(re.findall(r"!ttg\.memdesc<[^,]+, (#[\w$.-]+)", line))
     uses: dict[str, set] = {}
     for line in lines:
         m = _MEMDESC_LOAD.search(line)
