@@ -323,7 +323,8 @@ Issue 21 went through the gaps these runs showed, one by one (not re-measured as
   module global, `tl.constexpr`-wrapped or not, is readable in a kernel; loop-carried dot operands do not
   go through a tensor `local_alloc` (`test_loop_carried_dot_layout_cleanup_compiles_gfx950`);
   `require_layout` on an epilogue store (`amd_bmm`'s `_C4`) compiles; `@aggregate` classes in the fork's
-  style compile and interpret; bf16 `tl.dot` under the interpreter.
+  style compile and interpret; bf16 `tl.dot` under the interpreter; a device descriptor made before an
+  `async_tasks` region and used in a task (`test_tensor_descriptor_ws_capture`) is made again in the task.
 - Deliberate: `async_task("default", registers=...)` is refused (stock 3.6's `ttg.warp_specialize` has no
   register request for the default region; the fork's `defaultRequestedRegisters` is its own);
   `vote_ballot_sync` on a predicate of `thread_id` gives the full mask under the interpreter, which runs a
@@ -333,9 +334,8 @@ Issue 21 went through the gaps these runs showed, one by one (not re-measured as
 - Not a TLX API: `test_dot_propagates_accumulator_layout` calls Triton's `semantic.dot` from a Gluon
   kernel; stock's returns a layout-free `block_type` (the fork changed Triton's semantic, not TLX).
 - Not done: loop-carried buffer views raising under the interpreter as they do compiled, a buffer
-  indexed in a `@triton.jit` helper under the interpreter, `dump_layout`'s output format,
-  `test_tensor_descriptor_ws_capture` (a `tl.make_tensor_descriptor` used in a task through inlined
-  helpers), and a ported subset of the unit tests in CI with measured pass rates."""
+  indexed in a `@triton.jit` helper under the interpreter, `dump_layout`'s output format, and a ported
+  subset of the unit tests in CI with measured pass rates."""
 
 def main(argv: list[str]) -> int:
     text = render()

@@ -23,7 +23,7 @@ _REGISTER_TENSOR = re.compile(r"(?<!tensordesc<)tensor<")
 _RESULTS = re.compile(r"^\s*(%[\w$.-]+(?::\d+)?(?:, %[\w$.-]+)*) = ")  # an op's result list
 _BLOCK_ARG = re.compile(r"(%[\w$.-]+):\s")
 #: Ops a partition recomputes instead of receiving: pure, one result, no region.
-_CLONABLE = re.compile(r"(arith|math)\.\w+|tt\.(get_program_id|get_num_programs|splat|make_range|expand_dims|"
+_CLONABLE = re.compile(r"(arith|math)\.\w+|tt\.(get_program_id|get_num_programs|splat|make_range|expand_dims|make_tensor_descriptor|"
                        r"broadcast|addptr)|ttg\.convert_layout")
 
 
