@@ -479,9 +479,6 @@ _READS_IN_FLIGHT = ("the kernel reads a buffer whose copy it has not waited for:
 #: Cases expected to fail today, in one place, with the reason. The tests xfail them strictly, so a fix
 #: shows up as an unexpected pass, to be removed from here. key: (case name, "compile" | "interpret").
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("amd_pa_decode", "interpret"): ("the host passes BUFFER_DEPTH=tl.constexpr(2) as a kernel argument and stock "
-                                     "Triton 3.6's interpreter hands the constexpr object to the kernel, where "
-                                     "'tidx % BUFFER_DEPTH' fails (int % constexpr); compiled it is fine"),
     ("gfx9_gemm/a16w16/v5_local_prefetch", "interpret"): _READS_IN_FLIGHT,
     ("gfx9_gemm/a16w16/v6_loop_unroll", "interpret"): _READS_IN_FLIGHT,
     ("amd_addmm_gfx950", "compile"): ("launches with enable_sched_group_barrier_scheduler=, an option of the fork's "

@@ -163,6 +163,10 @@ def test_fork_style_aggregate_runs():
     out = torch.empty(8)
     running_sum_kernel[(1, )](x, out, N=8)
     torch.testing.assert_close(out, 3 * x + x.sum())
+    # a host that passes a constexpr object, as fork kernels do (tlx/triton_compat.accept_constexpr_launch_args)
+    out.zero_()
+    running_sum_kernel[(1, )](x, out, N=tl.constexpr(8))
+    torch.testing.assert_close(out, 3 * x + x.sum())
 
 
 def test_bf16_dot_multiplies_numbers():

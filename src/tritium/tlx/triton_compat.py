@@ -464,3 +464,21 @@ def accept_bf16_interpreted_dots() -> None:
 
     create_dot.tritium_bf16 = True
     InterpreterBuilder.create_dot = create_dot
+
+
+def accept_constexpr_launch_args() -> None:
+    """Under ``TRITON_INTERPRET=1``, a kernel argument the host passes as a ``tl.constexpr`` object (the fork's
+    ``amd_pa_decode`` passes ``BUFFER_DEPTH=tl.constexpr(2)``) reaches the kernel as its value, as when
+    compiling: stock Triton 3.6's interpreter hands the object over, and ``int % constexpr`` then fails."""
+    stock = _interpreter.GridExecutor.__call__
+    if getattr(stock, "tritium_constexpr_args", False):
+        return
+
+    @functools.wraps(stock)
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        args = tuple(a.value if isinstance(a, tl.constexpr) else a for a in args)
+        kwargs = {k: v.value if isinstance(v, tl.constexpr) else v for k, v in kwargs.items()}
+        return stock(self, *args, **kwargs)
+
+    __call__.tritium_constexpr_args = True
+    _interpreter.GridExecutor.__call__ = __call__
