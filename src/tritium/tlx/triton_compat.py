@@ -408,8 +408,8 @@ def accept_fork_aggregates() -> None:
     """Let ``triton.language.core._aggregate`` take the TLX fork's aggregates (``amd_fa_cluster``'s
     ``SoftmaxState``), as the fork's version of it does and stock Triton 3.6's does not:
 
-    * a class without ``__init__`` gets one that sets its fields (stock calls ``object.__init__``: the JIT's
-      dependency scan refuses it, and it takes no field values);
+    * a class without ``__init__`` gets one that sets its fields (stock 3.6 and 3.7 call ``object.__init__``: the
+      JIT's dependency scan refuses it, and it takes no field values; 3.8 builds one itself);
     * under ``TRITON_INTERPRET=1``, ``@triton.jit`` methods are interpreted functions, which stock does not
       copy onto the aggregate (``SoftmaxState.create`` is missing); they are copied, bound like methods.
 
@@ -419,10 +419,11 @@ def accept_fork_aggregates() -> None:
     stock = _tl_core._aggregate
     if getattr(stock, "tritium_fork_aggregates", False):
         return
+    builds_init = 'cls.__dict__.get("__init__"' in inspect.getsource(stock)  # Triton 3.8+ does, as the fork
 
     @functools.wraps(stock)
     def _aggregate(cls: type) -> Any:
-        if "__init__" not in cls.__dict__:
+        if "__init__" not in cls.__dict__ and not builds_init:
             cls.__init__ = _fieldwise_init(cls)
         value = stock(cls)
         for name, member in cls.__dict__.items():
