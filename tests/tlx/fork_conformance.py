@@ -471,10 +471,11 @@ CASES = [
 ]
 BY_NAME = {c.name: c for c in CASES}
 
-_READS_IN_FLIGHT = ("the kernel reads a buffer whose copy it has not waited for: in the main loop async_load_wait_group(1) "
-                    "comes before the next copy is issued, so the copy into the buffer it then local_loads is still "
-                    "in flight (on a GPU a race that timing hides). The TLX interpreter lands a copy at the wait that "
-                    "covers it, so the read sees the buffer's uninitialized contents (NaN); compiles")
+_READS_IN_FLIGHT = ("the kernel reads a buffer whose copy it has not waited for: in the main loop "
+                    "async_load_wait_group(1) comes before the next copy is issued, so the copy into the buffer it "
+                    "then local_loads is still in flight (on a GPU a race that timing hides). The TLX interpreter "
+                    "lands a copy at the wait that covers it, so the read sees the buffer's uninitialized contents "
+                    "(NaN); compiles")
 
 #: Cases expected to fail today, in one place, with the reason. The tests xfail them strictly, so a fix
 #: shows up as an unexpected pass, to be removed from here. key: (case name, "compile" | "interpret").

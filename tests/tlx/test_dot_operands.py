@@ -3,16 +3,19 @@
 from tritium.tlx.dot_operands import carry_operand_layouts, operand_buffer_layouts, operand_swizzle
 
 DOT = "tensor<64x32xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 8}>>"
+DOT_B = "tensor<64x32xf16, #ttg.dot_op<{opIdx = 1, parent = #mma, kWidth = 8}>>"
 BLOCKED = "tensor<64x32xf16, #blocked>"
 MEMDESC = "!ttg.memdesc<64x32xf16, #shared, #smem, mutable>"
+LAYOUT = "#ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [8, 8], warpsPerCTA = [4, 1], order = [1, 0]}>"
+ACC = "tensor<64x64xf32, #mma>"
 
 
 def module(extra_use: str = "") -> str:
-    return f"""#blocked = #ttg.blocked<{{sizePerThread = [1, 8], threadsPerWarp = [8, 8], warpsPerCTA = [4, 1], order = [1, 0]}}>
+    return f"""#blocked = {LAYOUT}
 module {{
   tt.func public @k(%p: !tt.ptr<f16>) {{
     %a = ttg.local_load %buf0 : {MEMDESC} -> {BLOCKED} loc(#loc1)
-    %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%x = %a, %acc = %cst) -> ({BLOCKED}, tensor<64x64xf32, #mma>)  : i32 {{
+    %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%x = %a, %acc = %cst) -> ({BLOCKED}, {ACC})  : i32 {{
       %c = ttg.convert_layout %x : {BLOCKED} -> {DOT} loc(#loc2)
       %d = tt.dot %c, %bb, %acc : {DOT} * tensor<32x64xf16, #dotb> -> tensor<64x64xf32, #mma> loc(#loc3)
       %next = ttg.local_load %buf1 : {MEMDESC} -> {BLOCKED} loc(#loc4){extra_use}
@@ -57,8 +60,8 @@ def _buffers(planned: str) -> str:
 module {{
   tt.func public @k() {{
     %b = ttg.local_alloc{planned} : () -> !ttg.memdesc<2x64x32xf16, #shared, #smem, mutable> loc(#loc1)
-    %v = ttg.memdesc_index %b[%c0] : !ttg.memdesc<2x64x32xf16, #shared, #smem, mutable> -> !ttg.memdesc<64x32xf16, #shared, #smem, mutable> loc(#loc2)
-    %x = ttg.local_load %v : !ttg.memdesc<64x32xf16, #shared, #smem, mutable> -> tensor<64x32xf16, #ttg.dot_op<{{opIdx = 1, parent = #mma, kWidth = 8}}>> loc(#loc3)
+    %v = ttg.memdesc_index %b[%c0] : !ttg.memdesc<2x64x32xf16, #shared, #smem, mutable> -> {MEMDESC} loc(#loc2)
+    %x = ttg.local_load %v : {MEMDESC} -> {DOT_B} loc(#loc3)
     tt.return loc(#loc4)
   }} loc(#loc5)
 }}

@@ -84,7 +84,8 @@ def test_interpreter():
     assert dot.tritium_bf16 and list(inspect.signature(dot.__wrapped__).parameters)[:4] == ["self", "a", "b", "d"]
     assert "np.matmul(a_data, b_data" in inspect.getsource(dot.__wrapped__)
     call = interpreter.GridExecutor.__call__  # accept_constexpr_launch_args
-    assert call.tritium_constexpr_args and "self._init_args_hst(args_dev, kwargs)" in inspect.getsource(call.__wrapped__)
+    assert call.tritium_constexpr_args
+    assert "self._init_args_hst(args_dev, kwargs)" in inspect.getsource(call.__wrapped__)
     assert callable(getattr(interpreter.InterpretedFunction, "fn", None)) or "self.fn = fn" in \
         inspect.getsource(interpreter.InterpretedFunction.__init__)
     assert isinstance(tc.interpreter_builder(), interpreter.InterpreterBuilder)

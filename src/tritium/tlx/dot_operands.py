@@ -7,8 +7,9 @@ Triton composes for that operand (``AMDMfmaEncodingAttr::composeSharedLayoutForO
 ``kWidth`` as the vector, no swizzle when K is not the contiguous dimension on CDNA3, phases spanning one
 row of banks). :func:`operand_buffer_layouts` does the same for each planned buffer whose every
 ``local_load`` feeds one dot operand (``tlx.planned_layout`` on its ``ttg.local_alloc``, set by the
-lowering, then removed) and that no transposed, reshaped or reinterpreted view derives from. With ``kpack=2``, ``amd_gemm_pipelined`` on gfx942 then has uTLX's 8 ``ds_write``
-and 72 ``ds_read`` instead of 16 and 80.
+lowering, then removed) and that no transposed, reshaped or reinterpreted view derives from. With
+``kpack=2``, ``amd_gemm_pipelined`` on gfx942 then has uTLX's 8 ``ds_write`` and 72 ``ds_read`` instead of
+16 and 80.
 
 **Loads carried round a loop.**
 Fork kernels load the next iteration's operands from LDS at the end of an iteration and carry them in
@@ -117,7 +118,8 @@ def carry_operand_layouts(text: str) -> Optional[str]:
             loads = [_definition(lines, init, header), _definition(lines, yielded[k], yield_line)]
             if any(i is None or not _LOAD.match(lines[i]) for i in loads):
                 continue
-            if _uses(lines, init, f_start, f_end) != [header] or _uses(lines, yielded[k], header + 1, end) != [yield_line]:
+            if (_uses(lines, init, f_start, f_end) != [header]
+                    or _uses(lines, yielded[k], header + 1, end) != [yield_line]):
                 continue
             old = types[k]
             for i in loads:
@@ -125,7 +127,8 @@ def carry_operand_layouts(text: str) -> Optional[str]:
                 lines[i] = f"{m['head']}{target}{m['loc'] or ''}"
             for i in converts:
                 m = _CONVERT.match(lines[i])
-                lines[i] = f"{m['ind']}{m['res']} = ttg.convert_layout {m['src']} : {target} -> {target}{m['loc'] or ''}"
+                lines[i] = (f"{m['ind']}{m['res']} = ttg.convert_layout {m['src']} : {target} -> {target}"
+                            f"{m['loc'] or ''}")
             types[k] = target
             lines[header] = line = line.replace(f"-> ({loop['types']})", f"-> ({', '.join(types)})")
             loop = _FOR.match(line)
@@ -142,8 +145,9 @@ def carry_operand_layouts(text: str) -> Optional[str]:
 
 _SWIZZLED = re.compile(r"^(#[\w$.-]+) = #ttg\.swizzled_shared<\{vec = (\d+), perPhase = (\d+), maxPhase = (\d+), "
                        r"order = \[([\d, ]+)\]\}>$")
-_MEMDESC_LOAD = re.compile(r"ttg\.local_load %[\w$.#-]+(?: token %[\w$.#-]+)? : !ttg\.memdesc<(?P<shape>[\dx]+)x(?P<elem>[a-z]+\d+), "
-                           r"(?P<enc>#[\w$.-]+)[^>]*> -> tensor<[^,]+, (?P<res>.*)>(?: loc\(.*\))?$")
+_MEMDESC_LOAD = re.compile(r"ttg\.local_load %[\w$.#-]+(?: token %[\w$.#-]+)? : "
+                           r"!ttg\.memdesc<(?P<shape>[\dx]+)x(?P<elem>[a-z]+\d+), (?P<enc>#[\w$.-]+)[^>]*> -> "
+                           r"tensor<[^,]+, (?P<res>.*)>(?: loc\(.*\))?$")
 _DOT = re.compile(r"#ttg\.dot_op<\{opIdx = (\d+), parent = (#[\w$.-]+), kWidth = (\d+)\}>")
 
 
@@ -195,8 +199,8 @@ def operand_buffer_layouts(text: str) -> str:
         order = [int(x) for x in m.group(5).split(",")]
         vec, per_phase, max_phase = operand_swizzle(int(dot[0]), int(dot[2]), list(shape), order, bits,
                                                     aliases.get(dot[1], dot[1]))
-        lines[i] = (f"{m.group(1)} = #ttg.swizzled_shared<{{vec = {vec}, perPhase = {per_phase}, maxPhase = {max_phase}, "
-                    f"order = [{m.group(5)}]}}>")
+        lines[i] = (f"{m.group(1)} = #ttg.swizzled_shared<{{vec = {vec}, perPhase = {per_phase}, "
+                    f"maxPhase = {max_phase}, order = [{m.group(5)}]}}>")
     return "\n".join(line.replace(f" {{{PLANNED_LAYOUT}}}", "") for line in lines) + "\n"
 
 

@@ -23,7 +23,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import triton.language as tl
 
-from . import alias, args, async_copy, barriers, buffer_ops, cluster, layouts, mem, misc, mma, tma, triton_compat, warp, warp_pipeline
+from . import (alias, args, async_copy, barriers, buffer_ops, cluster, layouts, mem, misc, mma, tma, triton_compat,
+               warp, warp_pipeline)
 from .emit import interprets
 from .interp_tasks import AsyncTask, AsyncTasks, TLXDeadlockError, current_context, wait_until
 from .triton_compat import TensorHandle, interpreter_builder, interpreter_semantic, np_dtype, unwrap_if_constexpr

@@ -47,7 +47,7 @@ __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_
            "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load",
            "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
            "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait_attrs", "cluster_barrier_ops", "ptx_tma_load",
-           "AMD_LAST_LAYOUT_PASS", "run_amd_coalesce_async_copy"]
+           "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
 unwrap_if_constexpr = _unwrap_if_constexpr
@@ -338,6 +338,10 @@ def ptx_tma_load(rank: int) -> str:
     space = "shared::cta" if TRITON_VERSION >= (3, 7) else "shared::cluster"
     return f"cp.async.bulk.tensor.{rank}d.{space}.global.mbarrier::complete_tx::bytes"
 
+
+#: ``rocdl.sched.barrier`` with an empty mask (nothing may be scheduled across it), as this Triton's MLIR prints
+#: it: an integer through 3.8, a mask keyword from 3.9 on.
+SCHED_BARRIER = "rocdl.sched.barrier none" if TRITON_VERSION >= (3, 9) else "rocdl.sched.barrier 0"
 
 #: The last AMD ttgir pass before buffer-op conversion and block ping-pong (after the layout clean-ups).
 AMD_LAST_LAYOUT_PASS = "amd.ttgpuir.reorder_instructions" if TRITON_VERSION < (3, 7) \

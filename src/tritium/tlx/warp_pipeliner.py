@@ -3,8 +3,8 @@
 What the TLX fork's AMD backend does in C++ (its ``WarpPipeliner`` and ``ConvertWarpPipeline`` passes),
 done here on printed TTGIR at the end of the ttgir stage, so stock Triton 3.6 lowers the result:
 
-* The frontend leaves a border (``rocdl.sched.barrier 0 {tlx.warp_pipeline.border = label}``, with
-  ``tlx.warp_pipeline.priority``) where each stage ends. The pass cuts the loop body at the borders into
+* The frontend leaves a border (``rocdl.sched.barrier`` of an empty mask with ``tlx.warp_pipeline.border =
+  label`` and ``tlx.warp_pipeline.priority``) where each stage ends. The pass cuts the loop body at the borders into
   stages; ops after the last border form one more stage. Waits and barriers (``ttg.async_wait``,
   ``gpu.barrier``) may sit between stages, not inside one; pure scalar ops right before such a wait
   move after it, into the next stage, as in the fork.
@@ -14,7 +14,7 @@ done here on printed TTGIR at the end of the ttgir stage, so stock Triton 3.6 lo
   two groups now run one stage apart. After the loop, ``amdg.cond_barrier`` on the lower group brings
   them together again.
 * At every stage boundary: ``s_setprio`` of the stage that starts there, and a barrier between two
-  ``rocdl.sched.barrier 0`` (so LLVM moves nothing across it). The barrier is ``gpu.barrier`` (LDS
+  ``rocdl.sched.barrier``s of an empty mask (so LLVM moves nothing across it). The barrier is ``gpu.barrier`` (LDS
   drained) where two stages touch the same shared-memory allocation, one writing, on the circular
   schedule (the stage of one iteration and every stage of the next), and a bare ``s_barrier`` elsewhere.
   A wait already between two stages serves as that boundary's barrier. The first stage's boundary is
@@ -36,7 +36,7 @@ from tritium.plugins import mlir_pass
 
 from .lowering import lowers
 from .placeholders import Placeholder
-from .triton_compat import ir
+from .triton_compat import SCHED_BARRIER, ir
 from .ttgir_text import SSA, SSA_DEF, source_location, strip_strings
 
 BORDER = "tlx.warp_pipeline.border"
@@ -45,7 +45,7 @@ OP = "tlx.warp_pipeline_stage"
 #: Waves of one warp group per SIMD: a CDNA compute unit has 4 SIMDs (the fork's ``warpSize * 4`` threads).
 SIMDS = 4
 
-_BORDER = re.compile(r'rocdl\.sched\.barrier 0 \{' + re.escape(BORDER) + r' = ("(?:[^"\\]|\\.)*")'
+_BORDER = re.compile(re.escape(SCHED_BARRIER) + r' \{' + re.escape(BORDER) + r' = ("(?:[^"\\]|\\.)*")'
                      r'(?:, ' + re.escape(PRIORITY) + r' = (\d+) : i32)?\}')
 #: Ops that may sit between stages, never inside one.
 _BETWEEN = re.compile(r"^(?:%[\w$.-]+ = )?(?:ttg\.async_wait|amdg\.async_wait|gpu\.barrier|rocdl\.s\.barrier)\b")
@@ -65,7 +65,7 @@ ANY = "*"
 def _border(self: Any, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
     """The fork's border marker, which stock passes keep in place (it has side effects)."""
     prio = f", {PRIORITY} = {a['priority']} : i32" if a.get("priority") is not None else ""
-    out.append(f"{ind}rocdl.sched.barrier 0 {{{BORDER} = {json.dumps(a['label'])}{prio}}}{loc}")
+    out.append(f"{ind}{SCHED_BARRIER} {{{BORDER} = {json.dumps(a['label'])}{prio}}}{loc}")
 
 
 def _indent(line: str) -> int:
@@ -294,7 +294,8 @@ class _Rewrite:
             if parent < 0 or not re.match(r"^(?:%[\w$.:-]+ = )?scf\.for\b", self.lines[parent].strip()):
                 m = re.search(r"\b(scf\.\w+|tt\.func|ttg\.\w+)\b", self.lines[parent]) if parent >= 0 else None
                 what = m.group(1) if m else "scf.if"
-                hint = "; a tl.static_range loop is unrolled and leaves no loop to pipeline" if what == "tt.func" else ""
+                hint = ("; a tl.static_range loop is unrolled and leaves no loop to pipeline" if what == "tt.func"
+                        else "")
                 raise _error(self.text, line, f"a warp-pipeline stage must be directly in the body of a loop "
                                               f"(tl.range), not in {what}{hint}")
             if parent not in loops:
@@ -341,7 +342,7 @@ class _Rewrite:
             return [f"{at}rocdl.s.setprio 0{loc}"] if any_priority else []
 
         def boundary(i: int) -> list[str]:
-            sched = f"{body_ind}rocdl.sched.barrier 0{loc}"
+            sched = f"{body_ind}{SCHED_BARRIER}{loc}"
             if i in between:
                 wait = between[i]
                 return [*priority(stages[i], body_ind), sched, *lines[wait.first:wait.last + 1], sched]
