@@ -314,7 +314,28 @@ modules (`tlx.mem_ops`); and ops newer than the 3.7.4 API this table covers (`as
 `extract_slice`, `update_tensor_descriptor`, `rematerialized_range`, `amd_register_handoff`,
 `amd_sched_barrier`, seen in `test_tlx_amd.py`). `test_tlx_amd.py` also has 28 kernels that do not
 compile on tritium for gfx950 (CompilationError), not classified further here. Run on the H200 (and an
-AMD GPU) they need the fork's conftest and `device` fixture; that has not been done."""
+AMD GPU) they need the fork's conftest and `device` fixture; that has not been done.
+
+Issue 21 went through the gaps these runs showed, one by one (not re-measured as a whole since):
+- Fixed: `async_task(registers=/num_regs=)` alignment and `async_tasks` arguments are checked before a
+  call outside a kernel is refused, as the fork checks them; `buffer_load_to_local` into padded shared
+  buffers no longer crashes `tlx.async_copy_fallback`; a `shared_linear` (or any TLX) layout held in a
+  module global, `tl.constexpr`-wrapped or not, is readable in a kernel; loop-carried dot operands do not
+  go through a tensor `local_alloc` (`test_loop_carried_dot_layout_cleanup_compiles_gfx950`);
+  `require_layout` on an epilogue store (`amd_bmm`'s `_C4`) compiles; `@aggregate` classes in the fork's
+  style compile and interpret; bf16 `tl.dot` under the interpreter; a device descriptor made before an
+  `async_tasks` region and used in a task (`test_tensor_descriptor_ws_capture`) is made again in the task.
+- Deliberate: `async_task("default", registers=...)` is refused (stock 3.6's `ttg.warp_specialize` has no
+  register request for the default region; the fork's `defaultRequestedRegisters` is its own);
+  `vote_ballot_sync` on a predicate of `thread_id` gives the full mask under the interpreter, which runs a
+  program as one thread (every `thread_id` is 0), where the fork's test expects 0xFFFF from 32 lanes;
+  under the interpreter Triton wraps every kernel error in `InterpreterError`, so tests expecting
+  `CompilationError` (`get_fp8_format_name` of a non-FP8 dtype: same message) see that instead.
+- Not a TLX API: `test_dot_propagates_accumulator_layout` calls Triton's `semantic.dot` from a Gluon
+  kernel; stock's returns a layout-free `block_type` (the fork changed Triton's semantic, not TLX).
+- Not done: loop-carried buffer views raising under the interpreter as they do compiled, a buffer
+  indexed in a `@triton.jit` helper under the interpreter, `dump_layout`'s output format, and a ported
+  subset of the unit tests in CI with measured pass rates."""
 
 def main(argv: list[str]) -> int:
     text = render()

@@ -16,8 +16,8 @@ GFX950 = ("hip", "gfx950", 64)
 TARGET_NAMES = {SM90: "sm90", GFX942: "gfx942", GFX950: "gfx950"}
 
 #: Kernels whose codegen must match uTLX's exactly (issue 13: the AMD GEMM family).
-MUST_MATCH = ("tritium.gemm_pipelined_amd", "fork.amd_gemm_pipelined", "fork.amd_gemm_gfx942",
-              "fork.amd_bmm_gfx942", "fork.amd_addmm_gfx942")
+MUST_MATCH = ("tritium.gemm_pipelined_amd", "fork.amd_gemm_pipelined", "fork.amd_gemm_pipelined_kpack2",
+              "fork.amd_gemm_gfx942", "fork.amd_bmm_gfx942", "fork.amd_addmm_gfx942")
 
 _GEMM_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
              "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_bn": "i32",
@@ -140,6 +140,10 @@ FORK = (
          ("M", "N", "K"), {"num_warps": 4, "num_stages": 1}),
     _gemm("fork.amd_gemm_pipelined", "amd_gemm_pipelined.py", "matmul_kernel_pipelined_mi300",
           _tiles(128, 128, 128, 4, 2), (GFX942, GFX950), 8, kpack=1, matrix_instr_nonkdim=16, waves_per_eu=0),
+    # kpack=2 (kWidth 8 on gfx942), the autotuner's first config for 256 x 256 x 512: the planner's default
+    # buffer swizzle assumes kWidth 4; the operand's own layout comes after accelerate_matmul (issue 21)
+    _gemm("fork.amd_gemm_pipelined_kpack2", "amd_gemm_pipelined.py", "matmul_kernel_pipelined_mi300",
+          _tiles(32, 32, 64, 1, 2), (GFX942, ), 4, kpack=2, matrix_instr_nonkdim=16, waves_per_eu=0),
 )
 
 def _gfx942_family(name: str, kernel: str, extra_sig: dict, extra_aligned: tuple) -> Spec:

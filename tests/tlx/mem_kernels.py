@@ -97,6 +97,12 @@ def scatter_too_big_kernel(x_ptr, idx_ptr, g_ptr, s_ptr, R: tl.constexpr, C: tl.
     tlx.local_scatter(buf, tl.load(x_ptr + offs2d(R, C)), tl.load(idx_ptr + offs2d(R, C)), AXIS)
 
 
+ROW_MAJOR_64x32 = tl.constexpr(tlx.shared_linear_layout_encoding(
+    [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [1, 0], [2, 0], [4, 0], [8, 0], [16, 0], [32, 0]]))
+#: CuTe thread-value layout: lanes along columns, 4 warps of 16 rows, 16 rows each.
+LANES_ALONG_COLUMNS = tlx.layout(shape=((64, 4), (16, )), stride=((1, 16 * 64), (64, )))
+
+
 @triton.jit
 def shared_layouts_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr, KIND: tl.constexpr):
     if KIND == "swizzled":
@@ -107,9 +113,8 @@ def shared_layouts_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr, KIND: 
         lay: tl.constexpr = tlx.nv_mma_shared_layout_encoding.make_default([R, C], tl.float16)
     elif KIND == "padded":
         lay: tl.constexpr = tlx.padded_shared_layout_encoding.with_identity_for([[C, 8]], [R, C])
-    else:  # a row-major image with rows 0..R-1, as a shared linear layout
-        lay: tl.constexpr = tlx.shared_linear_layout_encoding([[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [1, 0],
-                                                               [2, 0], [4, 0], [8, 0], [16, 0], [32, 0]])
+    else:  # a row-major image with rows 0..R-1, as a shared linear layout held in a global constexpr
+        lay: tl.constexpr = ROW_MAJOR_64x32
     buf = tlx.local_alloc((R, C), tl.float16, 2, layout=lay)
     tlx.local_store(buf[1], tl.load(x_ptr + offs2d(R, C)))
     tl.store(y_ptr + offs2d(R, C), tlx.local_load(buf[1]))
@@ -121,8 +126,8 @@ def register_layouts_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr, KIND
         lay: tl.constexpr = tlx.amd_mfma_layout(3, [32, 32, 8], True, [4, 1])
     elif KIND == "dot":
         lay: tl.constexpr = tlx.dot_operand_layout(0, tlx.amd_mfma_layout(3, [32, 32, 8], True, [4, 1]), 4)
-    elif KIND == "linear64":  # CuTe thread-value layout: lanes along columns, 4 warps of 16 rows, 16 rows each
-        lay: tl.constexpr = tlx.layout(shape=((64, 4), (16, )), stride=((1, 16 * 64), (64, )))
+    elif KIND == "linear64":  # a layout held in a plain module global, as the fork's kernels do
+        lay: tl.constexpr = LANES_ALONG_COLUMNS
     else:  # the same for 32-lane warps: two column halves per thread
         lay: tl.constexpr = tlx.layout(shape=((32, 4), (2, 16)), stride=((1, 16 * 64), (32, 64)))
     buf = tlx.local_alloc((R, C), tl.float16, 1)[0]

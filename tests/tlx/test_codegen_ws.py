@@ -15,6 +15,7 @@ import tritium.tlx as tlx
 from tritium.kernels import gemm_ws_hopper as ws
 from tritium.kernels.tiles import WSConfig
 from tritium.plugins.errors import PassError
+from tritium.plugins.inspection import compile_kernel
 from tritium.tlx import triton_compat
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -183,3 +184,35 @@ def _loaded_value_captured(x_ptr):
 def test_values_a_task_cannot_receive_are_reported():
     with pytest.raises(PassError, match=r"used inside a task but defined before it by tt.load"):
         triton.compile(ASTSource(_loaded_value_captured, {"x_ptr": "*fp32"}, {}), target=SM90)
+
+
+@triton.jit
+def _desc_load(desc, offset):
+    return desc.load([offset])
+
+
+@triton.jit
+def _desc_store(desc, offset, data):
+    desc.store([offset], data)
+
+
+@triton.jit
+def _device_descs_in_a_task(input_ptr, output_ptr, SIZE, BLOCK: tl.constexpr):
+    """The fork's test_tensor_descriptor_ws_capture: descriptors made before the region, used by a task through
+    inlined helpers."""
+    desc_in = tl.make_tensor_descriptor(input_ptr, shape=[SIZE], strides=[tl.constexpr(1)], block_shape=[BLOCK])
+    desc_out = tl.make_tensor_descriptor(output_ptr, shape=[SIZE], strides=[tl.constexpr(1)], block_shape=[BLOCK])
+    offset = tl.program_id(0) * BLOCK
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            pass
+        with tlx.async_task(num_warps=4):
+            _desc_store(desc_out, offset, _desc_load(desc_in, offset))
+
+
+def test_a_device_descriptor_made_before_the_region_is_made_again_in_the_task():
+    k = compile_kernel(_device_descs_in_a_task, {"input_ptr": "*fp32", "output_ptr": "*fp32", "SIZE": "i32"}, "sm90",
+                       constexprs={"BLOCK": 64}, aligned=("input_ptr", "output_ptr"))
+    ttgir = k.asm["ttgir"]
+    assert ttgir[ttgir.index("partition0"):].count("ttng.tensormap_create") == 2
+    assert "cp.async.bulk.tensor.1d" in k.asm["ptx"]

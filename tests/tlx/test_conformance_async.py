@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import triton
 
+from tritium.tlx import copy_fallback
+
 from async_copy_kernels import (TILE, token_from_either_branch, helper_views_copy_kernel, bad_eviction, bad_pendings, bad_prefetch_level, bad_tokens,
                                 barrier_without_bulk, buffer_ops_kernel, bulk_kernel, bulk_no_barrier, copy_kernel, int_mask,
                                 other_without_mask, prefetch_kernel, prefetch_tensormap, prefetch_tensormap_desc,
@@ -235,3 +237,15 @@ def test_a_token_assigned_in_both_branches_of_an_if_compiles():
     ttgir = k.asm["ttgir"]
     assert ttgir.count("ttg.async_copy_global_to_local") == 2 and ttgir.count("ttg.async_commit_group") == 1
 
+
+
+def test_copy_width_is_read_from_blocked_and_linear_source_layouts():
+    """AMD's coalesce_async_copy gives a copy into a padded shared buffer a linear source layout; the width probe
+    counts its leading register bases that step along one dimension."""
+    aliases = {"#linear": "#ttg.linear<{register = [[0, 1], [0, 2], [4, 0]], lane = [[0, 4], [8, 0]], warp = [], "
+                          "block = []}>",
+               "#blocked": "#ttg.blocked<{sizePerThread = [4, 1], threadsPerWarp = [16, 4], warpsPerCTA = [4, 1], "
+                           "order = [0, 1]}>"}
+    assert copy_fallback._per_thread("#linear", aliases) == 4
+    assert copy_fallback._per_thread("#blocked", aliases) == 4
+    assert copy_fallback._per_thread("#ttg.linear<{register = [[2, 0]], lane = [], warp = [], block = []}>", {}) == 1

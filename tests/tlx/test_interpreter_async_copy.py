@@ -6,7 +6,10 @@ import re
 import pytest
 import torch
 
+from triton.runtime.errors import InterpreterError
+
 from interp_shim import require_interpret_mode
+from warp_pipeline_kernels import bad_priority_stage, staged_gemm
 from async_copy_kernels import (INTERPRETER_TILE, bad_prefetch_level, bad_tokens, barrier_without_bulk,
                                 buffer_ops_kernel, bulk_kernel, bulk_no_barrier, copy_kernel, matmul, prefetch_kernel,
                                 token_from_either_branch, two_groups_kernel)
@@ -50,7 +53,6 @@ def test_prefetch_is_a_checked_no_op():
 
 
 def test_interpreter_rejects_what_the_compile_path_rejects():
-    from triton.runtime.errors import InterpreterError
     x = torch.zeros(256, dtype=torch.uint8)
     for kernel, message in [(bulk_no_barrier, "barrier (an mbarrier the copy completes on) is required"),
                             (barrier_without_bulk, "barrier requires bulk=True"),
@@ -81,3 +83,16 @@ def test_a_token_assigned_in_both_branches_of_an_if(cond, value):
     x, y, out = torch.full((128, ), 1.0), torch.full((128, ), 2.0), torch.zeros(128)
     token_from_either_branch[(1, )](x, y, out, cond)
     assert out.eq(value).all()
+
+
+def test_warp_pipeline_stages_run_in_order():
+    """Under the interpreter a stage is its body, run where it stands (compiled: test_warp_pipeline.py); its
+    arguments are checked as when compiling."""
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 64, dtype=torch.float16), torch.randn(64, 16, dtype=torch.float16)
+    c = torch.empty(16, 16)
+    staged_gemm[(1, )](a, b, c, 4, BM=16, BN=16, BK=16)
+    torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-2, rtol=1e-2)
+    with pytest.raises(InterpreterError, match=re.escape("tlx.warp_pipeline_stage: priority must be a compile-time "
+                                                         "int in 0..3 (s_setprio), got 'high'")):
+        bad_priority_stage[(1, )](c)

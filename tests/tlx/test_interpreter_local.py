@@ -5,6 +5,7 @@ import triton
 import triton.language as tl
 from triton.runtime.errors import InterpreterError
 
+from aggregate_kernels import bf16_buffer_dot, running_sum_kernel
 from interp_shim import require_interpret_mode, tlx
 
 require_interpret_mode()
@@ -154,3 +155,23 @@ def test_fence_rejects_unknown_scope():
     with pytest.raises(InterpreterError, match="tlx.fence: scope must be 'gpu', 'sys' or 'async_shared', got 'cta'"):
         _utilities_kernel[(1, )](torch.zeros(4), torch.empty(5, dtype=torch.int64), torch.zeros(1), "cta")
 
+
+
+def test_fork_style_aggregate_runs():
+    """An aggregate without __init__ and with @triton.jit methods (tlx/triton_compat.accept_fork_aggregates)."""
+    x = torch.arange(8, dtype=torch.float32)
+    out = torch.empty(8)
+    running_sum_kernel[(1, )](x, out, N=8)
+    torch.testing.assert_close(out, 3 * x + x.sum())
+    # a host that passes a constexpr object, as fork kernels do (tlx/triton_compat.accept_constexpr_launch_args)
+    out.zero_()
+    running_sum_kernel[(1, )](x, out, N=tl.constexpr(8))
+    torch.testing.assert_close(out, 3 * x + x.sum())
+
+
+def test_bf16_dot_multiplies_numbers():
+    """Stock Triton's interpreter multiplies bf16 bit patterns (tlx/triton_compat.accept_bf16_interpreted_dots)."""
+    x = torch.randn(16, 16).bfloat16()
+    z = torch.empty(16, 16)
+    bf16_buffer_dot[(1, )](x, z, N=16)
+    torch.testing.assert_close(z, x.float() @ x.float().T, atol=1e-4, rtol=1e-4)

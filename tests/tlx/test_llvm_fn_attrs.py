@@ -10,7 +10,8 @@ import tritium.tlx  # noqa: F401  (registers the plugin that declares the option
 from tritium.plugins import ArgumentError
 from triton.compiler.compiler import make_backend
 from tritium.plugins.inspection import compile_kernel, parse_target
-from tritium.tlx.fn_attrs import parse_fn_attrs, set_fn_attrs
+from tritium import compat
+from tritium.tlx.fn_attrs import for_this_llvm, parse_fn_attrs, set_fn_attrs
 
 
 @triton.jit
@@ -59,3 +60,10 @@ def test_the_kernel_gets_a_group_of_its_own():
     out = set_fn_attrs(llir, (("x", "2"), ("y", "")))
     assert "define amdgpu_kernel void @k() #1 {" in out and "define void @f() #0 {" in out
     assert out.endswith('attributes #1 = { nounwind "x"="2" "y" }\n') and 'attributes #0 = { nounwind "x"="1" }' in out
+
+
+@pytest.mark.skipif(compat.TRITON_VERSION > (3, 6), reason="Triton 3.6's LLVM: one number for amdgpu-agpr-alloc")
+def test_an_equal_pair_is_one_number_for_the_llvm_of_triton_3_6():
+    assert for_this_llvm((("amdgpu-agpr-alloc", "0,0"), ("x", "1,2"))) == (("amdgpu-agpr-alloc", "0"), ("x", "1,2"))
+    with pytest.raises(ValueError, match="amdgpu-agpr-alloc='0,8': the LLVM of Triton 3.6.0 reads one number"):
+        for_this_llvm((("amdgpu-agpr-alloc", "0,8"),))

@@ -16,3 +16,16 @@ import tritium.tlx as tlx
 def test_a_tlx_op_outside_a_kernel_raises_naming_the_op(call, op):
     with pytest.raises(RuntimeError, match=rf"tlx\.{op}.*@triton\.jit"):
         call()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tlx.async_task(num_warps=1, registers=25),
+    lambda: tlx.async_task("default", num_regs=25),  # checked before the default task's registers are refused
+    lambda: tlx.async_tasks(mbarrier_try_wait_suspend_ns=-1),
+], ids=["task", "default_task", "tasks"])
+def test_task_arguments_are_checked_before_the_call_is_refused(call):
+    """As in the fork, whose async_task(...) validates its arguments when the object is made."""
+    with pytest.raises(ValueError, match=r"divisible by 8|non-negative int"):
+        call()
+    with pytest.raises(RuntimeError, match="was called outside a kernel"):
+        tlx.async_task(num_warps=1, registers=32)

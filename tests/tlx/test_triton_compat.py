@@ -15,6 +15,7 @@ from triton.compiler import ASTSource
 from triton.compiler.compiler import make_backend
 from triton.language.core import builtin
 
+from aggregate_kernels import running_sum_kernel
 from kernels import KERNELS  # tests/ is on the path (conftest.py)
 from tritium.plugins.inspection import compile_kernel
 from tritium.tlx import triton_compat as tc
@@ -58,13 +59,35 @@ def test_code_generator():
     assert "lscope" in inspect.getsource(enter_sub_region.__exit__)
 
 
+def test_fork_aggregates_compile():
+    """accept_fork_aggregates: stock _aggregate, wrapped; a fork-style aggregate (no __init__, jit methods)."""
+    import triton.language.core as core
+    source = inspect.getsource(core._aggregate.__wrapped__)
+    assert core._aggregate.tritium_fork_aggregates and "for (name, member) in inspect.getmembers(cls):" in source
+    k = compile_kernel(running_sum_kernel, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, "sm90", constexprs={"N": 8})
+    assert "st.global" in k.asm["ptx"]
+
+
 def test_semantic():
     from triton.language.semantic import TritonSemantic
     assert list(inspect.signature(TritonSemantic._str_to_dot_input_precision).parameters) == ["self", "input_precision"]
+    # accept_fork_load_cache_modifier wraps the load parser (the wrapper is installed by importing tritium.tlx)
+    parse = TritonSemantic._str_to_load_cache_modifier
+    assert parse.tritium_cs and list(inspect.signature(parse.__wrapped__).parameters) == ["self", "cache_modifier"]
+    assert parse(None, ".cs") == tc.ir.CACHE_MODIFIER.CS and parse(None, ".cg") == tc.ir.CACHE_MODIFIER.CG
 
 
 def test_interpreter():
     from triton.runtime import interpreter
+    # accept_bf16_interpreted_dots wraps the builder's dot (installed by importing tritium.tlx)
+    dot = interpreter.InterpreterBuilder.create_dot
+    assert dot.tritium_bf16 and list(inspect.signature(dot.__wrapped__).parameters)[:4] == ["self", "a", "b", "d"]
+    assert "np.matmul(a_data, b_data" in inspect.getsource(dot.__wrapped__)
+    call = interpreter.GridExecutor.__call__  # accept_constexpr_launch_args
+    assert call.tritium_constexpr_args
+    assert "self._init_args_hst(args_dev, kwargs)" in inspect.getsource(call.__wrapped__)
+    assert callable(getattr(interpreter.InterpretedFunction, "fn", None)) or "self.fn = fn" in \
+        inspect.getsource(interpreter.InterpretedFunction.__init__)
     assert isinstance(tc.interpreter_builder(), interpreter.InterpreterBuilder)
     assert tc.interpreter_semantic() is interpreter.interpreter_semantic
     assert "self.grid_idx = (x, y, z)" in inspect.getsource(interpreter.InterpreterBuilder.set_grid_idx)

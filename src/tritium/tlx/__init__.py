@@ -9,13 +9,16 @@ import hashlib
 from pathlib import Path
 
 # The op families: each op registers itself where it is written (``@tlx_builtin``, tlx/emit.py).
-from . import alias, async_copy, barriers, buffer_ops, cluster, mem, misc, mma, tasks, tma, warp  # noqa: F401
+from . import (alias, async_copy, barriers, buffer_ops, cluster, mem, misc, mma, tasks, tma, warp,  # noqa: F401
+               warp_pipeline)
 from .alias import storage_alias_spec_type, storage_alias_spec_value as storage_alias_spec_type_class
 from .emit import BUILTINS
 from .layouts import NVMMASharedLayout, SwizzledSharedLayout
 from .layouts import (amd_mfma_layout, dot_operand_layout, layout, layout_encoding, nv_mma_shared_layout_encoding,
                       padded_shared_layout_encoding, shared_layout_encoding, shared_linear_layout_encoding,
                       storage_kind, swizzled_layout, swizzled_shared_layout_encoding)
+from .triton_compat import (accept_bf16_interpreted_dots, accept_constexpr_launch_args, accept_fork_aggregates,
+                            accept_fork_load_cache_modifier)
 from .tma import tensor_descriptor_ptr, tensor_descriptor_ptr_type
 from .types import async_token, buffered_tensor, buffered_tensor_type, reuse_group, reuse_group_type, tensor_descriptor
 
@@ -74,3 +77,7 @@ del _name
 __all__ += [n for n in _unsupported.REASONS if n not in __all__]
 _unsupported.accept_ctas_per_cga()
 _unsupported.accept_fork_target_queries()
+accept_fork_load_cache_modifier()
+accept_fork_aggregates()
+accept_bf16_interpreted_dots()
+accept_constexpr_launch_args()

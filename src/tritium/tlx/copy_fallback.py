@@ -78,8 +78,18 @@ def _aliases(lines: list[str]) -> dict[str, str]:
 
 
 def _per_thread(layout: str, aliases: dict[str, str]) -> int:
-    """Elements one thread holds contiguously along the fastest dimension of a blocked layout."""
+    """Elements one thread holds contiguously along the fastest dimension of a blocked layout, or of a
+    linear one (what AMD's ``coalesce_async_copy`` gives a copy into a padded shared buffer): its leading
+    register bases that step 1, 2, 4, ... along one dimension."""
     text = aliases.get(layout, layout)
+    if text.startswith("#ttg.linear"):
+        bases = [[int(x) for x in b.split(",")] for b in
+                 re.findall(r"\[([\d, ]+)\]", re.search(r"register = \[((?:\[[\d, ]*\],? ?)*)\]", text).group(1))]
+        dim = next((d for d, x in enumerate(bases[0]) if x), 0) if bases else 0
+        n = 0
+        while n < len(bases) and bases[n] == [1 << n if d == dim else 0 for d in range(len(bases[n]))]:
+            n += 1
+        return 1 << n
     spt = [int(x) for x in re.search(r"sizePerThread = \[([\d, ]+)\]", text).group(1).split(",")]
     order = [int(x) for x in re.search(r"order = \[([\d, ]+)\]", text).group(1).split(",")]
     return spt[order[0]]

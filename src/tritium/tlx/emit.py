@@ -45,12 +45,16 @@ def _interpreter_op(name: str) -> Callable[..., Any]:
 BUILTINS: dict[str, Callable[..., Any]] = {}
 
 
-def tlx_builtin(fn: Callable[..., Any]) -> Callable[..., Any]:
+def tlx_builtin(fn: Optional[Callable[..., Any]] = None, *,
+                checks: Optional[Callable[..., Any]] = None) -> Callable[..., Any]:
     """Make ``fn(..., _semantic)`` a Triton builtin that runs the interpreter's version when interpreted, and
-    record it in :data:`BUILTINS`.
+    record it in :data:`BUILTINS`. ``checks(*args, **kwargs)``, when given, validates the arguments even when
+    the op is called outside a kernel, before that is refused (the fork checks ``async_task``'s there).
 
     Marked by hand: Triton's ``builtin`` wrapper rejects the ``_semantic=None`` the interpreter passes.
     """
+    if fn is None:
+        return functools.partial(tlx_builtin, checks=checks)
     if fn.__name__ in BUILTINS:
         raise AssertionError(f"tlx.{fn.__name__} is defined twice")
 
@@ -58,6 +62,8 @@ def tlx_builtin(fn: Callable[..., Any]) -> Callable[..., Any]:
     def op(*args: Any, _semantic: Any = None, **kwargs: Any) -> Any:
         if interpreted(_semantic):
             if _semantic is None and not interpreter_running():
+                if checks is not None:
+                    checks(*args, **kwargs)
                 raise RuntimeError(f"tlx.{fn.__name__} was called outside a kernel: TLX ops work only inside a "
                                    "@triton.jit function, compiled or run by TRITON_INTERPRET=1")
             return _interpreter_op(fn.__name__)(*args, **kwargs)

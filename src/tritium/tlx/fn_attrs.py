@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import triton
+
 from tritium import compat
 from tritium.plugins import Pipeline, PluginOption, text_pass
 
@@ -63,11 +65,33 @@ def set_fn_attrs(llir: str, attrs: tuple[tuple[str, str], ...]) -> str:
     return f"{llir.rstrip()}\nattributes #{number} = {{ {' '.join(kept + added)} }}\n"
 
 
+#: Attributes that newer LLVMs read as ``min,max`` and the LLVM of Triton 3.6 as one number: handed a pair,
+#: its AMDGPU backend crashes (segfaults) while compiling the kernel.
+PAIR_ATTRS = ("amdgpu-agpr-alloc", )
+
+
+def for_this_llvm(attrs: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """``attrs`` in the form this Triton's LLVM reads: on 3.6, an equal pair ``n,n`` of :data:`PAIR_ATTRS`
+    becomes ``n`` (the same bounds); an unequal one, which it cannot express, is refused."""
+    if compat.TRITON_VERSION > (3, 6):
+        return attrs
+    out = []
+    for key, value in attrs:
+        if key in PAIR_ATTRS and "," in value:
+            low, _, high = (v.strip() for v in value.partition(","))
+            if low != high:
+                raise ValueError(f"llvm_fn_attrs: {key}={value!r}: the LLVM of Triton {triton.__version__} reads one "
+                                 f"number here (a min,max pair crashes its AMDGPU backend); give one value")
+            value = low
+        out.append((key, value))
+    return tuple(out)
+
+
 @text_pass("llir", name="tlx.llvm_fn_attrs")
 def apply_fn_attrs(llir: str, ctx: Any) -> str:
     if LLVM_FN_ATTRS.name not in compat.plugin_option_fields(ctx.options):
         return llir  # Triton's backend declares the option and has applied it
-    return set_fn_attrs(llir, LLVM_FN_ATTRS.value(ctx.options))
+    return set_fn_attrs(llir, for_this_llvm(LLVM_FN_ATTRS.value(ctx.options)))
 
 
 def fn_attrs_pipeline() -> Pipeline:

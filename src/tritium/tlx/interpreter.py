@@ -13,6 +13,7 @@ See docs/tlx-interpreter.md.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import sys
@@ -22,7 +23,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import triton.language as tl
 
-from . import alias, args, async_copy, barriers, buffer_ops, cluster, layouts, mem, misc, mma, tma, triton_compat, warp
+from . import (alias, args, async_copy, barriers, buffer_ops, cluster, layouts, mem, misc, mma, tma, triton_compat,
+               warp, warp_pipeline)
 from .emit import interprets
 from .interp_tasks import AsyncTask, AsyncTasks, TLXDeadlockError, current_context, wait_until
 from .triton_compat import TensorHandle, interpreter_builder, interpreter_semantic, np_dtype, unwrap_if_constexpr
@@ -269,6 +271,13 @@ def dump_layout(x: Any) -> None:
     mem.check_layout_operand("dump_layout", x, tensor_ok=True)
     what = _value(x)
     print(f"dump_layout: {what!r} (the interpreter has no layouts: values are row-major arrays)", file=sys.stderr)
+
+
+@interprets
+def warp_pipeline_stage(label: Any = None, *, priority: Any = None) -> contextlib.nullcontext:
+    """Stages run in order here: one program is one thread of control, with no warp groups to stagger."""
+    warp_pipeline.stage_config(label, priority)
+    return contextlib.nullcontext()
 
 
 class AliasMember(SharedBuffer):

@@ -234,7 +234,16 @@ def _single_cta(what: str, *fields) -> None:
 
 
 class layout_encoding:
-    """Base of every TLX layout; ``to_ir`` returns its TritonGPU attribute."""
+    """Base of every TLX layout; ``to_ir`` returns its TritonGPU attribute.
+
+    Marked as a Triton aggregate (a value with nothing to hash), so that a kernel may read a layout held in
+    a module global, as fork kernels do (``_C4 = tlx.layout(...)``; the fork's layouts pass Triton's global
+    check by living in ``triton.language``). Like an aggregate's fields, a later change of the global does
+    not recompile the kernel.
+    """
+
+    __triton_aggregate__ = True
+    hash_attrs: tuple = ()
 
     def to_ir(self, g: gluon_ir.GluonOpBuilder, shape=None, element_type=None) -> ir.attribute:
         raise NotImplementedError(f"{type(self).__name__}.to_ir must be overridden")

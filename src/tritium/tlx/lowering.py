@@ -20,6 +20,9 @@ from .placeholders import Placeholder, parse, placeholders
 from .ttgir_text import SSA, SSA_DEF, func_signature, source_location, split_types, strip_strings
 
 
+#: Marks a ``ttg.local_alloc`` whose shared layout is the planner's, not the kernel's (tlx/dot_operands.py).
+PLANNED_LAYOUT = "tlx.planned_layout"
+
 #: Placeholder op -> the ``_Lowering`` method that writes its TTGIR, recorded by :func:`lowers`.
 LOWERINGS: dict[str, Callable[..., None]] = {}
 
@@ -265,7 +268,8 @@ class _Lowering:
     @lowers("local_alloc")
     def _local_alloc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         self.memdesc[pid] = a["type"]
-        out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
+        mark = f" {{{PLANNED_LAYOUT}}}" if a.get("planned") else ""
+        out.append(f"{ind}{h} = ttg.local_alloc{mark} : () -> {a['type']}{loc}")
 
     @lowers("alias_spec")
     def _alias_spec(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:

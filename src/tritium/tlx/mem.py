@@ -282,10 +282,13 @@ def local_alloc(shape: Sequence[ConstInt], dtype: tl.dtype, num: ConstInt, stora
         layout: a shared layout (``tlx.swizzled_shared_layout_encoding``, ...); the planner's without it.
     """
     shape, dtype, num = check_local_alloc(shape, dtype, num, storage)
+    planned = unwrap_if_constexpr(layout) is None and layouts.is_amd(compile_options(_semantic).arch)
     layout = _shared_layout(_semantic, "local_alloc", layout, shape, dtype)
     reuse = unwrap_if_constexpr(reuse)
     if reuse is None:
-        return _view(_semantic, "local_alloc", dtype, shape, layout, (num, *shape), num)
+        # planned: an AMD buffer in the planner's layout, which the dot-operand pass may refine (tlx/dot_operands.py)
+        return _view(_semantic, "local_alloc", dtype, shape, layout, (num, *shape), num,
+                     **({"planned": True} if planned else {}))
     if isinstance(reuse, alias.storage_alias_spec_value):
         buf = _view(_semantic, "alias_alloc", dtype, shape, layout, (num, *shape), num, spec=reuse.type.id)
         return alias.member_alloc(_semantic, reuse, buf)

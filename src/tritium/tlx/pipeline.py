@@ -16,11 +16,13 @@ from tritium.plugins import Pipeline, mlir_pass
 
 from . import triton_compat
 from .diagnostics import reporting_stage
+from .dot_operands import dot_operand_layouts
 from .copy_fallback import amd_coalesce_async_copy, async_copy_fallback
 from .lowering import lower
 from .placeholders import is_tlx_module
 from .tma_llvm import finish_tma
 from .triton_compat import ir
+from .warp_pipeliner import warp_pipeline
 
 #: Target family -> (does a compile target belong to it, stock passes that pipeline or warp-specialize loops).
 FAMILIES: dict[str, tuple[Callable[[str, Any], bool], tuple[str, ...]]] = {
@@ -97,6 +99,8 @@ def make_pipeline(family: str) -> Pipeline:
         p.disable("ttgir", name)
     if family == "hip":
         p.insert("ttgir", amd_coalesce_async_copy, after=triton_compat.AMD_LAST_LAYOUT_PASS)
+        p.insert("ttgir", dot_operand_layouts, before="ttgpuir.reduce_data_duplication")
+        p.insert("ttgir", warp_pipeline, at="end")
     p.override_pipeline(_report_errors(in_family))
     return p
 

@@ -65,6 +65,9 @@ def task_config(args: Sequence[Any], num_warps: Any = None, num_regs: Any = None
     if num_regs is not None and registers is not None:
         raise ValueError("tlx.async_task: registers is an alias of num_regs; give one of them, not both")
     regs = num_regs if num_regs is not None else registers
+    if regs is not None and (not is_int(regs) or not MIN_REGS <= regs <= MAX_REGS or regs % 8):
+        raise ValueError(f"tlx.async_task: num_regs (registers) must be divisible by 8 and in [{MIN_REGS}, {MAX_REGS}] "
+                         f"(setmaxnreg), got {describe(regs)}")
     default = bool(args)
     if default:
         if num_warps is not None:
@@ -79,9 +82,6 @@ def task_config(args: Sequence[Any], num_warps: Any = None, num_regs: Any = None
     elif not is_int(num_warps) or num_warps < 1 or num_warps & (num_warps - 1):
         raise ValueError(f"tlx.async_task: num_warps must be a power-of-two compile-time int, got "
                          f"{describe(num_warps)}")
-    if regs is not None and (not is_int(regs) or not MIN_REGS <= regs <= MAX_REGS or regs % 8):
-        raise ValueError(f"tlx.async_task: num_regs (registers) must be divisible by 8 and in [{MIN_REGS}, {MAX_REGS}] "
-                         f"(setmaxnreg), got {describe(regs)}")
     if not is_int(replicate) or replicate < 1:
         raise ValueError(f"tlx.async_task: replicate must be a positive compile-time int, got {describe(replicate)}")
     if start is not None and (not is_int(start) or start < 0):
@@ -328,7 +328,16 @@ class _AsyncTask:
         self.scope.close()
 
 
-@tlx_builtin
+def _check_region(*, warp_specialize: Any = True, exclusive: Any = False, no_ending_cluster_sync: Any = False,
+                  mbarrier_try_wait_suspend_ns: Any = None) -> None:
+    region_config(warp_specialize, exclusive, no_ending_cluster_sync, mbarrier_try_wait_suspend_ns)
+
+
+def _check_task(*args: Any, **kwargs: Any) -> None:
+    task_config(args, **kwargs)
+
+
+@tlx_builtin(checks=_check_region)
 def async_tasks(*, warp_specialize: bool = True, exclusive: bool = False, no_ending_cluster_sync: bool = False,
                 mbarrier_try_wait_suspend_ns: Optional[int] = None, _semantic: Any = None) -> _AsyncTasks:
     """``with async_tasks():`` opens a warp-specialized region made of ``async_task`` blocks.
@@ -343,7 +352,7 @@ def async_tasks(*, warp_specialize: bool = True, exclusive: bool = False, no_end
                                                 mbarrier_try_wait_suspend_ns))
 
 
-@tlx_builtin
+@tlx_builtin(checks=_check_task)
 def async_task(*args: Any, num_warps: Optional[int] = None, num_regs: Optional[int] = None,
                registers: Optional[int] = None, replicate: int = 1, warp_group_start_id: Optional[int] = None,
                _semantic: Any = None) -> _AsyncTask:

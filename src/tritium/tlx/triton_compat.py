@@ -23,12 +23,14 @@ TLX module reaches past this one.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 from typing import Any, Sequence
 
 import numpy as np
 import triton.language as tl
+import triton.language.semantic as _tl_semantic
 import triton.language.core as _tl_core
 from triton._C.libtriton import gluon_ir, ir
 from triton.compiler.code_generator import CodeGenerator, enter_sub_region
@@ -45,7 +47,7 @@ __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_
            "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load",
            "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
            "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait_attrs", "cluster_barrier_ops", "ptx_tma_load",
-           "AMD_LAST_LAYOUT_PASS", "run_amd_coalesce_async_copy"]
+           "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
 unwrap_if_constexpr = _unwrap_if_constexpr
@@ -337,6 +339,10 @@ def ptx_tma_load(rank: int) -> str:
     return f"cp.async.bulk.tensor.{rank}d.{space}.global.mbarrier::complete_tx::bytes"
 
 
+#: ``rocdl.sched.barrier`` with an empty mask (nothing may be scheduled across it), as this Triton's MLIR prints
+#: it: an integer through 3.8, a mask keyword from 3.9 on.
+SCHED_BARRIER = "rocdl.sched.barrier none" if TRITON_VERSION >= (3, 9) else "rocdl.sched.barrier 0"
+
 #: The last AMD ttgir pass before buffer-op conversion and block ping-pong (after the layout clean-ups).
 AMD_LAST_LAYOUT_PASS = "amd.ttgpuir.reorder_instructions" if TRITON_VERSION < (3, 7) \
     else "amd.ttgpuir.move_up_prologue_loads"
@@ -348,3 +354,136 @@ def run_amd_coalesce_async_copy(mod: Any, arch: str) -> None:
     pm = new_pass_manager(mod.context, False)
     stock_pass_builder("amd.ttgpuir.coalesce_async_copy").fn(pm, arch)
     run_plain(pm, mod, "tlx-coalesce-async-copy")
+
+
+def accept_fork_load_cache_modifier() -> None:
+    """Let ``tl.load`` take the TLX fork's ``cache_modifier=".cs"`` (streaming; fork kernels use it), which stock
+    Triton 3.6 allows on stores only: its IR has the modifier, and its AMD and NVIDIA lowerings read it on loads."""
+    semantic = _tl_semantic.TritonSemantic
+    parse = semantic._str_to_load_cache_modifier
+    if getattr(parse, "tritium_cs", False):
+        return
+
+    @functools.wraps(parse)
+    def _str_to_load_cache_modifier(self: Any, cache_modifier: Any) -> Any:
+        if cache_modifier == ".cs":
+            return ir.CACHE_MODIFIER.CS
+        return parse(self, cache_modifier)
+
+    _str_to_load_cache_modifier.tritium_cs = True
+    semantic._str_to_load_cache_modifier = _str_to_load_cache_modifier
+
+
+class _BoundInterpreted:
+    """An interpreted ``@triton.jit`` method of an aggregate, read off an instance: the instance is ``self``."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        return self.fn if instance is None else functools.partial(self.fn, instance)
+
+
+def _fieldwise_init(cls: type) -> Any:
+    """The TLX fork's default ``__init__`` of an aggregate: its annotated fields, by position or keyword
+    (Python values become constexprs); a Triton builtin, so that the JIT's dependency scan skips it."""
+    names = tuple(getattr(cls, "__annotations__", {}))
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(names):
+            raise TypeError(f"{cls.__name__}() takes {len(names)} fields ({', '.join(names)}), got {len(args)}")
+        values = dict(zip(names, args))
+        for name, value in kwargs.items():
+            if name not in names or name in values:
+                raise TypeError(f"{cls.__name__}() got an unexpected or repeated field {name!r}")
+            values[name] = value
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise TypeError(f"{cls.__name__}() is missing field(s) {', '.join(missing)}")
+        for name in names:
+            value = values[name]
+            setattr(self, name, value if isinstance(value, _tl_core.base_value) else tl.constexpr(value))
+
+    __init__.__triton_builtin__ = True
+    return __init__
+
+
+def accept_fork_aggregates() -> None:
+    """Let ``triton.language.core._aggregate`` take the TLX fork's aggregates (``amd_fa_cluster``'s
+    ``SoftmaxState``), as the fork's version of it does and stock Triton 3.6's does not:
+
+    * a class without ``__init__`` gets one that sets its fields (stock 3.6 and 3.7 call ``object.__init__``: the
+      JIT's dependency scan refuses it, and it takes no field values; 3.8 builds one itself);
+    * under ``TRITON_INTERPRET=1``, ``@triton.jit`` methods are interpreted functions, which stock does not
+      copy onto the aggregate (``SoftmaxState.create`` is missing); they are copied, bound like methods.
+
+    Classes that stock Triton takes already are built exactly as before. Classes decorated before
+    ``tritium.tlx`` is imported are not affected (a kernel module imports TLX first).
+    """
+    stock = _tl_core._aggregate
+    if getattr(stock, "tritium_fork_aggregates", False):
+        return
+    builds_init = 'cls.__dict__.get("__init__"' in inspect.getsource(stock)  # Triton 3.8+ does, as the fork
+
+    @functools.wraps(stock)
+    def _aggregate(cls: type) -> Any:
+        if "__init__" not in cls.__dict__ and not builds_init:
+            cls.__init__ = _fieldwise_init(cls)
+        value = stock(cls)
+        for name, member in cls.__dict__.items():
+            if isinstance(member, _interpreter.InterpretedFunction) and not hasattr(value, name):
+                setattr(value, name, _BoundInterpreted(member) if _is_method(member) else member)
+        return value
+
+    _aggregate.tritium_fork_aggregates = True
+    _tl_core._aggregate = _aggregate
+
+
+def _is_method(fn: Any) -> bool:
+    """Whether an interpreted function takes ``self`` (a method) rather than being called on the class."""
+    params = list(inspect.signature(fn.fn).parameters)
+    return bool(params) and params[0] == "self"
+
+
+def _bf16_as_f32(handle: Any) -> Any:
+    """A bfloat16 interpreter value (its raw 16 bits in a uint16 array) as float32, exactly."""
+    return (handle.data.astype(np.uint32) << 16).view(np.float32)
+
+
+def accept_bf16_interpreted_dots() -> None:
+    """Make the interpreter's ``tl.dot`` multiply bfloat16 operands as numbers: stock Triton 3.6 (and the TLX
+    fork) multiplies their raw 16-bit patterns as integers (``tl.dot`` of two bf16 tiles of ``randn`` comes out
+    ~1e10), so every bf16 attention and GEMM is wrong under ``TRITON_INTERPRET=1``. Other operand types keep
+    the stock path."""
+    stock = InterpreterBuilder.create_dot
+    if getattr(stock, "tritium_bf16", False):
+        return
+
+    @functools.wraps(stock)
+    def create_dot(self: Any, a: Any, b: Any, d: Any, *args: Any, **kwargs: Any) -> Any:
+        if tl.bfloat16 not in (a.dtype, b.dtype):
+            return stock(self, a, b, d, *args, **kwargs)
+        a = TensorHandle(_bf16_as_f32(a) if a.dtype == tl.bfloat16 else a.data.astype(np.float32), tl.float32)
+        b = TensorHandle(_bf16_as_f32(b) if b.dtype == tl.bfloat16 else b.data.astype(np.float32), tl.float32)
+        return stock(self, a, b, d, *args, **kwargs)
+
+    create_dot.tritium_bf16 = True
+    InterpreterBuilder.create_dot = create_dot
+
+
+def accept_constexpr_launch_args() -> None:
+    """Under ``TRITON_INTERPRET=1``, a kernel argument the host passes as a ``tl.constexpr`` object (the fork's
+    ``amd_pa_decode`` passes ``BUFFER_DEPTH=tl.constexpr(2)``) reaches the kernel as its value, as when
+    compiling: stock Triton 3.6's interpreter hands the object over, and ``int % constexpr`` then fails."""
+    stock = _interpreter.GridExecutor.__call__
+    if getattr(stock, "tritium_constexpr_args", False):
+        return
+
+    @functools.wraps(stock)
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        args = tuple(a.value if isinstance(a, tl.constexpr) else a for a in args)
+        kwargs = {k: v.value if isinstance(v, tl.constexpr) else v for k, v in kwargs.items()}
+        return stock(self, *args, **kwargs)
+
+    __call__.tritium_constexpr_args = True
+    _interpreter.GridExecutor.__call__ = __call__

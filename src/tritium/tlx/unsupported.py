@@ -74,9 +74,6 @@ REASONS: dict[str, str] = {
     "async_amd_descriptor_store": _TDM,
     "async_amd_descriptor_wait": _TDM,
     "amd_descriptor_prefetch_tensor": _TDM,
-    # AMD warp pipelining
-    "warp_pipeline_stage": ("needs the fork's AMD warp-pipeline pass, which splits a loop at the stage markers "
-                            "and staggers the two warp groups with conditional barriers and s_setprio"),
 }
 
 _UNSUPPORTED = {name: UnsupportedOp(name, why) for name, why in REASONS.items()}

@@ -23,8 +23,9 @@ _REGISTER_TENSOR = re.compile(r"(?<!tensordesc<)tensor<")
 _RESULTS = re.compile(r"^\s*(%[\w$.-]+(?::\d+)?(?:, %[\w$.-]+)*) = ")  # an op's result list
 _BLOCK_ARG = re.compile(r"(%[\w$.-]+):\s")
 #: Ops a partition recomputes instead of receiving: pure, one result, no region.
+#: ``tt.make_tensor_descriptor`` too: a task builds its own tensor map of a device descriptor.
 _CLONABLE = re.compile(r"(arith|math)\.\w+|tt\.(get_program_id|get_num_programs|splat|make_range|expand_dims|"
-                       r"broadcast|addptr)|ttg\.convert_layout")
+                       r"broadcast|addptr|make_tensor_descriptor)|ttg\.convert_layout")
 
 
 def _rename(line: str, prefix: str) -> str:
