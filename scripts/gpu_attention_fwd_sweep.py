@@ -5,8 +5,8 @@ Usage: python scripts/gpu_attention_fwd_sweep.py [--only WORDS] [--variants NAME
 
 1. Numerics: O and the base-2 logsumexp of the persistent kernel against an fp32 reference on ragged and GQA
    shapes (seq 1, 77, 1000, 4097; 8 query heads over 2 KV heads), relative Frobenius error of O <= 1e-2.
-2. Timing: the cases of ``tritium bench attention`` (``--only`` filters them as it does) plus GQA cases
-   (32 query heads over 8, bf16, hd128, seq 4096, causal and not), TFLOPS from do_bench medians, best of two
+2. Timing: the cases of ``tritium bench attention`` (``--only`` filters them as it does; GQA's 32/8 heads
+   included), TFLOPS from do_bench medians, best of two
    interleaved rounds, each output checked against SDPA's first backend before it is timed.
 Prints a table per case as it goes and the geometric means; writes $OUT/attn_fwd_sweep.json.
 """
@@ -23,7 +23,7 @@ import time
 import torch
 from triton.testing import do_bench
 
-from tritium.bench.attention import CASES, Case, select
+from tritium.bench.attention import CASES, sdpa_variants, select
 from tritium.kernels import attention_persistent_hopper as ph
 from tritium.kernels.attention_ws_hopper import attention_ws
 from tritium.kernels.attention_ws_pipelined_hopper import attention_ws_pipelined
@@ -53,22 +53,6 @@ VARIANTS = {
 D64_ONLY = {"pers-3wg", "pers-3wg-bn128"}
 
 
-def sdpa_backends(q, k, v, causal, gqa):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    out = {}
-    for backend in (SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION):
-        def fn(backend=backend):
-            with sdpa_kernel([backend]):
-                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
-        try:
-            fn()
-            torch.cuda.synchronize()
-        except RuntimeError:
-            continue
-        out[f"sdpa-{backend.name.lower().replace('_attention', '')}"] = fn
-    return out
-
-
 def check_numerics() -> list[dict]:
     rows = []
     for (B, H, HK, S, D), causal, dtype in [((1, 8, 2, 1, 128), True, torch.float16), ((2, 4, 4, 77, 64), True, torch.bfloat16),
@@ -92,34 +76,12 @@ def check_numerics() -> list[dict]:
     return rows
 
 
-@dataclasses.dataclass
-class GqaCase:
-    causal: bool
-    dtype: str = "bf16"
-    head_dim: int = 128
-    seq: int = 4096
-    batch: int = 4
-    heads: int = 32
-    kv_heads: int = 8
-
-    @property
-    def label(self) -> str:
-        return f"gqa32/8 {self.dtype} d{self.head_dim} {'causal' if self.causal else 'noncausal'} s{self.seq}"
-
-    def flops(self) -> float:
-        return 4.0 * self.batch * self.heads * self.seq ** 2 * self.head_dim * (0.5 if self.causal else 1.0)
-
-
 def time_case(case, variants: list[str], rounds: int = 2) -> dict:
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[case.dtype]
-    kv_heads = getattr(case, "kv_heads", case.heads)
-    q = torch.randn(case.batch, case.heads, case.seq, case.head_dim, device="cuda", dtype=dtype)
-    k, v = (torch.randn(case.batch, kv_heads, case.seq, case.head_dim, device="cuda", dtype=dtype) for _ in range(2))
-    gqa = kv_heads != case.heads
-    impls = sdpa_backends(q, k, v, case.causal, gqa)
+    q, k, v = (x.detach() for x in case.inputs()[:3])
+    impls = sdpa_variants(q, k, v, case.causal, case.gqa)
     ref = next(iter(impls.values()))().float()
     for name in variants:
-        if (gqa and name in ("ws", "pipelined")) or (case.head_dim != 64 and name in D64_ONLY):
+        if (case.gqa and name in ("ws", "pipelined")) or (case.head_dim != 64 and name in D64_ONLY):
             continue
         fn = VARIANTS[name]
         err = ((fn(q, k, v, case.causal).float() - ref).norm() / ref.norm()).item()
@@ -132,11 +94,11 @@ def time_case(case, variants: list[str], rounds: int = 2) -> dict:
         for name, fn in impls.items():
             ms = do_bench(fn, warmup=20, rep=60, return_mode="median")
             tflops[name] = max(tflops[name], case.flops() / ms * 1e-9)
-    best = max((n for n in tflops if n.startswith("sdpa")), key=tflops.get)
-    ratios = {n: tflops[n] / tflops[best] for n in tflops if not n.startswith("sdpa")}
+    best = max((n for n in tflops if n.startswith("SDPA")), key=tflops.get)
+    ratios = {n: tflops[n] / tflops[best] for n in tflops if not n.startswith("SDPA")}
     print(f"{case.label:34s} best {best} {tflops[best]:6.1f} | " +
           " ".join(f"{n} {ratios[n]:.3f}" for n in ratios), flush=True)
-    return {"label": case.label, "head_dim": case.head_dim, "gqa": gqa, "tflops": tflops, "best_sdpa": best,
+    return {"label": case.label, "head_dim": case.head_dim, "gqa": case.gqa, "tflops": tflops, "best_sdpa": best,
             "ratios": ratios}
 
 
@@ -155,9 +117,7 @@ def main() -> int:
     numerics = check_numerics()
     results = []
     if not args.check_only:
-        cases = select(args.only) if args.only else CASES
-        cases = list(cases) + ([GqaCase(False), GqaCase(True)] if not args.only or "gqa" in args.only else [])
-        for case in cases:
+        for case in select(args.only) if args.only else CASES:
             results.append(time_case(case, args.variants.split(",")))
     summary = {}
     for d in (64, 128):
