@@ -47,7 +47,6 @@ VARIANTS = {
     "pers-free": persistent(PINGPONG=False),
     "pers-3wg": persistent(BLOCK_M=192, BLOCK_N=64, NUM_STAGES=3, CONSUMERS=3, PINGPONG=False, NUM_REGS=160),
     "pers-3wg-bn128": persistent(BLOCK_M=192, BLOCK_N=128, NUM_STAGES=3, CONSUMERS=3, PINGPONG=False, NUM_REGS=160),
-    "pers-fma": persistent(EXP_FMA=True),
 }
 #: Variants whose registers fit only head dim 64 (three consumer warpgroups at 160 registers).
 D64_ONLY = {"pers-3wg", "pers-3wg-bn128"}

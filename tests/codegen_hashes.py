@@ -107,7 +107,7 @@ SHIPPED = (
             "sm_scale": "fp32", "B": "i32", "H": "i32", "GROUP": "i32", "N_CTX": "i32"},
            {"HEAD_DIM": d, "CAUSAL": causal, "STORE_LSE": True, "BLOCK_M": 2 * rows if consumers == 2 else 192,
             "BLOCK_N": 128, "NUM_STAGES": stages, "NUM_REGS": regs, "CONSUMERS": consumers,
-            "PINGPONG": consumers == 2, "EXP_FMA": False}, ("lse", "N_CTX"), {"num_warps": 4})
+            "PINGPONG": consumers == 2}, ("lse", "N_CTX"), {"num_warps": 4})
       for variant, d, causal, rows, stages, regs, consumers in (("d128.causal", 128, True, 64, 2, 240, 2),
                                                                 ("d64.3wg", 64, False, 64, 3, 160, 3))),
     *(Spec(f"tritium.attention_bwd_hopper.d{d}.{dtype}{'.causal' if causal else ''}",

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from .report import save_json, table
 
 #: tritium's op names as Inductor's output code calls them.
-OP_NAMES = ("torch.ops.tritium.matmul", "torch.ops.tritium.attention")
+OP_NAMES = ("torch.ops.tritium.matmul", "torch.ops.tritium._attention_inference")
 
 
 class Size(NamedTuple):

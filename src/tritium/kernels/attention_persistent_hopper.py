@@ -118,8 +118,7 @@ def produce_tile(desc_q, desc_k, desc_v, q_bufs, k_bufs, v_bufs, q_full, q_empty
 @triton.jit
 def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_empty, r, start_m, tc, it, qk_scale,
                  N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                 NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr,
-                 EXP_FMA: tl.constexpr):
+                 NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr):
     """Consumer r's rows of a tile: returns ``(acc, m_i, l_i, it)``, the unnormalized O, the running max and
     sum of its rows, and the next ring step. Releases its Q buffer once the last S = Q K^T was read. With
     ``PINGPONG`` (two consumers) they take turns to issue their wgmmas; without, each issues when ready."""
@@ -168,7 +167,7 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
             qk = tlx.async_dot_wait(1, qk)  # S_j is ready; P_{j-1} V_{j-1} may still run
             tlx.barrier_arrive(k_empty[s])
             p, alpha, m_i, l_i = softmax_step(qk, m_i, l_i, qk_scale, offs_m, start_n, N_CTX, BLOCK_N, masked,
-                                              CAUSAL, EXP_FMA)
+                                              CAUSAL)
             p = p.to(dtype)
             acc = tlx.async_dot_wait(0, acc)
             tlx.barrier_arrive(v_empty[prev])
@@ -189,8 +188,7 @@ def consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty, v_
 def attn_fwd_persistent_hopper(desc_q, desc_k, desc_v, desc_o, lse, sm_scale, B, H, GROUP, N_CTX,
                                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr,
-                               CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr, EXP_FMA: tl.constexpr,
-                               STORE_LSE: tl.constexpr):
+                               CONSUMERS: tl.constexpr, PINGPONG: tl.constexpr, STORE_LSE: tl.constexpr):
     ROWS: tl.constexpr = BLOCK_M // CONSUMERS
     tl.static_assert(ROWS % 64 == 0 and BLOCK_M % ROWS == 0, "BLOCK_M: 64k rows per consumer warpgroup")
     tl.static_assert(CONSUMERS == 2 or not PINGPONG, "ping-pong takes two consumer warpgroups")
@@ -233,7 +231,7 @@ def attn_fwd_persistent_hopper(desc_q, desc_k, desc_v, desc_o, lse, sm_scale, B,
                     bh, start_m = unit_tile(unit, sub, BH, N_CTX, BLOCK_M, CAUSAL)
                     acc, m_i, l_i, it = consume_tile(q, k_bufs, v_bufs, q_full, q_empty, k_full, v_full, k_empty,
                                                      v_empty, r, start_m, tc, it, qk_scale, N_CTX, HEAD_DIM, BLOCK_M,
-                                                     BLOCK_N, NUM_STAGES, CAUSAL, CONSUMERS, PINGPONG, EXP_FMA)
+                                                     BLOCK_N, NUM_STAGES, CAUSAL, CONSUMERS, PINGPONG)
                     row0 = start_m * BLOCK_M + r * ROWS
                     if STORE_LSE:
                         offs_m = row0 + tl.arange(0, ROWS)
@@ -255,7 +253,6 @@ class PersistentConfig:
     NUM_REGS: int = 240  # registers per consumer thread (setmaxnreg)
     CONSUMERS: int = 2  # consumer warpgroups
     PINGPONG: bool = True  # two consumers take turns to issue their wgmmas
-    EXP_FMA: bool = False  # half of the unmasked blocks' exponentials on the FMA pipe
 
 
 def pick_config(seq: int, head_dim: int, causal: bool) -> PersistentConfig:

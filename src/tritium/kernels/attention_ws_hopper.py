@@ -59,31 +59,11 @@ def kv_bounds(start_m, N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUS
 
 
 @triton.jit
-def exp2_fma(x):
-    """2^x for x <= 0 on the FMA pipe instead of the special-function unit: 2^floor(x) put in the exponent bits
-    of a cubic for 2^frac(x) (relative error under 9e-5, below fp16's and bf16's rounding of P)."""
-    x = tl.maximum(x, -127.0)
-    xi = tl.floor(x)
-    f = x - xi
-    p = 1.0 + f * (0.69511545 + f * (0.22765097 + f * 0.07706157))
-    return (p.to(tl.int32, bitcast=True) + (xi.to(tl.int32) << 23)).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def exp2_split(x, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
-    """2^x with every other column on the FMA pipe (:func:`exp2_fma`), the rest on the special-function unit:
-    the softmax of a head-dim-64 block needs as many exponentials as its two GEMMs take cycles."""
-    a, b = tl.split(tl.reshape(x, [ROWS, BLOCK_N // 2, 2]))
-    return tl.reshape(tl.join(tl.math.exp2(a), exp2_fma(b)), [ROWS, BLOCK_N])
-
-
-@triton.jit
 def softmax_step(qk, m_i, l_i, qk_scale, offs_m, start_n, N_CTX, BLOCK_N: tl.constexpr, MASK: tl.constexpr,
-                 CAUSAL: tl.constexpr, EXP_FMA: tl.constexpr = False):
+                 CAUSAL: tl.constexpr):
     """One online-softmax update in base 2: (p, alpha, m_new, l_new) for the scores ``qk`` of one block.
 
-    ``p`` = exp2(qk * scale - m_new) unnormalized, ``alpha`` rescales what was accumulated so far. With
-    ``EXP_FMA`` the unmasked blocks take half their exponentials on the FMA pipe (:func:`exp2_split`).
+    ``p`` = exp2(qk * scale - m_new) unnormalized, ``alpha`` rescales what was accumulated so far.
     """
     if MASK:
         offs_n = start_n + tl.arange(0, BLOCK_N)
@@ -95,10 +75,7 @@ def softmax_step(qk, m_i, l_i, qk_scale, offs_m, start_n, N_CTX, BLOCK_N: tl.con
         p = tl.math.exp2(qk - m_new[:, None])
     else:
         m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-        if EXP_FMA:
-            p = exp2_split(qk * qk_scale - m_new[:, None], qk.shape[0], BLOCK_N)
-        else:
-            p = tl.math.exp2(qk * qk_scale - m_new[:, None])
+        p = tl.math.exp2(qk * qk_scale - m_new[:, None])
     alpha = tl.math.exp2(m_i - m_new)
     l_new = l_i * alpha + tl.sum(p, 1)
     return p, alpha, m_new, l_new

@@ -155,9 +155,10 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool =
 def at_least_sdpa(seq: int, head_dim: int) -> bool:
     """Whether the H200 measurements rate this op at least as fast as PyTorch's fastest SDPA backend (cuDNN)
     for q, k, v of sequence length ``seq`` and ``head_dim``, which is what ``torch.compile`` with
-    ``tritium.ops.inductor.use_kernels`` asks before replacing SDPA. Head dim 128 from sequence 8192 on:
-    1.014-1.096x in all eight fp16/bf16, causal/non-causal cases (docs/benchmarks.md, "Flash-attention
-    forward"); at 4096 one case ran 0.968, and below, and at head dim 64, 0.66-0.98."""
+    ``tritium.ops.inductor.use_kernels`` asks before replacing SDPA. Head dim 128 from sequence 8192 on, with
+    the persistent kernel (docs/benchmarks.md, 2026-12-02): 0.996-1.165x in seven of the eight fp16/bf16,
+    causal/non-causal cases, and 0.925x in one (bf16, non-causal, 8192, where cuDNN ran 674 TFLOPS against
+    582-606 at its neighbours); shorter sequences and head dim 64 fall to 0.74-0.98x in some cases."""
     return head_dim == 128 and seq >= 8192
 
 
