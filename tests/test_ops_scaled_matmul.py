@@ -97,6 +97,7 @@ def test_kernel_compiles_to_e4m3_wgmma_with_b_k_major():
 
     from tritium.kernels import gemm_fp8_hopper as fp8
     from tritium.plugins.inspection import make_source
+    from tritium.tlx import triton_compat
     cfg = fp8.SMALL
     a, b, c = fp8.descriptor_blocks(cfg)
     sig = {"a_desc": f"tensordesc<fp8e4nv{a}>", "b_desc": f"tensordesc<fp8e4nv{b}>", "c_desc": f"tensordesc<bf16{c}>",
@@ -107,7 +108,7 @@ def test_kernel_compiles_to_e4m3_wgmma_with_b_k_major():
                        options={"num_warps": 4})
     ptx = k.asm["ptx"]
     assert set(re.findall(r"wgmma\.mma_async\.\S+", ptx)) == {"wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"}
-    assert "cp.async.bulk.tensor.2d.shared::cluster.global" in ptx and ".local" not in ptx
+    assert triton_compat.ptx_tma_load(2) in ptx and ".local" not in ptx
     assert k.metadata.shared <= 232448 and k.metadata.num_warps == 12
     assert "ttg.memdesc_trans" in k.asm["ttgir"] and "ld.global" in ptx  # B transposed in shared; scale loads
 
