@@ -333,8 +333,10 @@ BENCHMARKS: dict[str, tuple[str, str, Any, frozenset[str]]] = {
                   "quick, or words such as bf16 d128 causal s4096 gqa (all must match)", frozenset()),
     "trimul": ("trimul", "the TriMul op against eager PyTorch and torch.compile",
                "quick, fast, case numbers such as 1-4, or words such as N1024 C384 cauchy", frozenset()),
-    "inductor": ("inductor", "torch.compile of a bf16 transformer block with tritium.ops.use_kernels off and on",
-                 {"graphs": "also under mode='reduce-overhead' (CUDA graphs)"}, frozenset()),
+    "inductor": ("inductor", "torch.compile of bf16 transformer blocks with tritium.ops.use_kernels off and on, "
+                 "with and without CUDA graphs",
+                 {"default": "only mode='default'", "graphs": "only mode='reduce-overhead' (CUDA graphs)"},
+                 frozenset()),
 }
 
 

@@ -1,19 +1,22 @@
-"""torch.compile of a bf16 transformer block with ``tritium.ops.use_kernels`` on and off, same run, same data.
+"""torch.compile of bf16 transformer blocks with ``tritium.ops.use_kernels`` on and off, same run, same data.
 
-The block: pre-norm causal self-attention (a fused QKV projection, SDPA, an output projection) and an MLP
+A block: pre-norm causal self-attention (a fused QKV projection, SDPA, an output projection) and an MLP
 (up projection, GELU, down projection), weights stored [in, out] so that Inductor's GEMMs read both
-operands row-major. Two sizes, one for each kind of kernel the switch may pick:
+operands row-major. Two models, one for each kind of kernel the switch may pick:
 
-* ``small``: 256 tokens, hidden 256 (2 heads of 128): every GEMM is in the plan's small class, where
-  tritium's GEMM measured at least cuBLAS's speed; attention at 256 tokens stays SDPA's;
-* ``long``: 8192 tokens, hidden 2048 (16 heads of 128): SDPA goes to tritium's attention (head dim 128,
-  8192 tokens); the GEMMs are large and stay cuBLAS's.
+* ``small``: 8 blocks over 256 tokens, hidden 256 (2 heads of 128): every GEMM is in the plan's small
+  class, which tritium takes under CUDA graphs only (:func:`tritium.ops.plans.at_least_cublas`); eight
+  blocks make the graph's replay GPU-bound, so that the kernels' time shows; attention at 256 tokens
+  stays SDPA's;
+* ``long``: one block over 8192 tokens, hidden 2048 (16 heads of 128): SDPA goes to tritium's attention
+  (head dim 128, 8192 tokens); the GEMMs are large and stay cuBLAS's.
 
-Each is compiled under ``torch.no_grad()`` with the switch off, then on (``torch._dynamo.reset()`` between),
-its output checked against the switch-off output, and the names of tritium's ops looked up in Inductor's
-output code. Time: median ms of ``triton.testing.do_bench``, best of two rounds, right after each
-compilation (not interleaved: see :func:`compiled_run`); with
-``--only graphs`` also ``mode="reduce-overhead"`` (CUDA graphs), where the small GEMMs measured fastest.
+Each runs in both of Inductor's modes that matter here, ``default`` and ``reduce-overhead`` (CUDA
+graphs; ``--only default`` or ``--only graphs`` runs one). Each is compiled under ``torch.no_grad()``
+with the switch off, then on (``torch._dynamo.reset()`` between), its output checked against the
+switch-off output, and the names of tritium's ops looked up in Inductor's output code. Time: median ms of
+``triton.testing.do_bench``, best of two rounds, right after each compilation (not interleaved: see
+:func:`compiled_run`). Writes a table, ``inductor.json`` and ``inductor.png``.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ class Size(NamedTuple):
     batch: int
     seq: int
     heads: int
+    layers: int = 1
     head_dim: int = 128
 
     @property
@@ -37,21 +41,21 @@ class Size(NamedTuple):
         return self.heads * self.head_dim
 
 
-SIZES = (Size("small", 1, 256, 2), Size("long", 1, 8192, 16))
+SIZES = (Size("small", 1, 256, 2, layers=8), Size("long", 1, 8192, 16))
 
 
 def make_block(size: Size, device: str = "cuda", seed: int = 0) -> Any:
-    """The transformer block of the module docstring, bf16, on ``device``."""
+    """``size.layers`` transformer blocks of the module docstring, bf16, on ``device``."""
     import torch
+    generator = torch.Generator().manual_seed(seed)
 
     class Block(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            g = torch.Generator().manual_seed(seed)
             C = size.hidden
 
             def weight(i: int, o: int) -> torch.nn.Parameter:
-                return torch.nn.Parameter((torch.randn(i, o, generator=g) / i ** 0.5).to(torch.bfloat16))
+                return torch.nn.Parameter((torch.randn(i, o, generator=generator) / i ** 0.5).to(torch.bfloat16))
 
             self.norm1, self.norm2 = torch.nn.LayerNorm(C), torch.nn.LayerNorm(C)
             self.w_qkv, self.w_out = weight(C, 3 * C), weight(C, C)
@@ -67,7 +71,8 @@ def make_block(size: Size, device: str = "cuda", seed: int = 0) -> Any:
             h = self.norm2(x).reshape(B * S, C)
             return x + (torch.nn.functional.gelu(h @ self.w_up) @ self.w_down).reshape(B, S, C)
 
-    return Block().to(device=device, dtype=torch.bfloat16)
+    model = torch.nn.Sequential(*(Block() for _ in range(size.layers)))
+    return model.to(device=device, dtype=torch.bfloat16)
 
 
 def compiled_run(block: Any, x: Any, kernels: bool, mode: str = "default",
@@ -107,22 +112,33 @@ def run_size(size: Size, mode: str) -> dict:
     if not err < 2e-2:
         raise AssertionError(f"{size.name} ({mode}): switch on differs from switch off, relative error {err:.2e}")
     ms = {"off": off_ms, "on": on_ms}
-    return {"size": size.name, "mode": mode, "tokens": size.batch * size.seq, "hidden": size.hidden,
+    return {"size": size.name, "mode": mode, "layers": size.layers, "tokens": size.batch * size.seq,
+            "hidden": size.hidden,
             "ms_off": ms["off"], "ms_on": ms["on"], "speedup": ms["off"] / ms["on"], "rel_err": err,
             "tritium_ops": [n for n in OP_NAMES if n in on_code],
             "off_has_tritium": any(n in off_code for n in OP_NAMES)}
 
 
+MODES = {"default": ("default", ), "graphs": ("reduce-overhead", ), "": ("default", "reduce-overhead")}
+
+
 def main(out: str, only: str = "") -> int:
     import torch
     import triton
-    modes = ("default", "reduce-overhead") if only == "graphs" else ("default",)
-    results = [run_size(size, mode) for mode in modes for size in SIZES]
-    print(f"## torch.compile of a bf16 transformer block, tritium.ops.use_kernels off / on, "
+    from tqdm import tqdm
+
+    from .report import bar_plot
+    runs = [(size, mode) for mode in MODES[only] for size in SIZES]
+    results = [run_size(size, mode) for size, mode in tqdm(runs, desc="bench inductor", unit="model")]
+    print(f"## torch.compile of bf16 transformer blocks, tritium.ops.use_kernels off / on, "
           f"{torch.cuda.get_device_name()} (torch {torch.__version__}, triton {triton.__version__})")
-    headers = ["block", "mode", "tokens x hidden", "off ms", "on ms", "off / on", "rel. error", "tritium ops in code"]
+    headers = ["model", "mode", "blocks x tokens x hidden", "off ms", "on ms", "off / on", "rel. error",
+               "tritium ops in code"]
     print(table(headers,
-                [(r["size"], r["mode"], f"{r['tokens']} x {r['hidden']}", r["ms_off"], r["ms_on"], r["speedup"],
-                  f"{r['rel_err']:.1e}", ", ".join(r["tritium_ops"]) or "none") for r in results]))
+                [(r["size"], r["mode"], f"{r['layers']} x {r['tokens']} x {r['hidden']}", r["ms_off"], r["ms_on"],
+                  r["speedup"], f"{r['rel_err']:.1e}", ", ".join(r["tritium_ops"]) or "none") for r in results]))
     print(f"\njson: {save_json(f'{out}/inductor.json', results)}")
+    print("plot: " + bar_plot(f"{out}/inductor.png", "torch.compile, use_kernels off / on (higher: on is faster)",
+                              [f"{r['size']} {r['mode']}" for r in results],
+                              {"off / on": [r["speedup"] for r in results]}, "speed-up"))
     return 0

@@ -5,7 +5,8 @@ in place of ``aten.mm``/``aten.addmm`` and ``torch.ops.tritium._attention_infere
 ``torch.ops.tritium.attention`` runs where no gradient is needed) in place of the SDPA kernels
 (``aten._scaled_dot_product_{flash,efficient,cudnn}_attention``), node by node, only where the measured
 rules say tritium's kernel is at least as fast for that shape, dtype, layout and device
-(:func:`tritium.ops.plans.at_least_cublas`, :func:`tritium.ops.attention.at_least_sdpa`); every other
+(:func:`tritium.ops.plans.at_least_cublas`, :func:`tritium.ops.attention.at_least_sdpa`; the GEMM rule
+depends on whether the graph runs under CUDA graphs, which Inductor's cache key holds); every other
 node stays as Inductor made it. Inductor then runs the tritium op as an extern kernel, so its name is in
 the output code.
 
@@ -32,7 +33,7 @@ from . import plans
 from .attention import at_least_sdpa
 
 #: Changes whenever the rules below or those they call change what is replaced: part of :func:`cache_key`.
-RULES_VERSION = 1
+RULES_VERSION = 2
 
 aten = torch.ops.aten
 #: Inductor's SDPA kernel nodes (the CPU one too: it is never replaced, attention_qualifies wants CUDA, but it
@@ -99,7 +100,8 @@ def _row_major(t: torch.Tensor) -> bool:
 def mm_qualifies(a: Optional[torch.Tensor], b: Optional[torch.Tensor], out: Optional[torch.Tensor]) -> bool:
     """``a @ b`` goes to tritium: CUDA, fp16/bf16 operands and result of one dtype, both operands row-major
     (read in place; another layout would cost a copy per call), and a shape the plan rates at least as
-    fast as cuBLAS."""
+    fast as cuBLAS in the graph being compiled: with or without CUDA graphs (Inductor's
+    ``triton.cudagraphs``, which ``mode="reduce-overhead"`` sets)."""
     if a is None or b is None or out is None:
         return False
     if not (a.device.type == b.device.type == "cuda" and a.dtype == b.dtype == out.dtype
@@ -108,7 +110,9 @@ def mm_qualifies(a: Optional[torch.Tensor], b: Optional[torch.Tensor], out: Opti
     (M, K), N = a.shape, b.shape[1]
     if not all(isinstance(d, int) for d in (M, N, K)):
         return False  # a dynamic shape: no one plan
-    return plans.at_least_cublas(M, N, K, plans.even_layout(a.stride(0), b.stride(0), K, N))
+    from torch._inductor import config
+    return plans.at_least_cublas(M, N, K, plans.even_layout(a.stride(0), b.stride(0), K, N),
+                                 graphs=bool(config.triton.cudagraphs))
 
 
 def attention_qualifies(q: Optional[torch.Tensor], k: Optional[torch.Tensor], v: Optional[torch.Tensor]) -> bool:

@@ -236,14 +236,19 @@ def shape_class(M: int, N: int, K: int, sms: int, even: bool = True) -> str:
     return "partial" if 2 * tiles128 > sms else "few"
 
 
-def at_least_cublas(M: int, N: int, K: int, even: bool) -> bool:
-    """Whether the H200 measurements rate ``tritium.ops.matmul`` at least as fast as cuBLAS for this problem
+def at_least_cublas(M: int, N: int, K: int, even: bool, graphs: bool) -> bool:
+    """Whether the H200 measurements rate ``torch.ops.tritium.matmul`` at least as fast as cuBLAS for this problem
     (``even``: :func:`even_layout`), which is what ``torch.compile`` with ``tritium.ops.inductor.use_kernels``
-    asks before replacing an ``aten.mm``. Only rule 1's class qualifies: at 256^3 and 512^3 the op ran
-    1.25-1.46x cuBLAS in CUDA-graph replay and 0.97-1.12x eager (docs/benchmarks.md, issue 9's
-    programmatic dependent launch sweep); every larger class measured 0.93-1.02x, below or within the
-    noise of cuBLAS, so it stays cuBLAS's."""
-    return shape_class(M, N, K, sms=1 << 30, even=even) == "small"
+    asks before replacing an ``aten.mm``; ``graphs``: whether the compiled graph runs under CUDA graphs.
+
+    Only rule 1's class qualifies, and only under CUDA graphs. There the kernel is what counts: at 256^3
+    and 512^3 the op ran 1.25-1.46x cuBLAS in graph replay (issue 9's sweep), and the four GEMMs of
+    ``tritium bench inductor``'s small block 2.2-3.9 us against cuBLAS's 2.9-4.2 (2026-12-02). Without
+    graphs a GEMM of this class is host-bound (a launch costs more than the kernel runs), and the op's
+    host path costs more than cuBLAS's: 26-28 us per call against 15-17, so the small block ran 0.56x
+    with them (docs/benchmarks.md, ninth session). Every larger class measured 0.93-1.02x, below or
+    within the noise of cuBLAS, so it stays cuBLAS's."""
+    return graphs and shape_class(M, N, K, sms=1 << 30, even=even) == "small"
 
 
 #: Rule 5's plan: cooperative 128x256x64, GROUP_SIZE_M 8, 3 stages, 2 store slices (3 x 48 KiB of
