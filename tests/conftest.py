@@ -55,8 +55,10 @@ def clean_plugin_state():
     yield
     tp.deactivate()
     for lp in tp.loaded_plugins():
-        # Entry-point plugins loaded on first use (TLX by `import tritium.tlx`) stay: they are the environment's.
-        if lp.plugin.name not in before and not lp.origin.startswith("entry point"):
+        # Entry-point plugins loaded on first use (TLX by `import tritium.tlx`) stay: they are the environment's. In a
+        # source tree without an install (PYTHONPATH=src, as on the GPU machine) TLX's origin is "bundled ...": it
+        # registers itself once per process, at import, so unloading it would leave later tests without TLX.
+        if lp.plugin.name not in before and not lp.origin.startswith(("entry point", "bundled")):
             tp.unload_plugin(lp.plugin.name)
     assert compat.pass_builders_pristine(), "a test left Triton's pass builders patched"
     assert compat.stages_hook_installed(), "a test left tritium's stages hook removed"

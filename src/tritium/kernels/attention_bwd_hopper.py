@@ -75,8 +75,10 @@ def descriptor_blocks(config: Config, head_dim: int) -> tuple[list[int], ...]:
 #: Per head dim. Head dim 128 splits dQ's columns between the consumers: with a [BLOCK_M, 128] fp32 dQ block per
 #: consumer next to the dK and dV accumulators, ptxas (3.6) spilled 580 bytes at 240 registers per thread; split,
 #: it still spills 464-520 (about 35 local loads and stores per Q block; head dim 64 spills none). Shared memory
-#: (head dim 128): K, V 64 KB, two Q/dO stages 64 KB, dS^T 32 KB, dQ staging 32 KB.
-CONFIGS = {64: Config(64, 128, 3, 240, False), 128: Config(64, 128, 2, 240, True)}
+#: (head dim 128): K, V 64 KB, three Q/dO stages 96 KB, dS^T 32 KB, dQ staging 32 KB (224 of 227 KB). Three stages
+#: at head dim 128 ran 6-7% faster than two non-causal and level causal; at head dim 64 two and four stages were
+#: level with three or slower (H200, scripts/gpu_attention_bwd_sweep.py, docs/benchmarks.md, ninth session).
+CONFIGS = {64: Config(64, 128, 3, 240, False), 128: Config(64, 128, 3, 240, True)}
 #: Rows of O and dO per program of the delta kernel.
 DELTA_ROWS = 64
 #: Named barrier where the two consumers meet once both dS^T halves are in shared memory (split dQ only);
