@@ -13,7 +13,7 @@ mkdir -p "$OUT"
 nvidia-smi -L
 GROUPS_=("test_ops_matmul_gpu.py"
          "test_tlx_attention_gpu.py"
-         "test_ops_attention_bwd_gpu.py"
+         "test_ops_attention_bwd_gpu.py test_ops_attention_launch_gpu.py"
          "test_tlx_gemm_ws_persistent_gpu.py test_tlx_gemm_gpu.py test_tlx_gemm_ws_gpu.py test_plugin_options_gpu.py"
          "test_trimul_gpu.py test_inductor_pipeline_gpu.py test_inductor_kernels_gpu.py test_instrumentation_gpu.py"
          "test_tlx_sync_gpu.py test_tlx_tma_gpu.py test_tlx_async_copy_gpu.py test_tlx_tasks_gpu.py test_tlx_mem_gpu.py test_fork_tutorials_gpu.py")

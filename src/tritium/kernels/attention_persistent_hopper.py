@@ -35,7 +35,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from .attention_ws_hopper import LOG2E, kv_bounds, load_kv, softmax_step, tma_ready
-from .launch import sm_count
+from .launch import DescriptorLaunch, LaunchCache, sm_count
 from .partitions import wait_stage
 
 #: Named barriers of the two consumers' turns (TURN_BAR: warpgroup 0's, TURN_BAR + 1: warpgroup 1's).
@@ -268,13 +268,17 @@ def pick_config(seq: int, head_dim: int, causal: bool) -> PersistentConfig:
     return PersistentConfig(NUM_STAGES=3 if head_dim == 64 else 2)
 
 
+#: The forward's launches by layout (see :func:`forward`).
+_launches = LaunchCache()
+
+
 def forward(q, k, v, causal: bool, sm_scale: float | None, config: PersistentConfig | None = None,
             store_lse: bool = True):
     """Run the kernel on checked inputs: q [B, H, S, D], k and v [B, H // group, S, D]. Returns ``(o, lse)``,
     O as a new contiguous tensor of q's shape and dtype, lse float32 [B, H, S] in base 2 (None without
-    ``store_lse``)."""
+    ``store_lse``). A layout seen before (shapes, strides, dtype, device, mask, config) launches the compiled
+    kernel directly, its descriptors cached by address (:class:`tritium.kernels.launch.DescriptorLaunch`)."""
     import torch
-    from triton.tools.tensor_descriptor import TensorDescriptor
 
     B, H, S, D = q.shape
     cfg = config or pick_config(S, D, causal)
@@ -282,12 +286,15 @@ def forward(q, k, v, causal: bool, sm_scale: float | None, config: PersistentCon
     o = torch.empty((B, H, S, D), device=q.device, dtype=q.dtype)
     lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32) if store_lse else None
     q, k, v = tma_ready(q), tma_ready(k), tma_ready(v)
-    rows, bn = cfg.BLOCK_M // cfg.CONSUMERS, cfg.BLOCK_N
-    descs = [TensorDescriptor.from_tensor(x, [1, 1, n, D]) for x, n in ((q, rows), (k, bn), (v, bn), (o, rows))]
-    num_m = triton.cdiv(S, cfg.BLOCK_M)
-    units = B * H * ((num_m + 1) // 2 if causal else num_m)
-    grid = (min(units, sm_count(q.device)),)
-    attn_fwd_persistent_hopper[grid](*descs, o if lse is None else lse, sm_scale, B, H, H // k.shape[1], S,
-                                     HEAD_DIM=D, CAUSAL=bool(causal), STORE_LSE=store_lse, num_warps=4,
-                                     **dataclasses.asdict(cfg))
+    key = (q.shape, q.stride(), k.shape, k.stride(), v.stride(), q.dtype, q.device, bool(causal), store_lse, cfg)
+    launch = _launches.get(key)
+    if launch is None:
+        rows, bn = cfg.BLOCK_M // cfg.CONSUMERS, cfg.BLOCK_N
+        num_m = triton.cdiv(S, cfg.BLOCK_M)
+        units = B * H * ((num_m + 1) // 2 if causal else num_m)
+        consts = {"HEAD_DIM": D, "CAUSAL": bool(causal), "STORE_LSE": store_lse, "num_warps": 4,
+                  **dataclasses.asdict(cfg)}
+        launch = _launches.put(key, DescriptorLaunch(attn_fwd_persistent_hopper, (min(units, sm_count(q.device)), ),
+                                                     [[1, 1, n, D] for n in (rows, bn, bn, rows)], consts))
+    launch.launch(q.device.index or 0, (q, k, v, o), (o if lse is None else lse, sm_scale, B, H, H // k.shape[1], S))
     return o, lse

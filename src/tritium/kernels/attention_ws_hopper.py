@@ -19,6 +19,7 @@ second copy of the loop, so the main loop carries no mask arithmetic.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -186,14 +187,19 @@ CONFIGS = {64: Config(128, 128, 3, 232), 128: Config(128, 128, 2, 232)}
 HEAD_DIMS = tuple(CONFIGS)
 
 
+@functools.lru_cache(maxsize=None)
+def _capability(device) -> tuple[int, int]:
+    """``device``'s compute capability (asked once: each query costs microseconds of a call's host time)."""
+    import torch
+    return torch.cuda.get_device_capability(device)
+
+
 def check_inputs(q, k, v, op: str = "attention", enable_gqa: bool = False) -> None:
     """Raise a ValueError/TypeError naming the argument at fault unless q, k, v are valid [B, H, S, D] inputs
     (k and v with a divisor of q's heads under ``enable_gqa``)."""
-    import torch
-
     check_shapes(q, k, v, op, enable_gqa)
     if q.is_cuda:
-        cap = torch.cuda.get_device_capability(q.device)
+        cap = _capability(q.device)
         if cap != (9, 0):
             raise ValueError(f"{op}: the kernels are written for Hopper (sm_90); {q.device} is sm_{cap[0]}{cap[1]}")
     elif not triton.knobs.runtime.interpret:  # as set now: ops/ explains a setting made after import

@@ -1,14 +1,17 @@
 """Launching a compiled kernel straight through its launcher, for the kernels' host code and for ops/.
 
-``kernel[grid](...)`` binds and specializes every argument and looks the kernel up on every call.
-:func:`jit_launch` makes the first launch through the JIT (compiling, caching and the tritium pipelines
-as always) and returns what later launches need to skip it (:func:`tritium.compat.direct_launch`).
-Under ``TRITON_INTERPRET=1`` (read at import, as Triton reads it when the kernels are decorated) every
-launch goes through the JIT (:func:`interpreting`).
+``kernel[grid](...)`` binds and specializes every argument and looks the kernel up on every call, and a host
+TensorDescriptor becomes a new CUtensorMap on every launch. :func:`jit_launch` makes the first launch
+through the JIT (compiling, caching and the tritium pipelines as always) and returns what later launches
+need to skip it (:func:`tritium.compat.direct_launch`); :class:`DescriptorLaunch` does that for a kernel
+whose operands are TMA descriptors, and keeps the encoded descriptors by address. Under
+``TRITON_INTERPRET=1`` (read at import, as Triton reads it when the kernels are decorated) every launch goes
+through the JIT (:func:`interpreting`).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from collections import OrderedDict
+from typing import Any, Optional, Sequence
 
 import triton
 
@@ -49,3 +52,83 @@ def sm_count(device) -> int:
     if n is None:
         n = _sms[device] = num_sms(device)
     return n
+
+
+#: Cached launches kept per cache (least recently used dropped first), and encoded descriptors per operand.
+LAUNCH_CACHE_SIZE = 1024
+DESCRIPTORS_PER_OPERAND = 8
+
+
+class LaunchCache(OrderedDict):
+    """Up to :data:`LAUNCH_CACHE_SIZE` launch objects by key, the least recently used dropped first. Every cache of
+    launches is one of these, so that :func:`clear_launch_caches` reaches them all."""
+    _all: list["LaunchCache"] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        LaunchCache._all.append(self)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        value = super().get(key, default)
+        if value is not default:
+            self.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> Any:
+        self[key] = value
+        if len(self) > LAUNCH_CACHE_SIZE:
+            self.popitem(last=False)
+        return value
+
+
+def clear_launch_caches() -> None:
+    """Forget every cached launch, with its compiled kernels and descriptors (tests; after freeing many tensors)."""
+    for cache in LaunchCache._all:
+        cache.clear()
+
+
+class DescriptorLaunch:
+    """One specialization of a kernel whose leading parameters are TMA descriptors, launched directly.
+
+    Everything but the operands' addresses is fixed per instance: the grid, the constexprs, and the operands'
+    shapes, strides and block shapes (the caller keys instances by them). ``launch(device, operands, args)``
+    runs ``kernel[grid](*descriptors over operands, *args, **consts)``: the first time per pipeline digest
+    through the JIT, later straight through the compiled kernel's launcher, with each operand's encoded
+    descriptor kept by address (the caching allocator hands the same addresses out again). A launch hook
+    (a profiler) or the interpreter sends every launch through the JIT.
+    """
+
+    def __init__(self, kernel: Any, grid: tuple, blocks: Sequence[Sequence[int]], consts: dict) -> None:
+        self.kernel, self.grid, self.consts = kernel, tuple(grid) + (1, ) * (3 - len(grid)), consts
+        self.blocks = [list(b) for b in blocks]
+        self.compiled: dict[str, tuple[compat.DirectLaunch, list, list]] = {}  # digest -> (launch, constexprs, caches)
+
+    def launch(self, device: int, operands: Sequence[Any], args: Sequence[Any]) -> None:
+        if _INTERPRET or compat.launch_hooks_active():
+            self.kernel[self.grid](*self._host_descriptors(operands), *args, **self.consts)
+            return
+        digest = compat.pipeline_digest(self.kernel)
+        entry = self.compiled.get(digest)
+        if entry is None:
+            launched = jit_launch(self.kernel, self.grid, [*self._host_descriptors(operands), *args], self.consts)
+            if launched is not None:
+                self.compiled[digest] = (*launched, [OrderedDict() for _ in operands])
+            return
+        direct, constexprs, caches = entry
+        expanded = []
+        for i, t in enumerate(operands):
+            cache, ptr = caches[i], t.data_ptr()
+            desc = cache.get(ptr)
+            if desc is None:
+                desc = cache[ptr] = compat.descriptor_args(self._host_descriptor(i, t), direct.descriptor_meta[i])
+                if len(cache) > DESCRIPTORS_PER_OPERAND:
+                    cache.popitem(last=False)
+            expanded += desc
+        direct(self.grid, compat.current_stream(device), [*expanded, *args, *constexprs])
+
+    def _host_descriptor(self, i: int, t: Any) -> Any:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), self.blocks[i])
+
+    def _host_descriptors(self, operands: Sequence[Any]) -> list:
+        return [self._host_descriptor(i, t) for i, t in enumerate(operands)]

@@ -37,12 +37,10 @@ import triton
 
 from .. import compat
 from ..kernels import gemm_pipelined_hopper as pipelined
-from ..kernels.launch import interpreting, jit_launch, sm_count
+from ..kernels.launch import (DESCRIPTORS_PER_OPERAND, LaunchCache, clear_launch_caches, interpreting, jit_launch,
+                              sm_count)
 from .plans import VARIANTS, Plan
 
-#: Calls kept (least recently used dropped first), and descriptors kept per operand of a Call.
-CALL_CACHE_SIZE = 1024
-DESCRIPTORS_PER_OPERAND = 8
 #: Problems up to this much work (M * N * K) launch with programmatic dependent launch: the kernel waits
 #: for the previous one in the stream (``tiles.sync_grid_dependency``) while its own launch and prologue
 #: overlap that kernel's tail. On the H200, in CUDA-graph replay of back-to-back calls, this made 256^3 to
@@ -249,26 +247,9 @@ def call_key(a, b, out_dtype) -> tuple:
             b.data_ptr() % 16 == 0)
 
 
-class CallCache(OrderedDict):
-    """Up to :data:`CALL_CACHE_SIZE` :class:`Call` objects by key, the least recently used dropped first. Every
-    cache of calls in the ops layer is one of these, so that :func:`clear_caches` reaches them all."""
-    _all: list["CallCache"] = []
-
-    def __init__(self) -> None:
-        super().__init__()
-        CallCache._all.append(self)
-
-    def get(self, key: tuple, default: Any = None) -> Any:
-        call = super().get(key, default)
-        if call is not default:
-            self.move_to_end(key)
-        return call
-
-    def put(self, key: tuple, call: Call) -> Call:
-        self[key] = call
-        if len(self) > CALL_CACHE_SIZE:
-            self.popitem(last=False)
-        return call
+#: Every cache of calls in the ops layer is a :class:`tritium.kernels.launch.LaunchCache`, so that
+#: :func:`clear_caches` reaches them all (the kernels' own launch caches too).
+CallCache = LaunchCache
 
 
 _calls = CallCache()
@@ -283,7 +264,6 @@ def call_for(plan: Plan, a, b, out_dtype, key: tuple | None = None, constexprs: 
 
 
 def clear_caches() -> None:
-    """Forget every cached call, with its compiled launches and descriptors: :func:`call_for`'s and
-    ``tritium.ops.matmul``'s (tests; after freeing many tensors)."""
-    for cache in CallCache._all:
-        cache.clear()
+    """Forget every cached call, with its compiled launches and descriptors: :func:`call_for`'s,
+    ``tritium.ops.matmul``'s and the kernels' own (tests; after freeing many tensors)."""
+    clear_launch_caches()
