@@ -33,6 +33,16 @@ S and dP (two more of the five GEMMs per tile), while the reduce-add moves BLOCK
 Q block and consumer through the TMA unit, off the warpgroups' critical path (FlashAttention-3 makes the
 same choice); the price is a nondeterministic summation order of dQ.
 
+Schedules: by default a consumer's step waits for all its wgmmas (dV, dK, dQ) before storing its dQ part, and the
+next step issues its own S^T and dP^T after that, so its tensor-core work pauses over the store unless the other
+consumer fills it. Two opt-in Config fields keep wgmmas queued under the store: ``DQ_FIRST`` issues dQ before dK
+and waits for dQ alone, dK still running; ``DQ_AHEAD`` (1: S^T, 2: S^T and dP^T) issues the next Q block's first
+GEMMs, wherever in the ring that block is (the next head's included), before this block's dQ is waited for. Either
+way every wgmma is done when the step ends: ptxas serializes all of a loop's wgmmas when one stays in flight across
+the back edge while the loop reads an accumulator (C7514/C7515), so the look-ahead's results cross into the next
+step as plain registers. At head dim 128 the look-ahead's extra live accumulators exceed 240 registers per thread
+(ptxas serializes them for that, C7512).
+
 Masking: under ``CAUSAL`` the Q blocks fully above the diagonal are skipped, and only the Q blocks that
 overlap the K/V block's rows are masked. A K/V block past the sequence end (ragged S) masks its padded
 keys in every Q block (they would otherwise add exp2(-lse) terms to dQ). Padded query rows (zero-filled
@@ -166,10 +176,9 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
              lse_ptr, delta_ptr, it, has_next, r: tl.constexpr, off_b, h, start_m, col, offs_n, sm_scale, N_CTX,
              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, SPLIT_DQ: tl.constexpr,
              MASK: tl.constexpr, CAUSAL: tl.constexpr, DQ_AHEAD: tl.constexpr, DQ_FIRST: tl.constexpr):
-    """One Q block of consumer ``r`` (the module docstring's five GEMMs); returns (dk, dv, st, dpt). With
-    ``DQ_AHEAD`` the block's S^T (and dP^T) come in done, and the next block's (if ``has_next``) go out done,
-    issued before this block's dQ part is waited for. Every wgmma is done when the step ends: ptxas serializes
-    the wgmmas of a loop that reads an accumulator while a wgmma stays in flight across its back edge."""
+    """One Q block of consumer ``r`` (the module docstring's five GEMMs and schedules); returns (dk, dv, st, dpt).
+    With ``DQ_AHEAD`` the block's S^T (and dP^T) come in done, and the next block's (if ``has_next``) go out
+    done, issued before this block's dQ part is waited for; every wgmma is done when the step ends."""
     HALF_N: tl.constexpr = k.shape[0]
     dtype = tlx.dtype_of(k)
     if DQ_AHEAD:
