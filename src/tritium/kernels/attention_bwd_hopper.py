@@ -37,8 +37,10 @@ Schedules: by default a consumer's step waits for all its wgmmas (dV, dK, dQ) be
 next step issues its own S^T and dP^T after that, so its tensor-core work pauses over the store unless the other
 consumer fills it. Two opt-in Config fields keep wgmmas queued under the store: ``DQ_FIRST`` issues dQ before dK
 and waits for dQ alone, dK still running; ``DQ_AHEAD`` (1: S^T, 2: S^T and dP^T) issues the next Q block's first
-GEMMs, wherever in the ring that block is (the next head's included), before this block's dQ is waited for. Either
-way every wgmma is done when the step ends: ptxas serializes all of a loop's wgmmas when one stays in flight across
+GEMMs, wherever in the ring that block is (the next head's included), before this block's dQ is waited for, with
+the block's -lse (and -delta) as their accumulators' start, so that its step begins on a done S^T without first
+waiting for those loads (nor converting them to the accumulator's layout, as a value loaded in one step and used
+in the next would need). Either way every wgmma is done when the step ends: ptxas serializes all of a loop's wgmmas when one stays in flight across
 the back edge while the loop reads an accumulator (C7514/C7515), so the look-ahead's results cross into the next
 step as plain registers. At head dim 128 the look-ahead's extra live accumulators exceed 240 registers per thread
 (ptxas serializes them for that, C7512).
@@ -46,7 +48,8 @@ step as plain registers. At head dim 128 the look-ahead's extra live accumulator
 Masking: under ``CAUSAL`` the Q blocks fully above the diagonal are skipped, and only the Q blocks that
 overlap the K/V block's rows are masked. A K/V block past the sequence end (ragged S) masks its padded
 keys in every Q block (they would otherwise add exp2(-lse) terms to dQ). Padded query rows (zero-filled
-by TMA) read lse = +inf and delta = 0, so their P and dS are exactly zero, and the stores clip them.
+by TMA) read lse = +inf and delta = 0, so their P and dS are exactly zero, and the stores clip them (with
+``DQ_AHEAD`` they read lse = 0: P = 1 there, but it meets dO's zero rows, and dS is still zero).
 """
 from __future__ import annotations
 
@@ -138,15 +141,25 @@ def bwd_coords(H_KV):
 
 
 @triton.jit
-def issue_ahead(q_bufs, do_bufs, q_full, do_full, k, v, st, dpt, it, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
-                NUM_STAGES: tl.constexpr, DQ_AHEAD: tl.constexpr):
-    """Issue ring step ``it``'s S^T (with ``DQ_AHEAD == 2`` also its dP^T) ahead of its own step; returns
-    (st, dpt), in flight (``dpt`` unchanged with ``DQ_AHEAD == 1``)."""
+def issue_ahead(q_bufs, do_bufs, q_full, do_full, k, v, st, dpt, lse_ptr, delta_ptr, start_m, it, qk_scale, N_CTX,
+                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, DQ_AHEAD: tl.constexpr):
+    """Issue ring step ``it``'s S^T (with ``DQ_AHEAD == 2`` also its dP^T) ahead of its own step, for the Q
+    block at ``start_m`` of the head ``lse_ptr`` and ``delta_ptr`` point into; returns (st, dpt), in flight
+    (``dpt`` unchanged with ``DQ_AHEAD == 1``). S^T's accumulator starts from -lse / qk_scale and dP^T's from
+    -delta, so the step needs neither (their loads' latency would stand first in it); padded query rows read 0
+    for both, and add nothing: their S^T (zero-filled Q) and dO rows are zero, so P^T = 1 meets dO = 0 and dS = 0."""
+    HALF_N: tl.constexpr = k.shape[0]
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    in_seq = offs_m < N_CTX
+    lse = tl.load(lse_ptr + offs_m, mask=in_seq, other=0.0)
     s = wait_stage(q_full, it, NUM_STAGES)
-    st = tlx.async_dot(k, tlx.local_trans(tlx.local_reshape(q_bufs[s], (BLOCK_M, HEAD_DIM))))
+    st = tlx.async_dot(k, tlx.local_trans(tlx.local_reshape(q_bufs[s], (BLOCK_M, HEAD_DIM))),
+                       tl.broadcast_to((lse * (-1.0 / qk_scale))[None, :], (HALF_N, BLOCK_M)))
     if DQ_AHEAD == 2:
+        delta = tl.load(delta_ptr + offs_m, mask=in_seq, other=0.0)
         wait_stage(do_full, it, NUM_STAGES)
-        dpt = tlx.async_dot(v, tlx.local_trans(tlx.local_reshape(do_bufs[s], (BLOCK_M, HEAD_DIM))))
+        dpt = tlx.async_dot(v, tlx.local_trans(tlx.local_reshape(do_bufs[s], (BLOCK_M, HEAD_DIM))),
+                            tl.broadcast_to(-delta[None, :], (HALF_N, BLOCK_M)))
     return st, dpt
 
 
@@ -173,12 +186,13 @@ def finish_dq(dq, dk, empty, s, dq_buf, desc_dq, off_b, h, start_m, col, PENDING
 
 @triton.jit
 def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, k_bufs, k, v, dk, dv, st, dpt,
-             lse_ptr, delta_ptr, it, has_next, r: tl.constexpr, off_b, h, start_m, col, offs_n, sm_scale, N_CTX,
+             lse_ptr, delta_ptr, it, has_next, r: tl.constexpr, off_b, h, lo, start_m, col, offs_n, sm_scale, N_CTX,
              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, SPLIT_DQ: tl.constexpr,
              MASK: tl.constexpr, CAUSAL: tl.constexpr, DQ_AHEAD: tl.constexpr, DQ_FIRST: tl.constexpr):
     """One Q block of consumer ``r`` (the module docstring's five GEMMs and schedules); returns (dk, dv, st, dpt).
-    With ``DQ_AHEAD`` the block's S^T (and dP^T) come in done, and the next block's (if ``has_next``) go out
-    done, issued before this block's dQ part is waited for; every wgmma is done when the step ends."""
+    With ``DQ_AHEAD`` the block's S^T (and dP^T) come in done, lse (and delta) subtracted (:func:`issue_ahead`),
+    and the next block's (if ``has_next``) go out done, issued before this block's dQ part is waited for; every
+    wgmma is done when the step ends."""
     HALF_N: tl.constexpr = k.shape[0]
     dtype = tlx.dtype_of(k)
     if DQ_AHEAD:
@@ -194,8 +208,10 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
         dpt = tlx.async_dot(v, tlx.local_trans(do))
     offs_m = start_m + tl.arange(0, BLOCK_M)
     in_seq = offs_m < N_CTX
-    lse = tl.load(lse_ptr + offs_m, mask=in_seq, other=float("inf"))  # delta is loaded once lse is dead
-    if not DQ_AHEAD:
+    if DQ_AHEAD:  # subtracted in S^T's accumulator (a zero the compiler folds away)
+        lse = tl.zeros([BLOCK_M], tl.float32)
+    else:
+        lse = tl.load(lse_ptr + offs_m, mask=in_seq, other=float("inf"))  # delta is loaded once lse is dead
         st = tlx.async_dot_wait(1, st)
     qk_scale = sm_scale * LOG2E
     if MASK:
@@ -205,7 +221,10 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
         pt = tl.math.exp2(tl.where(keep, st * qk_scale, float("-inf")) - lse[None, :])
     else:
         pt = tl.math.exp2(st * qk_scale - lse[None, :])
-    delta = tl.load(delta_ptr + offs_m, mask=in_seq, other=0.0)
+    if DQ_AHEAD == 2:  # subtracted in dP^T's accumulator
+        delta = tl.zeros([BLOCK_M], tl.float32)
+    else:
+        delta = tl.load(delta_ptr + offs_m, mask=in_seq, other=0.0)
     dv = tlx.async_dot(pt.to(dtype), do, dv)
     if DQ_AHEAD < 2:
         dpt = tlx.async_dot_wait(1, dpt)
@@ -231,7 +250,10 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
     if not DQ_AHEAD:
         dk = finish_dq(dq, dk, empty, s, dq_buf, desc_dq, off_b, h, start_m, col, 0, DQ_FIRST)
     elif has_next:
-        st, dpt = issue_ahead(q_bufs, do_bufs, q_full, do_full, k, v, st, dpt, it + 1, HEAD_DIM, BLOCK_M,
+        wrap = start_m + BLOCK_M >= N_CTX  # the next block is the next query head's first
+        head = tl.where(wrap, N_CTX, 0)
+        st, dpt = issue_ahead(q_bufs, do_bufs, q_full, do_full, k, v, st, dpt, lse_ptr + head, delta_ptr + head,
+                              tl.where(wrap, lo, start_m + BLOCK_M), it + 1, qk_scale, N_CTX, HEAD_DIM, BLOCK_M,
                               NUM_STAGES, DQ_AHEAD)
         dk = finish_dq(dq, dk, empty, s, dq_buf, desc_dq, off_b, h, start_m, col, DQ_AHEAD, DQ_FIRST)
         st = tlx.async_dot_wait(0, st)
@@ -299,8 +321,9 @@ def attn_bwd_ws_hopper(desc_q, desc_k, desc_v, desc_do, desc_dq, desc_dk, desc_d
             st = tl.zeros([HALF_N, BLOCK_M], tl.float32)  # with DQ_AHEAD: the next Q block's S^T (and dP^T)
             dpt = st
             if DQ_AHEAD:
-                st, dpt = issue_ahead(q_bufs, do_bufs, q_full, do_full, k, v, st, dpt, 0, HEAD_DIM, BLOCK_M,
-                                      NUM_STAGES, DQ_AHEAD)
+                row = (off_b * H_Q + off_kvh * GROUP).to(tl.int64) * N_CTX
+                st, dpt = issue_ahead(q_bufs, do_bufs, q_full, do_full, k, v, st, dpt, lse_ptr + row, delta_ptr + row,
+                                      lo, 0, sm_scale * LOG2E, N_CTX, HEAD_DIM, BLOCK_M, NUM_STAGES, DQ_AHEAD)
                 st = tlx.async_dot_wait(0, st)
                 if DQ_AHEAD == 2:
                     dpt = tlx.async_dot_wait(0, dpt)
@@ -315,7 +338,7 @@ def attn_bwd_ws_hopper(desc_q, desc_k, desc_v, desc_do, desc_dq, desc_dk, desc_d
                         has_next = (g + 1 < GROUP) | (start_m + BLOCK_M < N_CTX)  # each head's last block ends at N_CTX
                         dk, dv, st, dpt = bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_bufs[r],
                                                    desc_dq, k_bufs, k, v, dk, dv, st, dpt, lse_ptr + row,
-                                                   delta_ptr + row, it, has_next, r, off_b, h, start_m, col, offs_n,
+                                                   delta_ptr + row, it, has_next, r, off_b, h, lo, start_m, col, offs_n,
                                                    sm_scale, N_CTX, HEAD_DIM, BLOCK_M, NUM_STAGES, SPLIT_DQ,
                                                    plain == 0, CAUSAL, DQ_AHEAD, DQ_FIRST)
                         it += 1
