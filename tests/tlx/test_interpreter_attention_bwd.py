@@ -55,11 +55,11 @@ def test_backward_matches_fp32_autograd(B, Hq, Hkv, S, D, causal, dtype):
     check_against_autograd(B, Hq, Hkv, S, D, causal, dtype)
 
 
-#: The opt-in schedules (Config's DQ_AHEAD and DQ_FIRST) on the shipped configs, over CASES and two cases whose
+#: The opt-in schedules (Config's DQ_AHEAD, DQ_FIRST and DK_SS) on the shipped configs, over CASES and two cases whose
 #: ring goes from masked to unmasked Q blocks and on to the next query head (the look-ahead crosses both): causal
 #: GQA 4/2 at head dim 128 (split dQ) and GQA 2/1 at head dim 64, both with a ragged second K/V block.
 SCHEDULES = [{"DQ_FIRST": True}, {"DQ_AHEAD": 1}, {"DQ_AHEAD": 2}, {"DQ_AHEAD": 1, "DQ_FIRST": True},
-             {"DQ_AHEAD": 2, "DQ_FIRST": True}]
+             {"DQ_AHEAD": 2, "DQ_FIRST": True}, {"DQ_AHEAD": 1, "DQ_FIRST": True, "DK_SS": True}]
 SCHEDULE_CASES = CASES + [(1, 4, 2, 200, 128, True, torch.bfloat16), (1, 2, 1, 200, 64, True, torch.float16)]
 
 

@@ -43,7 +43,8 @@ waiting for those loads (nor converting them to the accumulator's layout, as a v
 in the next would need). Either way every wgmma is done when the step ends: ptxas serializes all of a loop's wgmmas when one stays in flight across
 the back edge while the loop reads an accumulator (C7514/C7515), so the look-ahead's results cross into the next
 step as plain registers. At head dim 128 the look-ahead's extra live accumulators exceed 240 registers per thread
-(ptxas serializes them for that, C7512).
+(ptxas serializes the wgmmas for that, C7512) unless dK reads dS^T from shared memory (``DK_SS``, with
+``DQ_FIRST``), which frees dS^T's registers while dK runs; DQ_AHEAD=1 then compiles with twice the spills.
 
 Masking: under ``CAUSAL`` the Q blocks fully above the diagonal are skipped, and only the Q blocks that
 overlap the K/V block's rows are masked. A K/V block past the sequence end (ragged S) masks its padded
@@ -77,6 +78,9 @@ class Config(NamedTuple):
     DQ_AHEAD: int = 0
     #: dQ's wgmma issued before dK's, so that dK runs under dQ's store (dS^T's store then runs under dV alone)
     DQ_FIRST: bool = False
+    #: (with DQ_FIRST) dK's wgmma reads dS^T from its shared-memory copy, not from registers, which are then free
+    #: while dK runs: the look-ahead at head dim 128 fits without serialized wgmmas (it spills more)
+    DK_SS: bool = False
 
 
 def dq_cols(config: Config, head_dim: int) -> int:
@@ -188,7 +192,8 @@ def finish_dq(dq, dk, empty, s, dq_buf, desc_dq, off_b, h, start_m, col, PENDING
 def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, k_bufs, k, v, dk, dv, st, dpt,
              lse_ptr, delta_ptr, it, has_next, r: tl.constexpr, off_b, h, lo, start_m, col, offs_n, sm_scale, N_CTX,
              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, SPLIT_DQ: tl.constexpr,
-             MASK: tl.constexpr, CAUSAL: tl.constexpr, DQ_AHEAD: tl.constexpr, DQ_FIRST: tl.constexpr):
+             MASK: tl.constexpr, CAUSAL: tl.constexpr, DQ_AHEAD: tl.constexpr, DQ_FIRST: tl.constexpr,
+             DK_SS: tl.constexpr):
     """One Q block of consumer ``r`` (the module docstring's five GEMMs and schedules); returns (dk, dv, st, dpt).
     With ``DQ_AHEAD`` the block's S^T (and dP^T) come in done, lse (and delta) subtracted (:func:`issue_ahead`),
     and the next block's (if ``has_next``) go out done, issued before this block's dQ part is waited for; every
@@ -245,7 +250,9 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
     else:
         # Consumer r: all of dQ over its own HALF_N keys.
         dq = tlx.async_dot(tlx.local_trans(ds_bufs[ds + r]), k)
-    if DQ_FIRST:
+    if DK_SS:
+        dk = tlx.async_dot(ds_bufs[ds + r], q, dk)
+    elif DQ_FIRST:
         dk = tlx.async_dot(dst, q, dk)
     if not DQ_AHEAD:
         dk = finish_dq(dq, dk, empty, s, dq_buf, desc_dq, off_b, h, start_m, col, 0, DQ_FIRST)
@@ -268,8 +275,10 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
 def attn_bwd_ws_hopper(desc_q, desc_k, desc_v, desc_do, desc_dq, desc_dk, desc_dv, lse_ptr, delta_ptr, sm_scale,
                        H_Q, H_KV, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr,
-                       SPLIT_DQ: tl.constexpr, DQ_AHEAD: tl.constexpr = 0, DQ_FIRST: tl.constexpr = False):
+                       SPLIT_DQ: tl.constexpr, DQ_AHEAD: tl.constexpr = 0, DQ_FIRST: tl.constexpr = False,
+                       DK_SS: tl.constexpr = False):
     tl.static_assert(BLOCK_N == 128 and BLOCK_M % 64 == 0, "BLOCK_N: 2 x 64 K/V rows; BLOCK_M: a multiple of 64")
+    tl.static_assert(DQ_FIRST or not DK_SS, "DK_SS: dK reads dS^T once it is stored, after dQ's wgmma (DQ_FIRST)")
     HALF_N: tl.constexpr = BLOCK_N // 2
     dtype = tlx.dtype_of(desc_q)
     k_bufs = tlx.local_alloc((1, 1, HALF_N, HEAD_DIM), dtype, 2)  # also stage dK for its TMA store
@@ -340,7 +349,7 @@ def attn_bwd_ws_hopper(desc_q, desc_k, desc_v, desc_do, desc_dq, desc_dk, desc_d
                                                    desc_dq, k_bufs, k, v, dk, dv, st, dpt, lse_ptr + row,
                                                    delta_ptr + row, it, has_next, r, off_b, h, lo, start_m, col, offs_n,
                                                    sm_scale, N_CTX, HEAD_DIM, BLOCK_M, NUM_STAGES, SPLIT_DQ,
-                                                   plain == 0, CAUSAL, DQ_AHEAD, DQ_FIRST)
+                                                   plain == 0, CAUSAL, DQ_AHEAD, DQ_FIRST, DK_SS)
                         it += 1
             dk = tlx.async_dot_wait(0, dk)
             dv = tlx.async_dot_wait(0, dv)
@@ -401,7 +410,7 @@ def launch_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float | None, c
     attn_bwd_ws_hopper[grid](*descs, lse, delta, sm_scale, H, H_KV, S, HEAD_DIM=D, BLOCK_M=cfg.BLOCK_M,
                              BLOCK_N=cfg.BLOCK_N, NUM_STAGES=cfg.NUM_STAGES, CAUSAL=bool(causal),
                              NUM_REGS=cfg.NUM_REGS, SPLIT_DQ=cfg.SPLIT_DQ, DQ_AHEAD=cfg.DQ_AHEAD,
-                             DQ_FIRST=cfg.DQ_FIRST, num_warps=4)
+                             DQ_FIRST=cfg.DQ_FIRST, DK_SS=cfg.DK_SS, num_warps=4)
     return dq.to(q.dtype), dk, dv
 
 
