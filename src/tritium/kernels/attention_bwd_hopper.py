@@ -40,11 +40,12 @@ and waits for dQ alone, dK still running; ``DQ_AHEAD`` (1: S^T, 2: S^T and dP^T)
 GEMMs, wherever in the ring that block is (the next head's included), before this block's dQ is waited for, with
 the block's -lse (and -delta) as their accumulators' start, so that its step begins on a done S^T without first
 waiting for those loads (nor converting them to the accumulator's layout, as a value loaded in one step and used
-in the next would need). Either way every wgmma is done when the step ends: ptxas serializes all of a loop's wgmmas when one stays in flight across
-the back edge while the loop reads an accumulator (C7514/C7515), so the look-ahead's results cross into the next
-step as plain registers. At head dim 128 the look-ahead's extra live accumulators exceed 240 registers per thread
-(ptxas serializes the wgmmas for that, C7512) unless dK reads dS^T from shared memory (``DK_SS``, with
-``DQ_FIRST``), which frees dS^T's registers while dK runs; DQ_AHEAD=1 then compiles with twice the spills.
+in the next would need). Either way every wgmma is done when the step ends: ptxas serializes all of a loop's
+wgmmas when one stays in flight across the back edge while the loop reads an accumulator (C7514/C7515), so the
+look-ahead's results cross into the next step as plain registers. At head dim 128 the look-ahead's extra live
+accumulators exceed 240 registers per thread (ptxas serializes the wgmmas for that, C7512) unless dK reads dS^T
+from shared memory (``DK_SS``, with ``DQ_FIRST``), which frees dS^T's registers while dK runs; DQ_AHEAD=1 then
+compiles with twice the spills.
 
 Masking: under ``CAUSAL`` the Q blocks fully above the diagonal are skipped, and only the Q blocks that
 overlap the K/V block's rows are masked. A K/V block past the sequence end (ragged S) masks its padded
@@ -279,6 +280,7 @@ def attn_bwd_ws_hopper(desc_q, desc_k, desc_v, desc_do, desc_dq, desc_dk, desc_d
                        DK_SS: tl.constexpr = False):
     tl.static_assert(BLOCK_N == 128 and BLOCK_M % 64 == 0, "BLOCK_N: 2 x 64 K/V rows; BLOCK_M: a multiple of 64")
     tl.static_assert(DQ_FIRST or not DK_SS, "DK_SS: dK reads dS^T once it is stored, after dQ's wgmma (DQ_FIRST)")
+    tl.static_assert(NUM_STAGES > 1 or not DQ_AHEAD, "DQ_AHEAD waits for the next stage before releasing its own")
     HALF_N: tl.constexpr = BLOCK_N // 2
     dtype = tlx.dtype_of(desc_q)
     k_bufs = tlx.local_alloc((1, 1, HALF_N, HEAD_DIM), dtype, 2)  # also stage dK for its TMA store
