@@ -4,7 +4,8 @@
 # check docs/codegen-parity.md is what this run generates (scripts/codegen_parity/compare.py says which
 # differences are allowed). The fork's tutorials come from the fbtriton wheel (scripts/fetch_fork_tlx.sh).
 # tritium runs from the source tree (PYTHONPATH=src): its package pins the Triton it is tested on.
-# Pass --write to regenerate the report instead of checking it. A few minutes on 2 cores.
+# Pass --write to regenerate the report instead of checking it, --prepare to only make the two venvs. A few
+# minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -15,6 +16,7 @@ for side in utlx tritium; do
   extra=(); [ "$side" = utlx ] && extra=("triton-utlx==3.8.0.post16")
   "$venv/bin/python" -m pip install -q "${PINS[@]}" "${extra[@]}"
 done
+[ "${1:-}" = --prepare ] && exit 0
 bash scripts/fetch_fork_tlx.sh
 TUTORIALS=.fork-cache/fbtriton-3.7.4/triton/language/extra/tlx/tutorials
 tutorials=(); [ -d "$TUTORIALS" ] && tutorials=(--tutorials "$TUTORIALS")

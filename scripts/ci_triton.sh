@@ -16,10 +16,12 @@
 # CI time on 2 cores is short, so 3.7 and 3.8 check compilation, 3.9 everything. --installed runs only
 # the tests of what a plain install changes against the editable .venv (entry points, the bundled plugins,
 # the command, the docs as a user runs them): for 3.6, whose whole suite runs in .venv (scripts/test.sh).
-# pytest runs two workers (pytest-xdist). Extra arguments go to pytest.
+# pytest runs two workers (pytest-xdist). Extra arguments go to pytest. --prepare only makes the venv and
+# installs its requirements (scripts/test.sh does that for every version while the 3.6 suite runs); a later
+# run finds them installed and only checks them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VERSION=${1:?usage: ci_triton.sh VERSION [--compile-only|--installed] [pytest args...]}
+VERSION=${1:?usage: ci_triton.sh VERSION [--prepare|--compile-only|--installed] [pytest args...]}
 shift
 tests=(tests)
 ignore=(--ignore=tests/gpu --ignore=tests/tlx/test_gluon_equivalence.py --ignore=tests/tlx/test_fork_conformance.py)
@@ -38,7 +40,13 @@ VENV=.venv-triton-$VERSION
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 pins=(); case $VERSION in 3.6.*) pins=("numpy<2.4");; esac
-"$VENV/bin/python" -m pip install -q "torch==2.13.0" "triton==$VERSION" pytest pytest-xdist ${pins[@]+"${pins[@]}"}
+# tritium's own requirements but Triton (pyproject.toml), installed first: --prepare stops there, since
+# `pip install .` builds in the source tree (its egg-info), where the 3.6 suite may be running.
+deps=$("$PY" -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']
+print(' '.join(d for d in p['dependencies'] + p['optional-dependencies']['bench'] if not d.startswith('triton')))")
+"$VENV/bin/python" -m pip install -q "torch==2.13.0" "triton==$VERSION" pytest pytest-xdist $deps \
+  ${pins[@]+"${pins[@]}"}
+[ "${1:-}" = --prepare ] && exit 0
 "$VENV/bin/python" -m pip install -q ".[bench]"  # the bench extra: tests/test_bench_gemm.py renders reports
 "$VENV/bin/python" -c "import sys, triton; v = triton.__version__
 sys.exit(v != '$VERSION' and f'pip install . replaced triton $VERSION with {v}')"
