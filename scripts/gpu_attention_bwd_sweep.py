@@ -34,19 +34,6 @@ VARIANTS = {
     "stages3": {128: Config(64, 128, 3, 240, True)},
     "no-split": {128: Config(64, 128, 2, 240, False)},  # more registers (spills), twice dQ's reduce traffic
     "regs232": {64: Config(64, 128, 3, 232, False), 128: Config(64, 128, 2, 232, True)},
-    # dK runs under dQ's store; at head dim 128 also with the 3-stage ring
-    "dq-first": {d: c._replace(DQ_FIRST=True) for d, c in bwd.CONFIGS.items()},
-    "stages3-first": {128: Config(64, 128, 3, 240, True, DQ_FIRST=True)},
-    # the next Q block's S^T (ahead1) or S^T and dP^T (ahead2) run under dQ's store; head dim 64 only (at 128
-    # ptxas runs out of registers and serializes the wgmmas, but for ahead1-first-ss)
-    "ahead1": {64: bwd.CONFIGS[64]._replace(DQ_AHEAD=1)},
-    "ahead2": {64: bwd.CONFIGS[64]._replace(DQ_AHEAD=2)},
-    "ahead1-first": {64: bwd.CONFIGS[64]._replace(DQ_AHEAD=1, DQ_FIRST=True)},
-    "ahead2-first": {64: bwd.CONFIGS[64]._replace(DQ_AHEAD=2, DQ_FIRST=True)},
-    # dK reads dS^T from shared memory: at head dim 128 the look-ahead then keeps its wgmmas asynchronous (twice
-    # the spills)
-    "ahead1-first-ss": {128: bwd.CONFIGS[128]._replace(DQ_AHEAD=1, DQ_FIRST=True, DK_SS=True)},
-    "ahead2-first-ss": {64: bwd.CONFIGS[64]._replace(DQ_AHEAD=2, DQ_FIRST=True, DK_SS=True)},
 }
 
 

@@ -35,38 +35,18 @@ CASES = [(1, 2, 2, 77, 64, True, torch.float16), (1, 4, 2, 130, 128, False, torc
          (2, 1, 1, 1, 128, True, torch.float16)]
 
 
-def case_id(c) -> str:
-    return f"{c[0]}x{c[1]}/{c[2]}x{c[3]}x{c[4]}-{'causal' if c[5] else 'full'}-{str(c[6])[6:]}"
-
-
-def check_against_autograd(B, Hq, Hkv, S, D, causal, dtype, config=None):
+@pytest.mark.parametrize("B,Hq,Hkv,S,D,causal,dtype", CASES,
+                         ids=[f"{c[0]}x{c[1]}/{c[2]}x{c[3]}x{c[4]}-{'causal' if c[5] else 'full'}-{str(c[6])[6:]}"
+                              for c in CASES])
+def test_backward_matches_fp32_autograd(B, Hq, Hkv, S, D, causal, dtype):
     gen = torch.Generator().manual_seed(S + D + Hq)
     q, do = (torch.randn(B, Hq, S, D, dtype=dtype, generator=gen) for _ in range(2))
     k, v = (torch.randn(B, Hkv, S, D, dtype=dtype, generator=gen) for _ in range(2))
     o, lse, *grads = reference(q, k, v, do, causal)
-    out = bwd.attention_bwd(q, k, v, o.to(dtype), lse, do, causal=causal, config=config)
+    out = bwd.attention_bwd(q, k, v, o.to(dtype), lse, do, causal=causal)
     for name, x, ref, like in zip(("dq", "dk", "dv"), out, grads, (q, k, v)):
         assert x.shape == like.shape and x.dtype == dtype, name
         assert rel_err(x, ref) <= 1e-2, f"{name}: relative error {rel_err(x, ref):.2e}"
-
-
-@pytest.mark.parametrize("B,Hq,Hkv,S,D,causal,dtype", CASES, ids=[case_id(c) for c in CASES])
-def test_backward_matches_fp32_autograd(B, Hq, Hkv, S, D, causal, dtype):
-    check_against_autograd(B, Hq, Hkv, S, D, causal, dtype)
-
-
-#: The opt-in schedules (Config's DQ_AHEAD, DQ_FIRST and DK_SS) on the shipped configs, over CASES and two cases whose
-#: ring goes from masked to unmasked Q blocks and on to the next query head (the look-ahead crosses both): causal
-#: GQA 4/2 at head dim 128 (split dQ) and GQA 2/1 at head dim 64, both with a ragged second K/V block.
-SCHEDULES = [{"DQ_FIRST": True}, {"DQ_AHEAD": 1}, {"DQ_AHEAD": 2}, {"DQ_AHEAD": 1, "DQ_FIRST": True},
-             {"DQ_AHEAD": 2, "DQ_FIRST": True}, {"DQ_AHEAD": 1, "DQ_FIRST": True, "DK_SS": True}]
-SCHEDULE_CASES = CASES + [(1, 4, 2, 200, 128, True, torch.bfloat16), (1, 2, 1, 200, 64, True, torch.float16)]
-
-
-@pytest.mark.parametrize("schedule", SCHEDULES, ids=["-".join(f"{k}={v}" for k, v in s.items()) for s in SCHEDULES])
-@pytest.mark.parametrize("B,Hq,Hkv,S,D,causal,dtype", SCHEDULE_CASES, ids=[case_id(c) for c in SCHEDULE_CASES])
-def test_backward_schedules_match_fp32_autograd(B, Hq, Hkv, S, D, causal, dtype, schedule):
-    check_against_autograd(B, Hq, Hkv, S, D, causal, dtype, bwd.CONFIGS[D]._replace(**schedule))
 
 
 def test_lse_of_another_shape_is_refused():

@@ -33,25 +33,10 @@ S and dP (two more of the five GEMMs per tile), while the reduce-add moves BLOCK
 Q block and consumer through the TMA unit, off the warpgroups' critical path (FlashAttention-3 makes the
 same choice); the price is a nondeterministic summation order of dQ.
 
-Schedules: by default a consumer's step waits for all its wgmmas (dV, dK, dQ) before storing its dQ part, and the
-next step issues its own S^T and dP^T after that, so its tensor-core work pauses over the store unless the other
-consumer fills it. Two opt-in Config fields keep wgmmas queued under the store: ``DQ_FIRST`` issues dQ before dK
-and waits for dQ alone, dK still running; ``DQ_AHEAD`` (1: S^T, 2: S^T and dP^T) issues the next Q block's first
-GEMMs, wherever in the ring that block is (the next head's included), before this block's dQ is waited for, with
-the block's -lse (and -delta) as their accumulators' start, so that its step begins on a done S^T without first
-waiting for those loads (nor converting them to the accumulator's layout, as a value loaded in one step and used
-in the next would need). Either way every wgmma is done when the step ends: ptxas serializes all of a loop's
-wgmmas when one stays in flight across the back edge while the loop reads an accumulator (C7514/C7515), so the
-look-ahead's results cross into the next step as plain registers. At head dim 128 the look-ahead's extra live
-accumulators exceed 240 registers per thread (ptxas serializes the wgmmas for that, C7512) unless dK reads dS^T
-from shared memory (``DK_SS``, with ``DQ_FIRST``), which frees dS^T's registers while dK runs; DQ_AHEAD=1 then
-compiles with twice the spills.
-
 Masking: under ``CAUSAL`` the Q blocks fully above the diagonal are skipped, and only the Q blocks that
 overlap the K/V block's rows are masked. A K/V block past the sequence end (ragged S) masks its padded
 keys in every Q block (they would otherwise add exp2(-lse) terms to dQ). Padded query rows (zero-filled
-by TMA) read lse = +inf and delta = 0, so their P and dS are exactly zero, and the stores clip them (with
-``DQ_AHEAD`` they read lse = 0: P = 1 there, but it meets dO's zero rows, and dS is still zero).
+by TMA) read lse = +inf and delta = 0, so their P and dS are exactly zero, and the stores clip them.
 """
 from __future__ import annotations
 
@@ -74,14 +59,6 @@ class Config(NamedTuple):
     NUM_STAGES: int  # Q / dO stages in shared memory
     NUM_REGS: int | None  # registers per consumer thread (setmaxnreg), None leaves them to the compiler
     SPLIT_DQ: bool  # each consumer computes half of dQ's columns over all BLOCK_N keys (else all of them over its own)
-    #: GEMMs of the next Q block issued at the end of a block, before its dQ part is waited for and stored, so
-    #: that they run under the store (1: S^T, 2: S^T and dP^T; 0: none, the next block issues its own)
-    DQ_AHEAD: int = 0
-    #: dQ's wgmma issued before dK's, so that dK runs under dQ's store (dS^T's store then runs under dV alone)
-    DQ_FIRST: bool = False
-    #: (with DQ_FIRST) dK's wgmma reads dS^T from its shared-memory copy, not from registers, which are then free
-    #: while dK runs: the look-ahead at head dim 128 fits without serialized wgmmas (it spills more)
-    DK_SS: bool = False
 
 
 def dq_cols(config: Config, head_dim: int) -> int:
@@ -148,79 +125,23 @@ def bwd_coords(H_KV):
 
 
 @triton.jit
-def issue_ahead(q_bufs, do_bufs, q_full, do_full, k, v, st, dpt, lse_ptr, delta_ptr, start_m, it, qk_scale, N_CTX,
-                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, DQ_AHEAD: tl.constexpr):
-    """Issue ring step ``it``'s S^T (with ``DQ_AHEAD == 2`` also its dP^T) ahead of its own step, for the Q
-    block at ``start_m`` of the head ``lse_ptr`` and ``delta_ptr`` point into; returns (st, dpt), in flight
-    (``dpt`` unchanged with ``DQ_AHEAD == 1``). S^T's accumulator starts from -lse / qk_scale and dP^T's from
-    -delta, so the step needs neither (their loads' latency would stand first in it); padded query rows read 0
-    for both, and add nothing: their S^T (zero-filled Q) and dO rows are zero, so P^T = 1 meets dO = 0 and dS = 0."""
-    HALF_N: tl.constexpr = k.shape[0]
-    offs_m = start_m + tl.arange(0, BLOCK_M)
-    in_seq = offs_m < N_CTX
-    lse = tl.load(lse_ptr + offs_m, mask=in_seq, other=0.0)
-    s = wait_stage(q_full, it, NUM_STAGES)
-    st = tlx.async_dot(k, tlx.local_trans(tlx.local_reshape(q_bufs[s], (BLOCK_M, HEAD_DIM))),
-                       tl.broadcast_to((lse * (-1.0 / qk_scale))[None, :], (HALF_N, BLOCK_M)))
-    if DQ_AHEAD == 2:
-        delta = tl.load(delta_ptr + offs_m, mask=in_seq, other=0.0)
-        wait_stage(do_full, it, NUM_STAGES)
-        dpt = tlx.async_dot(v, tlx.local_trans(tlx.local_reshape(do_bufs[s], (BLOCK_M, HEAD_DIM))),
-                            tl.broadcast_to(-delta[None, :], (HALF_N, BLOCK_M)))
-    return st, dpt
-
-
-@triton.jit
-def finish_dq(dq, dk, empty, s, dq_buf, desc_dq, off_b, h, start_m, col, PENDING: tl.constexpr,
-              DQ_FIRST: tl.constexpr):
-    """Wait for a Q block's dQ part ``dq``, with ``PENDING`` wgmma groups issued after the block's own left in
-    flight, and add it into the fp32 dQ with a TMA reduce-add through the consumer's staging buffer; release the
-    block's stage ``s`` once its dV and dK (which read Q and dO) are done. Returns dk."""
-    if DQ_FIRST:  # dK, issued after dQ, runs under the store
-        dq = tlx.async_dot_wait(PENDING + 1, dq)
-    else:
-        dq = tlx.async_dot_wait(PENDING, dq)
-        tlx.barrier_arrive(empty[s])
-    tlx.async_descriptor_store_wait(0)  # the previous block's reduce-add has read dq_buf
-    tlx.local_store(tlx.local_reshape(dq_buf, dq.shape), dq)
-    tlx.fence_async_shared()
-    tlx.async_descriptor_store(desc_dq, dq_buf, [off_b, h, start_m, col], store_reduce="add")
-    if DQ_FIRST:
-        dk = tlx.async_dot_wait(PENDING, dk)
-        tlx.barrier_arrive(empty[s])
-    return dk
-
-
-@triton.jit
-def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, k_bufs, k, v, dk, dv, st, dpt,
-             lse_ptr, delta_ptr, it, has_next, r: tl.constexpr, off_b, h, lo, start_m, col, offs_n, sm_scale, N_CTX,
-             HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, SPLIT_DQ: tl.constexpr,
-             MASK: tl.constexpr, CAUSAL: tl.constexpr, DQ_AHEAD: tl.constexpr, DQ_FIRST: tl.constexpr,
-             DK_SS: tl.constexpr):
-    """One Q block of consumer ``r`` (the module docstring's five GEMMs and schedules); returns (dk, dv, st, dpt).
-    With ``DQ_AHEAD`` the block's S^T (and dP^T) come in done, lse (and delta) subtracted (:func:`issue_ahead`),
-    and the next block's (if ``has_next``) go out done, issued before this block's dQ part is waited for; every
-    wgmma is done when the step ends."""
+def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, k_bufs, k, v, dk, dv, lse_ptr,
+             delta_ptr, it, r: tl.constexpr, off_b, h, start_m, offs_n, sm_scale, N_CTX, HEAD_DIM: tl.constexpr,
+             BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, SPLIT_DQ: tl.constexpr, MASK: tl.constexpr,
+             CAUSAL: tl.constexpr):
+    """One Q block of consumer ``r`` (the module docstring's five GEMMs); returns (dk, dv)."""
     HALF_N: tl.constexpr = k.shape[0]
     dtype = tlx.dtype_of(k)
-    if DQ_AHEAD:
-        s = it % NUM_STAGES
-    else:
-        s = wait_stage(q_full, it, NUM_STAGES)
+    s = wait_stage(q_full, it, NUM_STAGES)
     q = tlx.local_reshape(q_bufs[s], (BLOCK_M, HEAD_DIM))
     do = tlx.local_reshape(do_bufs[s], (BLOCK_M, HEAD_DIM))
-    if not DQ_AHEAD:
-        st = tlx.async_dot(k, tlx.local_trans(q))
-    if DQ_AHEAD < 2:
-        wait_stage(do_full, it, NUM_STAGES)
-        dpt = tlx.async_dot(v, tlx.local_trans(do))
+    st = tlx.async_dot(k, tlx.local_trans(q))
+    wait_stage(do_full, it, NUM_STAGES)
+    dpt = tlx.async_dot(v, tlx.local_trans(do))
     offs_m = start_m + tl.arange(0, BLOCK_M)
     in_seq = offs_m < N_CTX
-    if DQ_AHEAD:  # subtracted in S^T's accumulator (a zero the compiler folds away)
-        lse = tl.zeros([BLOCK_M], tl.float32)
-    else:
-        lse = tl.load(lse_ptr + offs_m, mask=in_seq, other=float("inf"))  # delta is loaded once lse is dead
-        st = tlx.async_dot_wait(1, st)
+    lse = tl.load(lse_ptr + offs_m, mask=in_seq, other=float("inf"))  # delta is loaded once lse is dead
+    st = tlx.async_dot_wait(1, st)
     qk_scale = sm_scale * LOG2E
     if MASK:
         keep = offs_n[:, None] < N_CTX
@@ -229,16 +150,11 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
         pt = tl.math.exp2(tl.where(keep, st * qk_scale, float("-inf")) - lse[None, :])
     else:
         pt = tl.math.exp2(st * qk_scale - lse[None, :])
-    if DQ_AHEAD == 2:  # subtracted in dP^T's accumulator
-        delta = tl.zeros([BLOCK_M], tl.float32)
-    else:
-        delta = tl.load(delta_ptr + offs_m, mask=in_seq, other=0.0)
+    delta = tl.load(delta_ptr + offs_m, mask=in_seq, other=0.0)
     dv = tlx.async_dot(pt.to(dtype), do, dv)
-    if DQ_AHEAD < 2:
-        dpt = tlx.async_dot_wait(1, dpt)
+    dpt = tlx.async_dot_wait(1, dpt)
     dst = (pt * (dpt - delta[None, :]) * sm_scale).to(dtype)
-    if not DQ_FIRST:
-        dk = tlx.async_dot(dst, q, dk)
+    dk = tlx.async_dot(dst, q, dk)
     ds = (it % 2) * 2  # dS^T is double-buffered: the other consumer may still read last block's
     tlx.local_store(ds_bufs[ds + r], dst)
     tlx.fence_async_shared()
@@ -250,39 +166,26 @@ def bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_buf, desc_dq, 
         k1 = tlx.local_slice(tlx.local_reshape(k_bufs[1], (HALF_N, HEAD_DIM)), (0, r * DQ_COLS), (HALF_N, DQ_COLS))
         dq = tlx.async_dot(tlx.local_trans(ds_bufs[ds]), k0)
         dq = tlx.async_dot(tlx.local_trans(ds_bufs[ds + 1]), k1, dq)
+        col = r * DQ_COLS
     else:
         # Consumer r: all of dQ over its own HALF_N keys.
         dq = tlx.async_dot(tlx.local_trans(ds_bufs[ds + r]), k)
-    if DK_SS:
-        dk = tlx.async_dot(ds_bufs[ds + r], q, dk)
-    elif DQ_FIRST:
-        dk = tlx.async_dot(dst, q, dk)
-    if not DQ_AHEAD:
-        dk = finish_dq(dq, dk, empty, s, dq_buf, desc_dq, off_b, h, start_m, col, 0, DQ_FIRST)
-    elif has_next:
-        wrap = start_m + BLOCK_M >= N_CTX  # the next block is the next query head's first
-        head = tl.where(wrap, N_CTX, 0)
-        st, dpt = issue_ahead(q_bufs, do_bufs, q_full, do_full, k, v, st, dpt, lse_ptr + head, delta_ptr + head,
-                              tl.where(wrap, lo, start_m + BLOCK_M), it + 1, qk_scale, N_CTX, HEAD_DIM, BLOCK_M,
-                              NUM_STAGES, DQ_AHEAD)
-        dk = finish_dq(dq, dk, empty, s, dq_buf, desc_dq, off_b, h, start_m, col, DQ_AHEAD, DQ_FIRST)
-        st = tlx.async_dot_wait(0, st)
-        if DQ_AHEAD == 2:
-            dpt = tlx.async_dot_wait(0, dpt)
-    else:
-        dk = finish_dq(dq, dk, empty, s, dq_buf, desc_dq, off_b, h, start_m, col, 0, DQ_FIRST)
-    return dk, dv, st, dpt
+        col = 0
+    dq = tlx.async_dot_wait(0, dq)
+    tlx.barrier_arrive(empty[s])
+    tlx.async_descriptor_store_wait(0)  # the previous block's reduce-add has read dq_buf
+    tlx.local_store(tlx.local_reshape(dq_buf, dq.shape), dq)
+    tlx.fence_async_shared()
+    tlx.async_descriptor_store(desc_dq, dq_buf, [off_b, h, start_m, col], store_reduce="add")
+    return dk, dv
 
 
 @triton.jit
 def attn_bwd_ws_hopper(desc_q, desc_k, desc_v, desc_do, desc_dq, desc_dk, desc_dv, lse_ptr, delta_ptr, sm_scale,
                        H_Q, H_KV, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                        NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr,
-                       SPLIT_DQ: tl.constexpr, DQ_AHEAD: tl.constexpr = 0, DQ_FIRST: tl.constexpr = False,
-                       DK_SS: tl.constexpr = False):
+                       SPLIT_DQ: tl.constexpr):
     tl.static_assert(BLOCK_N == 128 and BLOCK_M % 64 == 0, "BLOCK_N: 2 x 64 K/V rows; BLOCK_M: a multiple of 64")
-    tl.static_assert(DQ_FIRST or not DK_SS, "DK_SS: dK reads dS^T once it is stored, after dQ's wgmma (DQ_FIRST)")
-    tl.static_assert(NUM_STAGES > 1 or not DQ_AHEAD, "DQ_AHEAD waits for the next stage before releasing its own")
     HALF_N: tl.constexpr = BLOCK_N // 2
     dtype = tlx.dtype_of(desc_q)
     k_bufs = tlx.local_alloc((1, 1, HALF_N, HEAD_DIM), dtype, 2)  # also stage dK for its TMA store
@@ -329,17 +232,7 @@ def attn_bwd_ws_hopper(desc_q, desc_k, desc_v, desc_do, desc_dq, desc_dk, desc_d
             v = tlx.local_reshape(v_bufs[r], (HALF_N, HEAD_DIM))
             dk = tl.zeros([HALF_N, HEAD_DIM], tl.float32)
             dv = tl.zeros([HALF_N, HEAD_DIM], tl.float32)
-            col = r * (HEAD_DIM // 2) if SPLIT_DQ else 0  # dQ's first column in this consumer's part
             tlx.barrier_wait(kv_full[0], 0)
-            st = tl.zeros([HALF_N, BLOCK_M], tl.float32)  # with DQ_AHEAD: the next Q block's S^T (and dP^T)
-            dpt = st
-            if DQ_AHEAD:
-                row = (off_b * H_Q + off_kvh * GROUP).to(tl.int64) * N_CTX
-                st, dpt = issue_ahead(q_bufs, do_bufs, q_full, do_full, k, v, st, dpt, lse_ptr + row, delta_ptr + row,
-                                      lo, 0, sm_scale * LOG2E, N_CTX, HEAD_DIM, BLOCK_M, NUM_STAGES, DQ_AHEAD)
-                st = tlx.async_dot_wait(0, st)
-                if DQ_AHEAD == 2:
-                    dpt = tlx.async_dot_wait(0, dpt)
             it = 0
             for g in range(GROUP):
                 h = off_kvh * GROUP + g
@@ -348,12 +241,11 @@ def attn_bwd_ws_hopper(desc_q, desc_k, desc_v, desc_do, desc_dq, desc_dk, desc_d
                     m_lo = mask_to if plain else lo
                     m_hi = N_CTX if plain else mask_to
                     for start_m in range(m_lo, m_hi, BLOCK_M):
-                        has_next = (g + 1 < GROUP) | (start_m + BLOCK_M < N_CTX)  # each head's last block ends at N_CTX
-                        dk, dv, st, dpt = bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_bufs[r],
-                                                   desc_dq, k_bufs, k, v, dk, dv, st, dpt, lse_ptr + row,
-                                                   delta_ptr + row, it, has_next, r, off_b, h, lo, start_m, col, offs_n,
-                                                   sm_scale, N_CTX, HEAD_DIM, BLOCK_M, NUM_STAGES, SPLIT_DQ,
-                                                   plain == 0, CAUSAL, DQ_AHEAD, DQ_FIRST, DK_SS)
+                        dk, dv = bwd_step(q_bufs, do_bufs, q_full, do_full, empty, ds_bufs, dq_bufs[r], desc_dq,
+                                          k_bufs, k, v, dk, dv, lse_ptr + row, delta_ptr + row, it, r, off_b, h,
+                                          start_m,
+                                          offs_n, sm_scale, N_CTX, HEAD_DIM, BLOCK_M, NUM_STAGES, SPLIT_DQ, plain == 0,
+                                          CAUSAL)
                         it += 1
             dk = tlx.async_dot_wait(0, dk)
             dv = tlx.async_dot_wait(0, dv)
@@ -413,8 +305,7 @@ def launch_backward(q, k, v, o, lse, do, causal: bool, sm_scale: float | None, c
     grid = (triton.cdiv(S, cfg.BLOCK_N), B * H_KV)
     attn_bwd_ws_hopper[grid](*descs, lse, delta, sm_scale, H, H_KV, S, HEAD_DIM=D, BLOCK_M=cfg.BLOCK_M,
                              BLOCK_N=cfg.BLOCK_N, NUM_STAGES=cfg.NUM_STAGES, CAUSAL=bool(causal),
-                             NUM_REGS=cfg.NUM_REGS, SPLIT_DQ=cfg.SPLIT_DQ, DQ_AHEAD=cfg.DQ_AHEAD,
-                             DQ_FIRST=cfg.DQ_FIRST, DK_SS=cfg.DK_SS, num_warps=4)
+                             NUM_REGS=cfg.NUM_REGS, SPLIT_DQ=cfg.SPLIT_DQ, num_warps=4)
     return dq.to(q.dtype), dk, dv
 
 
