@@ -29,11 +29,10 @@ Config = bwd.Config
 #: name -> {head dim: Config}; "default" is what the op runs.
 VARIANTS = {
     "default": dict(bwd.CONFIGS),
-    "stages2": {64: Config(64, 128, 2, 240, False)},
+    "stages2": {64: Config(64, 128, 2, 240, False), 128: Config(64, 128, 2, 240, True)},
     "stages4": {64: Config(64, 128, 4, 240, False)},
-    "stages3": {128: Config(64, 128, 3, 240, True)},
     "no-split": {128: Config(64, 128, 2, 240, False)},  # more registers (spills), twice dQ's reduce traffic
-    "regs232": {64: Config(64, 128, 3, 232, False), 128: Config(64, 128, 2, 232, True)},
+    "regs232": {64: Config(64, 128, 3, 232, False), 128: Config(64, 128, 3, 232, True)},
 }
 
 
