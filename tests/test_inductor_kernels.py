@@ -42,11 +42,26 @@ def gemms(x, w, bias, big, w_t):
     return torch.addmm(bias, x, w), x @ w, big @ big, x @ w_t, torch.addmm(bias, x, w, beta=2)
 
 
-def test_small_row_major_gemms_go_to_tritium_under_cuda_graphs_and_the_rest_stays(switch):
+def rated_small_under_graphs(M, N, K, even, graphs):
+    """A GEMM rule that rates the small class faster under CUDA graphs (the H200's rates none: plans.at_least_cublas)."""
+    return graphs and even and M * N * K <= 512 ** 3
+
+
+def test_no_gemm_goes_to_tritium_where_the_h200_rates_none(switch):
+    switch(mm=True, attention=False)
+    graph = make_fx(gemms, tracing_mode="fake")(fake(256, 512), fake(512, 256), fake(256), fake(2048, 2048),
+                                                fake(256, 512).t()).graph
+    for cudagraphs in (False, True):
+        with inductor_config.patch({"triton.cudagraphs": cudagraphs}):
+            assert inductor.rewrite(graph) == 0
+
+
+def test_gemms_a_rule_rates_go_to_tritium_and_the_rest_stays(switch, monkeypatch):
+    monkeypatch.setattr(inductor.plans, "at_least_cublas", rated_small_under_graphs)
     args = (fake(256, 512), fake(512, 256), fake(256), fake(2048, 2048), fake(256, 512).t())
     switch(mm=True, attention=False)
     graph = make_fx(gemms, tracing_mode="fake")(*args).graph
-    assert inductor.rewrite(graph) == 0  # without CUDA graphs a small GEMM is host-bound: cuBLAS's launch is cheaper
+    assert inductor.rewrite(graph) == 0  # the rule is asked whether the graph runs under CUDA graphs
     with inductor_config.patch({"triton.cudagraphs": True}):
         assert inductor.rewrite(graph) == 2  # addmm and mm at 256x256x512; not 2048^3, b transposed, beta=2
     assert targets(graph).count(torch.ops.tritium.matmul.default) == 2
@@ -56,7 +71,8 @@ def test_small_row_major_gemms_go_to_tritium_under_cuda_graphs_and_the_rest_stay
 
 
 @pytest.mark.parametrize("dtype,device", [(torch.float32, "cuda"), (torch.bfloat16, "cpu")])
-def test_other_dtypes_and_devices_fall_back(switch, dtype, device):
+def test_other_dtypes_and_devices_fall_back(switch, monkeypatch, dtype, device):
+    monkeypatch.setattr(inductor.plans, "at_least_cublas", rated_small_under_graphs)
     x = fake(256, 256, dtype=dtype, device=device)
     graph = make_fx(lambda a, b: a @ b, tracing_mode="fake")(x, x).graph
     switch(mm=True, attention=True)
@@ -99,7 +115,8 @@ def test_the_switch_is_off_by_default_and_checks_its_arguments(switch):
         switch(mm="yes")
 
 
-def test_the_switch_enters_inductors_cache_key_and_runs_in_its_pass(switch):
+def test_the_switch_enters_inductors_cache_key_and_runs_in_its_pass(switch, monkeypatch):
+    monkeypatch.setattr(inductor.plans, "at_least_cublas", rated_small_under_graphs)
     torch_integration.install()
     key_pass = inductor_config.post_grad_custom_post_pass
     off = key_pass.uuid()

@@ -238,17 +238,19 @@ def shape_class(M: int, N: int, K: int, sms: int, even: bool = True) -> str:
 
 def at_least_cublas(M: int, N: int, K: int, even: bool, graphs: bool) -> bool:
     """Whether the H200 measurements rate ``torch.ops.tritium.matmul`` at least as fast as cuBLAS for this problem
-    (``even``: :func:`even_layout`), which is what ``torch.compile`` with ``tritium.ops.inductor.use_kernels``
-    asks before replacing an ``aten.mm``; ``graphs``: whether the compiled graph runs under CUDA graphs.
+    inside a graph compiled by Inductor (``even``: :func:`even_layout`; ``graphs``: the graph runs under CUDA
+    graphs), which is what ``torch.compile`` with ``tritium.ops.inductor.use_kernels`` asks before replacing an
+    ``aten.mm``. No problem qualifies today (docs/benchmarks.md, ninth session):
 
-    Only rule 1's class qualifies, and only under CUDA graphs. There the kernel is what counts: at 256^3
-    and 512^3 the op ran 1.25-1.46x cuBLAS in graph replay (issue 9's sweep), and the four GEMMs of
-    ``tritium bench inductor``'s small block 2.2-3.9 us against cuBLAS's 2.9-4.2 (2026-12-02). Without
-    graphs a GEMM of this class is host-bound (a launch costs more than the kernel runs), and the op's
-    host path costs more than cuBLAS's: 26-28 us per call against 15-17, so the small block ran 0.56x
-    with them (docs/benchmarks.md, ninth session). Every larger class measured 0.93-1.02x, below or
-    within the noise of cuBLAS, so it stays cuBLAS's."""
-    return graphs and shape_class(M, N, K, sms=1 << 30, even=even) == "small"
+    * rule 1's small class (up to 512^3), 1.25-1.46x cuBLAS in graph replay of back-to-back calls and
+      2.2-3.9 us against 2.9-4.2 per kernel inside a compiled block, still ran 8 blocks of 256 tokens 1.4%
+      slower under CUDA graphs (0.986x, twice); without graphs such a GEMM is host-bound, and the op's host
+      path costs 26-28 us per call against cuBLAS's 15-17 (one block ran 0.56x);
+    * every larger class measured 0.93-1.02x as bare calls, below or within the noise of cuBLAS.
+
+    So ``use_kernels(mm=True)`` leaves every GEMM to cuBLAS until a class measures faster in a compiled graph;
+    the rule is the one place that says where."""
+    return False
 
 
 #: Rule 5's plan: cooperative 128x256x64, GROUP_SIZE_M 8, 3 stages, 2 store slices (3 x 48 KiB of
