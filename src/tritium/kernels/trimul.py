@@ -143,6 +143,33 @@ def _gated(acc, rstd, terms_ptr, j: tl.constexpr, hs, H: tl.constexpr):
 
 
 @triton.jit
+def _proj_epilogue(acc_q, acc_o, rstd, m0, sl, r, lr_bufs, og_bufs, left_desc, right_desc, og_desc, mask_ptr,
+                   terms_ptr, M, NN, H: tl.constexpr, HALF: tl.constexpr, HS: tl.constexpr,
+                   FAST_SIGMOID: tl.constexpr):
+    """Consumer r's epilogue of rows m0... and hidden slice ``sl`` (both projection kernels): rstd, c_j, gates
+    and mask in registers; left and right transposed into shared memory and stored channel-major by TMA,
+    the out gate row-major, once the previous tile's stores have left the staging buffers (so they drain
+    under the next tile's main loop)."""
+    # A row block lies in one batch b (N * N % BM == 0): left/right[b * H + h, m - b * NN].
+    rows = m0 + tl.arange(0, HALF)
+    mask = tl.load(mask_ptr + rows.to(tl.int64), mask=rows < M, other=0).to(tl.float32)
+    hs = sl * HS + tl.arange(0, HS)
+    lp, lg, rp, rg = column_subtiles(acc_q, HALF, 4 * HS, 4)
+    left = _gated(lp, rstd, terms_ptr, 0, hs, H) * _sigmoid(_gated(lg, rstd, terms_ptr, 1, hs, H), FAST_SIGMOID)
+    right = _gated(rp, rstd, terms_ptr, 2, hs, H) * _sigmoid(_gated(rg, rstd, terms_ptr, 3, hs, H), FAST_SIGMOID)
+    og = _sigmoid(_gated(acc_o, rstd, terms_ptr, 4, hs, H), FAST_SIGMOID)
+    tlx.async_descriptor_store_wait(0)  # the previous tile's stores have left the staging buffers
+    tlx.local_store(lr_bufs[2 * r], tl.trans(left * mask[:, None]).to(tlx.dtype_of(left_desc)))
+    tlx.local_store(lr_bufs[2 * r + 1], tl.trans(right * mask[:, None]).to(tlx.dtype_of(right_desc)))
+    tlx.local_store(og_bufs[r], og.to(tlx.dtype_of(og_desc)))
+    tlx.fence_async_shared()
+    b = m0 // NN
+    tlx.async_descriptor_store(left_desc, lr_bufs[2 * r], [b * H + sl * HS, m0 - b * NN])
+    tlx.async_descriptor_store(right_desc, lr_bufs[2 * r + 1], [b * H + sl * HS, m0 - b * NN])
+    tlx.async_descriptor_store(og_desc, og_bufs[r], [m0, sl * HS])
+
+
+@triton.jit
 def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc, rstd_ptr, mask_ptr, terms_ptr,
                        M, NN, C, H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr,
                        NUM_STAGES: tl.constexpr, NUM_REGS: tl.constexpr, FAST_SIGMOID: tl.constexpr):
@@ -210,26 +237,10 @@ def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc,
                 acc_o = tlx.async_dot_wait(0, acc_o)
                 tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
 
-                # A row block lies in one batch b (N * N % BM == 0): left/right[b * H + h, m - b * NN].
                 rows = m0 + tl.arange(0, HALF)
                 rstd = tl.load(rstd_ptr + rows, mask=rows < M, other=0.0)
-                mask = tl.load(mask_ptr + rows.to(tl.int64), mask=rows < M, other=0).to(tl.float32)
-                hs = sl * HS + tl.arange(0, HS)
-                lp, lg, rp, rg = column_subtiles(acc_q, HALF, 4 * HS, 4)
-                left = _gated(lp, rstd, terms_ptr, 0, hs, H) * _sigmoid(_gated(lg, rstd, terms_ptr, 1, hs, H),
-                                                                        FAST_SIGMOID)
-                right = _gated(rp, rstd, terms_ptr, 2, hs, H) * _sigmoid(_gated(rg, rstd, terms_ptr, 3, hs, H),
-                                                                         FAST_SIGMOID)
-                og = _sigmoid(_gated(acc_o, rstd, terms_ptr, 4, hs, H), FAST_SIGMOID)
-                tlx.async_descriptor_store_wait(0)  # the previous tile's stores have left the staging buffers
-                tlx.local_store(lr_bufs[2 * r], tl.trans(left * mask[:, None]).to(tlx.dtype_of(left_desc)))
-                tlx.local_store(lr_bufs[2 * r + 1], tl.trans(right * mask[:, None]).to(tlx.dtype_of(right_desc)))
-                tlx.local_store(og_bufs[r], og.to(tlx.dtype_of(og_desc)))
-                tlx.fence_async_shared()
-                b = m0 // NN
-                tlx.async_descriptor_store(left_desc, lr_bufs[2 * r], [b * H + sl * HS, m0 - b * NN])
-                tlx.async_descriptor_store(right_desc, lr_bufs[2 * r + 1], [b * H + sl * HS, m0 - b * NN])
-                tlx.async_descriptor_store(og_desc, og_bufs[r], [m0, sl * HS])
+                _proj_epilogue(acc_q, acc_o, rstd, m0, sl, r, lr_bufs, og_bufs, left_desc, right_desc, og_desc,
+                               mask_ptr, terms_ptr, M, NN, H, HALF, HS, FAST_SIGMOID)
             tlx.async_descriptor_store_wait(0)
 
 
