@@ -1,5 +1,5 @@
 """AlphaFold3's triangle multiplicative updates (outgoing, the GPU MODE trimul task, and incoming): four
-kernels, three in TLX.
+kernels, three in TLX, or three TLX kernels where the projection centres x itself.
 
 Operator (x [B, N, N, C] fp32, mask [B, N, N], hidden H)::
 
@@ -23,6 +23,10 @@ bound its values below fp16's range, else bf16: ``tritium.ops.trimul.choose_dtyp
    one for the out gate. The epilogue scales by rstd, adds beta W^T, applies mask and sigmoid gates and
    stores by TMA left and right channel-major, [B * H, N, N] (i, k contiguous), so step 3 is a batched
    row-major GEMM, and sigmoid(out gate) row-major [B * N * N, H].
+   For C <= FUSED_MAX_DIM (:func:`fused_centering`, the one place the choice is made) kernels 0 and 1 are
+   replaced by :func:`trimul_proj_x_kernel`: the same GEMM and epilogue on fp32 x itself, each program taking
+   whole 128-row blocks: a TMA pass for the exact row means, then per hidden slice the consumers centre their
+   rows' chunks into the bf16 A tiles and sum the centred squares for rstd. No bf16 copy of x is written.
 2. :func:`trimul_pair_kernel`: the batched GEMM ``out[z] = left[z] @ right[z]^T`` over z = B * H
    (incoming: ``left[z]^T @ right[z]``, the operands read down their columns),
    the project's pipelined Hopper GEMM (cp.async ring, async wgmma, one wgmma in flight) with a
