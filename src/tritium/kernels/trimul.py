@@ -269,9 +269,9 @@ def trimul_proj_x_kernel(x_desc, x_ptr, wq_desc, wo_desc, left_desc, right_desc,
     * Pass 0, the means: x's [BM / 2, BK] chunks arrive by TMA (``x_desc``, from DRAM) in the ring's stages,
       in the bytes of the left/right weight tile, and each consumer sums its rows.
     * Then per hidden slice, the TMA kernel's K loop with the weights by TMA, where each consumer reads its
-      rows' chunks itself (``x_ptr``: just read, so from L2), centres them on the means, rounds them to bf16
-      into its double-buffered A tile, and sums the squares of the centred values (the second pass of the
-      exact moments) for the epilogue's rstd. Every slice computes them alike.
+      rows' chunks itself (``x_ptr``: just read, so from L2; one chunk ahead), centres them on the means,
+      rounds them to bf16 into its double-buffered A tile, and sums the squares of the centred values (the
+      second pass of the exact moments) for the epilogue's rstd. Every slice computes them alike.
 
     Registers decide the split: the TMA ring hides DRAM's latency for pass 0, where no accumulator is live;
     in the K loop, a chunk loaded from global memory comes in 16-byte vectors, 4 rows a thread at BK = 32 (a
@@ -327,10 +327,13 @@ def trimul_proj_x_kernel(x_desc, x_ptr, wq_desc, wo_desc, left_desc, right_desc,
                     acc_q = tl.zeros((HALF, 4 * HS), dtype=tl.float32)
                     acc_o = tl.zeros((HALF, HS), dtype=tl.float32)
                     squares = tl.zeros((HALF, ), dtype=tl.float32)
+                    x_rows = x_ptr + m0.to(tl.int64) * C
+                    chunk = tl.load(x_rows + offs)
                     for k in range(0, k_tiles):
-                        # From L2 while step k - 1's wgmmas run (a chunk loaded a step ahead would double the
-                        # chunk's registers next to the accumulators).
-                        d = tl.load(x_ptr + (m0.to(tl.int64) * C + k * BK) + offs) - mean[:, None]
+                        d = chunk - mean[:, None]
+                        # The next chunk, from L2, under this step's and the last one's wgmmas.
+                        more = tl.full((HALF, BK), k + 1, tl.int32) < k_tiles  # Triton 3.9's interpreter
+                        chunk = tl.load(x_rows + (k + 1) * BK + offs, mask=more)  # refuses a scalar mask
                         squares += tl.sum(d * d, axis=1)
                         # Step k - 2, the last reader of this A tile, retired in step k - 1's wait.
                         a = a_bufs[2 * r + k % 2]
@@ -560,7 +563,8 @@ class Launcher:
 
 class Plan(Launcher):
     """The launches (four, or three where the projection centres x: :func:`fused_centering`) of every call
-    with one (B, N, C, H, device, 16-byte alignment of the inputs): grids, constexprs, descriptor blocks, and the compiled kernels' direct launches (:class:`Launcher`):
+    with one (B, N, C, H, device, 16-byte alignment of the inputs): grids, constexprs, descriptor blocks,
+    and the compiled kernels' direct launches (:class:`Launcher`):
     the host time before a call's first kernel, and between kernels while they are short, is the call's
     time. Host TMA descriptors encode their tensor's address, so their launcher arguments are kept per
     address: the caching allocator hands the same intermediate buffers back call after call."""
