@@ -58,7 +58,7 @@ ATTENTION_BWD_CASES = ((128, "fp16", True), (64, "bf16", False))
 
 #: Shipped kernels and configs the codegen-parity list does not compile: the launchers' other configs,
 #: split-K, dual-K, non-causal attention at head dim 64, the persistent attention's ping-pong and three-consumer
-#: configs, the attention backward, and TriMul's four kernels as ``Plan`` launches them.
+#: configs, the attention backward, and TriMul's kernels (both projections) as ``Plan`` launches them.
 SHIPPED = (
     Spec("tritium.gemm_pipelined_hopper.small", "tritium.kernels.gemm_pipelined_hopper",
          "matmul_kernel_pipelined_hopper",
@@ -130,6 +130,13 @@ SHIPPED = (
           "rstd_ptr": "*fp32", "mask_ptr": "*i64", "terms_ptr": "*fp32", "M": "i32", "NN": "i32", "C": "i32"},
          {"H": 128, "BM": 128, "BK": 64, "HS": 64, "NUM_STAGES": 3, "NUM_REGS": 232, "FAST_SIGMOID": True},
          ("rstd_ptr", "mask_ptr", "terms_ptr", "M", "NN", "C"), {"num_warps": 4}),
+    Spec("tritium.trimul.proj_x", _TRIMUL, "trimul_proj_x_kernel",
+         {"x_desc": _desc("fp32", 64, 32), "x_ptr": "*fp32", "wq_desc": _desc("bf16", 32, 256),
+          "wo_desc": _desc("bf16", 32, 64), "left_desc": _desc("bf16", 64, 64), "right_desc": _desc("bf16", 64, 64),
+          "og_desc": _desc("fp16", 64, 64), "mask_ptr": "*i64", "terms_ptr": "*fp32", "M": "i32", "NN": "i32",
+          "C": "i32", "eps": "fp32"},
+         {"H": 128, "BM": 128, "BK": 32, "HS": 64, "NUM_STAGES": 6, "NUM_REGS": 240, "FAST_SIGMOID": True},
+         ("x_ptr", "mask_ptr", "terms_ptr", "M", "NN", "C"), {"num_warps": 4}),
     *(Spec(f"tritium.trimul.pair{variant}", _TRIMUL, "trimul_pair_kernel",
            {"l_ptr": "*bf16", "r_ptr": "*bf16", "o_ptr": "*bf16", "N": "i32"},
            {"BM": 128, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 3, "INCOMING": incoming},

@@ -12,6 +12,7 @@ if os.environ.get("TRITON_INTERPRET") != "1":
 
 import torch  # noqa: E402
 
+import tritium  # noqa: E402
 from tritium.kernels import trimul
 from tritium.ops import TriMul  # noqa: E402
 from tritium.kernels.trimul_pack import Packer  # noqa: E402
@@ -55,9 +56,20 @@ def test_fused_matches_reference(case, pair, bf16, monkeypatch):
         assert x.abs().max() > 1e3  # the heavy tail is there: a plain fp16 path would overflow its sums
 
 
-def test_incoming_matches_its_formula(monkeypatch):
+def _incoming_reference(ref: TriMulReference, x, mask):
     """out[b, i, j, h] = sum_k left[b, k, i, h] right[b, k, j, h], written here as per-channel matrix products
-    (not the reference's einsum), on the large pair tile, whose rows wrap past N = 48."""
+    (not the reference's einsum)."""
+    xn = ref.norm(x)
+    m = mask.unsqueeze(-1)
+    left = ref.left_proj(xn) * m * ref.left_gate(xn).sigmoid()
+    right = ref.right_proj(xn) * m * ref.right_gate(xn).sigmoid()
+    out = (left.permute(0, 3, 2, 1) @ right.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)  # [b, h, i, k] @ [b, h, k, j]
+    return ref.to_out(ref.to_out_norm(out) * ref.out_gate(xn).sigmoid())
+
+
+def test_incoming_matches_its_formula(monkeypatch):
+    """The incoming update against :func:`_incoming_reference`, on the large pair tile, whose rows wrap past
+    N = 48."""
     case = Case(48, 1, 64, True, "cauchy")
     monkeypatch.setattr(trimul, "pair_config", lambda N: trimul.PAIR_LARGE)
     monkeypatch.setattr(trimul, "_plans", {})
@@ -66,12 +78,7 @@ def test_incoming_matches_its_formula(monkeypatch):
     fused.load_state_dict(ref.state_dict())
     x, mask = make_inputs(case, 22)
     with torch.no_grad():
-        xn = ref.norm(x)
-        m = mask.unsqueeze(-1)
-        left = ref.left_proj(xn) * m * ref.left_gate(xn).sigmoid()
-        right = ref.right_proj(xn) * m * ref.right_gate(xn).sigmoid()
-        out = (left.permute(0, 3, 2, 1) @ right.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)  # [b, h, i, k] @ [b, h, k, j]
-        want = ref.to_out(ref.to_out_norm(out) * ref.out_gate(xn).sigmoid())
+        want = _incoming_reference(ref, x, mask)
         got = fused(x, mask)
         outgoing = TriMul(case.dim)
         outgoing.load_state_dict(ref.state_dict())
@@ -91,17 +98,42 @@ def test_torch_compile_fullgraph_batch_two():
     assert check_close(got, want) is None, check_close(got, want)
 
 
-def test_rows_with_a_large_common_offset():
+@pytest.mark.parametrize("centring", ["separate", "fused"])
+def test_rows_with_a_large_common_offset(centring):
     """The GEMM multiplies x centred on its row means (in bf16) and LayerNorm's scale is applied after it:
-    rows at 1e4 with unit spread keep their accuracy (uncentred, bf16 would keep ~1e4 * 2^-9 of it)."""
+    rows at 1e4 with unit spread keep their accuracy (uncentred, bf16 would keep ~1e4 * 2^-9 of it), with
+    the centring pass and inside the projection kernel."""
     case = Case(32, 1, 128, True, "normal")
     ref = reference_model(case, 11)
     fused = TriMul(case.dim)
     fused.load_state_dict(ref.state_dict())
     x, mask = make_inputs(case, 12)
     x = x + 1e4
-    with torch.no_grad():
+    with tritium.knobs.ops.scope(), torch.no_grad():
+        tritium.knobs.ops.trimul_fused_centering = centring == "fused"
         got, want = fused(x, mask), ref(x, mask)
+    assert check_close(got, want) is None, check_close(got, want)
+
+
+@pytest.mark.parametrize("case, direction, offset", [(Case(16, 1, 384, False, "normal"), "incoming", 1e4),
+                                                     (Case(32, 1, 128, True, "cauchy"), "outgoing", 0.0)],
+                         ids=["C384-incoming-mask-offset", "C128-outgoing-cauchy"])
+def test_projection_centring_x_itself(case, direction, offset, monkeypatch):
+    """The fused projection (:func:`trimul.trimul_proj_x_kernel`: no centring pass) against the fp32 formulas:
+    its mean pass, its centred squares (rstd) and its bf16 operands, over two and eight 128-row blocks, with
+    x offset or heavy-tailed."""
+    monkeypatch.setattr(trimul, "_plans", {})
+    ref = reference_model(case, 31)
+    fused = TriMul(case.dim, direction=direction)
+    fused.load_state_dict(ref.state_dict())
+    x, mask = make_inputs(case, 32)
+    x = x + offset
+    with tritium.knobs.ops.scope(), torch.no_grad():
+        tritium.knobs.ops.trimul_fused_centering = True
+        got = fused(x, mask)
+        want = _incoming_reference(ref, x, mask) if direction == "incoming" else ref(x, mask)
+        (plan, ) = trimul._plans.values()
+    assert plan.kernels[0] is trimul.trimul_proj_x_kernel and trimul.trimul_center_kernel not in plan.kernels
     assert check_close(got, want) is None, check_close(got, want)
 
 

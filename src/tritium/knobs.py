@@ -51,6 +51,10 @@ class env_bool(_Checked, _triton_knobs.env_bool):
     expected, accepts = "a bool", (bool,)
 
 
+class env_opt_bool(_Checked, _triton_knobs.env_opt_bool):
+    expected, accepts = "a bool or None", (bool, type(None))
+
+
 class env_positive_int(_Checked, _triton_knobs.env_int):
     expected, accepts = "a positive int", (int,)
 
@@ -121,6 +125,9 @@ class ops_knobs(base_knobs):
     gemm_autotune: env_bool = env_bool("TRITIUM_GEMM_AUTOTUNE")
     #: The autotune cache file (default ``~/.cache/tritium/gemm_autotune.json``).
     gemm_autotune_cache: env_opt_str = env_opt_str("TRITIUM_GEMM_AUTOTUNE_CACHE")
+    #: TriMul's row centring inside the projection kernel (True) or as its own pass (False); unset, the
+    #: rule ``tritium.kernels.trimul.fused_centering`` decides. Read when a call's plan is made.
+    trimul_fused_centering: env_opt_bool = env_opt_bool("TRITIUM_TRIMUL_FUSED_CENTERING")
 
 
 class bench_knobs(base_knobs):

@@ -95,13 +95,15 @@ def time_calls(fn, case: Case, seed: int, stages=None) -> list[float]:
     return times
 
 
-def stage_bytes(case: Case, hidden: int = 128) -> dict[str, int]:
+def stage_bytes(case: Case, hidden: int = 128, fused: bool = False) -> dict[str, int]:
     """The fewest bytes each kernel must move through DRAM (every input read once, every output written
-    once; the weights, a few hundred KB, left out): the numerator of its bandwidth."""
+    once; the weights, a few hundred KB, left out): the numerator of its bandwidth. ``fused``: the
+    projection reads x itself (no centring pass)."""
     M, C, H = case.bs * case.seqlen ** 2, case.dim, hidden
     mask_bytes = 4 if case.nomask else 8  # make_inputs: float32 ones, or int64 0/1
+    proj_in = M * C * 4 if fused else M * C * 2 + M * 4  # x, or centred x and rstd
     return {"center": M * C * 4 + M * C * 2 + M * 4,  # x in, x centred (bf16) and rstd out
-            "proj": M * C * 2 + M * 4 + M * mask_bytes + 3 * M * H * 2,  # centred x, rstd, mask; left, right, gate
+            "proj": proj_in + M * mask_bytes + 3 * M * H * 2,  # and the mask; left, right, gate
             "pair": 3 * M * H * 2,  # left and right in, their product out (bf16)
             "out": 2 * M * H * 2 + M * C * 4}  # product and gate in, y out (fp32)
 
@@ -188,7 +190,8 @@ def run_case(case: Case, impls: tuple[str, ...], bar=None) -> dict:
         time_calls(lambda x, mask: kernels.launch(x.contiguous(), mask.contiguous(), *args, stages=timer), case,
                    seed + 2000, stages=timer)
         result["tritium_stages_ms"] = timer.means()
-        result["tritium_stages_tbps"] = {k: stage_bytes(case)[k] / ms / 1e9 for k, ms in timer.means().items()}
+        moved = stage_bytes(case, fused=kernels.fused_centering(case.dim))
+        result["tritium_stages_tbps"] = {k: moved[k] / ms / 1e9 for k, ms in timer.means().items()}
         result["tritium_host_us"] = host_us(fused, case, seed + 3000)
     for name in impls:
         result[f"{name} / tritium"] = result["ms"][name] / result["ms"]["tritium"] if "tritium" in impls else None

@@ -1,5 +1,5 @@
 """AlphaFold3's triangle multiplicative updates (outgoing, the GPU MODE trimul task, and incoming): four
-kernels, three in TLX.
+kernels, three in TLX, or three TLX kernels where the projection centres x itself.
 
 Operator (x [B, N, N, C] fp32, mask [B, N, N], hidden H)::
 
@@ -23,6 +23,10 @@ bound its values below fp16's range, else bf16: ``tritium.ops.trimul.choose_dtyp
    one for the out gate. The epilogue scales by rstd, adds beta W^T, applies mask and sigmoid gates and
    stores by TMA left and right channel-major, [B * H, N, N] (i, k contiguous), so step 3 is a batched
    row-major GEMM, and sigmoid(out gate) row-major [B * N * N, H].
+   For C <= FUSED_MAX_DIM (:func:`fused_centering`, the one place the choice is made) kernels 0 and 1 are
+   replaced by :func:`trimul_proj_x_kernel`: the same GEMM and epilogue on fp32 x itself, each program taking
+   whole 128-row blocks: a TMA pass for the exact row means, then per hidden slice the consumers centre their
+   rows' chunks into the bf16 A tiles and sum the centred squares for rstd. No bf16 copy of x is written.
 2. :func:`trimul_pair_kernel`: the batched GEMM ``out[z] = left[z] @ right[z]^T`` over z = B * H
    (incoming: ``left[z]^T @ right[z]``, the operands read down their columns),
    the project's pipelined Hopper GEMM (cp.async ring, async wgmma, one wgmma in flight) with a
@@ -45,8 +49,9 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .. import compat
+from .. import compat, knobs
 from .launch import interpreting, jit_launch, sm_count
+from .partitions import wait_stage
 from .tiles import column_subtiles, grouped_tile
 
 #: The x chunk width (the statistics' chunk and the projection GEMM's K step) and the row block of kernels 1 and 3.
@@ -63,6 +68,13 @@ MAX_DIM = 16384
 PROJ_HS = 64
 PROJ_STAGES = 3
 PROJ_REGS = 232
+#: The fused projection (:func:`trimul_proj_x_kernel`): a 32-wide K step (the consumers centre x, and at 64
+#: the chunk's registers spill next to the accumulators), 6 ring stages of 20 KB, consumers at 240 registers
+#: (the producer gets 24), for dims up to FUSED_MAX_DIM (:func:`fused_centering`).
+FUSED_BK = 32
+FUSED_STAGES = 6
+FUSED_REGS = 240
+FUSED_MAX_DIM = 768
 
 
 class PairConfig(NamedTuple):
@@ -143,6 +155,33 @@ def _gated(acc, rstd, terms_ptr, j: tl.constexpr, hs, H: tl.constexpr):
 
 
 @triton.jit
+def _proj_epilogue(acc_q, acc_o, rstd, m0, sl, r, lr_bufs, og_bufs, left_desc, right_desc, og_desc, mask_ptr,
+                   terms_ptr, M, NN, H: tl.constexpr, HALF: tl.constexpr, HS: tl.constexpr,
+                   FAST_SIGMOID: tl.constexpr):
+    """Consumer r's epilogue of rows m0... and hidden slice ``sl`` (both projection kernels): rstd, c_j, gates
+    and mask in registers; left and right transposed into shared memory and stored channel-major by TMA,
+    the out gate row-major, once the previous tile's stores have left the staging buffers (so they drain
+    under the next tile's main loop)."""
+    # A row block lies in one batch b (N * N % BM == 0): left/right[b * H + h, m - b * NN].
+    rows = m0 + tl.arange(0, HALF)
+    mask = tl.load(mask_ptr + rows.to(tl.int64), mask=rows < M, other=0).to(tl.float32)
+    hs = sl * HS + tl.arange(0, HS)
+    lp, lg, rp, rg = column_subtiles(acc_q, HALF, 4 * HS, 4)
+    left = _gated(lp, rstd, terms_ptr, 0, hs, H) * _sigmoid(_gated(lg, rstd, terms_ptr, 1, hs, H), FAST_SIGMOID)
+    right = _gated(rp, rstd, terms_ptr, 2, hs, H) * _sigmoid(_gated(rg, rstd, terms_ptr, 3, hs, H), FAST_SIGMOID)
+    og = _sigmoid(_gated(acc_o, rstd, terms_ptr, 4, hs, H), FAST_SIGMOID)
+    tlx.async_descriptor_store_wait(0)  # the previous tile's stores have left the staging buffers
+    tlx.local_store(lr_bufs[2 * r], tl.trans(left * mask[:, None]).to(tlx.dtype_of(left_desc)))
+    tlx.local_store(lr_bufs[2 * r + 1], tl.trans(right * mask[:, None]).to(tlx.dtype_of(right_desc)))
+    tlx.local_store(og_bufs[r], og.to(tlx.dtype_of(og_desc)))
+    tlx.fence_async_shared()
+    b = m0 // NN
+    tlx.async_descriptor_store(left_desc, lr_bufs[2 * r], [b * H + sl * HS, m0 - b * NN])
+    tlx.async_descriptor_store(right_desc, lr_bufs[2 * r + 1], [b * H + sl * HS, m0 - b * NN])
+    tlx.async_descriptor_store(og_desc, og_bufs[r], [m0, sl * HS])
+
+
+@triton.jit
 def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc, rstd_ptr, mask_ptr, terms_ptr,
                        M, NN, C, H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr,
                        NUM_STAGES: tl.constexpr, NUM_REGS: tl.constexpr, FAST_SIGMOID: tl.constexpr):
@@ -210,26 +249,109 @@ def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc,
                 acc_o = tlx.async_dot_wait(0, acc_o)
                 tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
 
-                # A row block lies in one batch b (N * N % BM == 0): left/right[b * H + h, m - b * NN].
                 rows = m0 + tl.arange(0, HALF)
                 rstd = tl.load(rstd_ptr + rows, mask=rows < M, other=0.0)
-                mask = tl.load(mask_ptr + rows.to(tl.int64), mask=rows < M, other=0).to(tl.float32)
-                hs = sl * HS + tl.arange(0, HS)
-                lp, lg, rp, rg = column_subtiles(acc_q, HALF, 4 * HS, 4)
-                left = _gated(lp, rstd, terms_ptr, 0, hs, H) * _sigmoid(_gated(lg, rstd, terms_ptr, 1, hs, H),
-                                                                        FAST_SIGMOID)
-                right = _gated(rp, rstd, terms_ptr, 2, hs, H) * _sigmoid(_gated(rg, rstd, terms_ptr, 3, hs, H),
-                                                                         FAST_SIGMOID)
-                og = _sigmoid(_gated(acc_o, rstd, terms_ptr, 4, hs, H), FAST_SIGMOID)
-                tlx.async_descriptor_store_wait(0)  # the previous tile's stores have left the staging buffers
-                tlx.local_store(lr_bufs[2 * r], tl.trans(left * mask[:, None]).to(tlx.dtype_of(left_desc)))
-                tlx.local_store(lr_bufs[2 * r + 1], tl.trans(right * mask[:, None]).to(tlx.dtype_of(right_desc)))
-                tlx.local_store(og_bufs[r], og.to(tlx.dtype_of(og_desc)))
-                tlx.fence_async_shared()
-                b = m0 // NN
-                tlx.async_descriptor_store(left_desc, lr_bufs[2 * r], [b * H + sl * HS, m0 - b * NN])
-                tlx.async_descriptor_store(right_desc, lr_bufs[2 * r + 1], [b * H + sl * HS, m0 - b * NN])
-                tlx.async_descriptor_store(og_desc, og_bufs[r], [m0, sl * HS])
+                _proj_epilogue(acc_q, acc_o, rstd, m0, sl, r, lr_bufs, og_bufs, left_desc, right_desc, og_desc,
+                               mask_ptr, terms_ptr, M, NN, H, HALF, HS, FAST_SIGMOID)
+            tlx.async_descriptor_store_wait(0)
+
+
+@triton.jit
+def trimul_proj_x_kernel(x_desc, x_ptr, wq_desc, wo_desc, left_desc, right_desc, og_desc, mask_ptr, terms_ptr, M, NN,
+                         C, eps, H: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, HS: tl.constexpr,
+                         NUM_STAGES: tl.constexpr, NUM_REGS: tl.constexpr, FAST_SIGMOID: tl.constexpr):
+    """:func:`trimul_proj_kernel` on x [M, C] fp32 itself, without :func:`trimul_center_kernel`: no bf16 copy
+    of x is written and read back.
+
+    A program takes whole row blocks of BM rows (M % BM == 0: N % 16 == 0), and makes 1 + H / HS passes over
+    each block's rows; consumer r owns rows ``r * BM / 2...`` of every block.
+
+    * Pass 0, the means: x's [BM / 2, BK] chunks arrive by TMA (``x_desc``, from DRAM) in the ring's stages,
+      in the bytes of the left/right weight tile, and each consumer sums its rows.
+    * Then per hidden slice, the TMA kernel's K loop with the weights by TMA, where each consumer reads its
+      rows' chunks itself (``x_ptr``: just read, so from L2; one chunk ahead), centres them on the means,
+      rounds them to bf16 into its double-buffered A tile, and sums the squares of the centred values (the
+      second pass of the exact moments) for the epilogue's rstd. Every slice computes them alike.
+
+    Registers decide the split: the TMA ring hides DRAM's latency for pass 0, where no accumulator is live;
+    in the K loop, a chunk loaded from global memory comes in 16-byte vectors, 4 rows a thread at BK = 32 (a
+    ``local_load`` of the ring's copy takes Triton's default layout, a scalar per row for BM / 8 rows, whose
+    means and addresses spilled next to the 160 accumulator registers)."""
+    HALF: tl.constexpr = BM // 2
+    SLICES: tl.constexpr = H // HS
+    # Shared memory at BM = 128, HS = 64, BK = 32 and six stages (FUSED_*): 6 x 20 KB of weights (pass 0's x
+    # chunks, 2 x 8 KB, in the left/right tile's 16 KB) + 16 KB of A tiles + 48 KB of epilogue staging
+    # = 184 KB (189,032 bytes with barriers) of the H200's 227 KB a block.
+    q_bufs = tlx.local_alloc((BK, 4 * HS), tl.bfloat16, NUM_STAGES)
+    x_bufs = tlx.local_alloc((HALF, BK), tl.float32, 2 * NUM_STAGES, reuse=q_bufs)  # stage s: rows r at 2 * s + r
+    o_bufs = tlx.local_alloc((BK, HS), tl.bfloat16, NUM_STAGES)
+    a_bufs = tlx.local_alloc((HALF, BK), tl.bfloat16, 4)  # consumer r, K step k: 2 * r + k % 2
+    lr_bufs = tlx.local_alloc((HS, HALF), tlx.dtype_of(left_desc), 4)  # consumer r: left 2 * r, right 2 * r + 1
+    og_bufs = tlx.local_alloc((HALF, HS), tlx.dtype_of(og_desc), 2)
+    full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
+    empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    num_blocks = M // BM
+    k_tiles = C // BK
+
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            it = 0
+            for blk in range(tl.program_id(0), num_blocks, tl.num_programs(0)):
+                m0 = blk * BM
+                for p in range(0, 1 + SLICES):  # pass 0: x; pass 1 + sl: slice sl's weights
+                    for k in range(0, k_tiles):
+                        s = wait_stage(empty, it, NUM_STAGES, 1)
+                        if p == 0:
+                            tlx.barrier_expect_bytes(full[s], BM * BK * 4)
+                            tlx.async_descriptor_load(x_desc, x_bufs[2 * s], [m0, k * BK], full[s])
+                            tlx.async_descriptor_load(x_desc, x_bufs[2 * s + 1], [m0 + HALF, k * BK], full[s])
+                        else:
+                            tlx.barrier_expect_bytes(full[s], 5 * BK * HS * 2)
+                            tlx.async_descriptor_load(wq_desc, q_bufs[s], [k * BK, (p - 1) * 4 * HS], full[s])
+                            tlx.async_descriptor_load(wo_desc, o_bufs[s], [k * BK, 4 * H + (p - 1) * HS], full[s])
+                        it += 1
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r: tl.constexpr = tlx.async_task_replica_id()
+            it = 0
+            offs = tl.arange(0, HALF)[:, None] * C + tl.arange(0, BK)[None, :]
+            for blk in range(tl.program_id(0), num_blocks, tl.num_programs(0)):
+                m0 = blk * BM + r * HALF
+                total = tl.zeros((HALF, BK), dtype=tl.float32)
+                for k in range(0, k_tiles):
+                    s = wait_stage(full, it, NUM_STAGES)
+                    total += tlx.local_load(x_bufs[2 * s + r])
+                    tlx.barrier_arrive(empty[s])
+                    it += 1
+                mean = tl.sum(total, axis=1) / C
+                for sl in range(0, SLICES):
+                    acc_q = tl.zeros((HALF, 4 * HS), dtype=tl.float32)
+                    acc_o = tl.zeros((HALF, HS), dtype=tl.float32)
+                    squares = tl.zeros((HALF, ), dtype=tl.float32)
+                    x_rows = x_ptr + m0.to(tl.int64) * C
+                    chunk = tl.load(x_rows + offs)
+                    for k in range(0, k_tiles):
+                        d = chunk - mean[:, None]
+                        # The next chunk, from L2, under this step's and the last one's wgmmas.
+                        more = tl.full((HALF, BK), k + 1, tl.int32) < k_tiles  # Triton 3.9's interpreter
+                        chunk = tl.load(x_rows + (k + 1) * BK + offs, mask=more)  # refuses a scalar mask
+                        squares += tl.sum(d * d, axis=1)
+                        # Step k - 2, the last reader of this A tile, retired in step k - 1's wait.
+                        a = a_bufs[2 * r + k % 2]
+                        tlx.local_store(a, d.to(tl.bfloat16))
+                        tlx.fence_async_shared()
+                        s = wait_stage(full, it, NUM_STAGES)
+                        acc_q = tlx.async_dot(a, q_bufs[s], acc_q)
+                        acc_o = tlx.async_dot(a, o_bufs[s], acc_o)
+                        acc_q = tlx.async_dot_wait(2, acc_q)  # step k - 1 retired: its stage can be refilled
+                        acc_o = tlx.async_dot_wait(2, acc_o)
+                        tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
+                        it += 1
+                    acc_q = tlx.async_dot_wait(0, acc_q)
+                    acc_o = tlx.async_dot_wait(0, acc_o)
+                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
+                    rstd = 1.0 / tl.sqrt(squares / C + eps)
+                    _proj_epilogue(acc_q, acc_o, rstd, m0, sl, r, lr_bufs, og_bufs, left_desc, right_desc, og_desc,
+                                   mask_ptr, terms_ptr, M, NN, H, HALF, HS, FAST_SIGMOID)
             tlx.async_descriptor_store_wait(0)
 
 
@@ -374,6 +496,14 @@ def check_shapes(B: int, N: int, C: int, H: int, op: str) -> None:
         raise ValueError(f"{op}: hidden_dim={H} is not supported; the kernels tile hidden_dim in {HIDDEN_DIMS}")
 
 
+def fused_centering(C: int) -> bool:
+    """Whether a call centres x inside the projection kernel (:func:`trimul_proj_x_kernel`) rather than in
+    :func:`trimul_center_kernel`'s pass: ``tritium.knobs.ops.trimul_fused_centering`` when set, else for
+    C <= FUSED_MAX_DIM (the issue's rule, not yet measured against the separate pass)."""
+    forced = knobs.ops.trimul_fused_centering
+    return C <= FUSED_MAX_DIM if forced is None else forced
+
+
 def pair_config(N: int) -> PairConfig:
     return PAIR_LARGE if N > 64 else PAIR_TINY
 
@@ -432,8 +562,9 @@ class Launcher:
 
 
 class Plan(Launcher):
-    """The four launches of every call with one (B, N, C, H, device, 16-byte alignment of the inputs):
-    grids, constexprs, descriptor blocks, and the compiled kernels' direct launches (:class:`Launcher`):
+    """The launches (four, or three where the projection centres x: :func:`fused_centering`) of every call
+    with one (B, N, C, H, device, 16-byte alignment of the inputs): grids, constexprs, descriptor blocks,
+    and the compiled kernels' direct launches (:class:`Launcher`):
     the host time before a call's first kernel, and between kernels while they are short, is the call's
     time. Host TMA descriptors encode their tensor's address, so their launcher arguments are kept per
     address: the caching allocator hands the same intermediate buffers back call after call."""
@@ -446,7 +577,11 @@ class Plan(Launcher):
         self.M, self.NN = B * N * N, N * N
         self.center_bm, self.cp, self.center_warps = center_block(C)
         self.center_grid = (triton.cdiv(self.M, self.center_bm), )
-        self.proj_grid = (min(triton.cdiv(self.M, BM) * (H // PROJ_HS), sm_count(device)), )
+        self.fused = fused_centering(C)
+        units = self.M // BM if self.fused else triton.cdiv(self.M, BM) * (H // PROJ_HS)  # row blocks, or tiles
+        self.proj_grid = (min(units, sm_count(device)), )
+        self.kernels = ((trimul_proj_x_kernel, ) if self.fused else (trimul_center_kernel, trimul_proj_kernel)) + (
+            trimul_pair_kernel, trimul_out_kernel)
         self.pair_cfg = cfg = pair_config(N)
         self.pair_grid = (triton.cdiv(N, cfg.BM) * triton.cdiv(N, cfg.BN), B * H)
         self.out_cfg = out_config(C)
@@ -492,7 +627,7 @@ class Plan(Launcher):
         return y
 
     def launch_all(self, inputs: tuple, y, eps: float, out_eps: float, stages=None) -> None:
-        """The four launches, writing ``y``; the intermediates come from the caching allocator (or, while a
+        """The launches, writing ``y``; the intermediates come from the caching allocator (or, while a
         :class:`Graphs` captures, from the graph's private pool)."""
         import contextlib
 
@@ -502,22 +637,31 @@ class Plan(Launcher):
         M, NN, C, H = self.M, self.NN, self.C, self.H
         dev = x.device
         stage = stages or (lambda name: contextlib.nullcontext())
-        xc = torch.empty((M, C), device=dev, dtype=torch.bfloat16)
-        rstd = torch.empty((M, ), device=dev, dtype=torch.float32)
-        with stage("center"):
-            self.run(trimul_center_kernel, self.center_grid, [x, xc, rstd, M, C, eps],
-                     dict(BM=self.center_bm, CP=self.cp, num_warps=self.center_warps))
         # left/right in bf16 (their bound grows with the LayerNorm weights), the sigmoid gate in fp16 ([0, 1]).
         left = torch.empty((self.B * H, NN), device=dev, dtype=torch.bfloat16)
         right = torch.empty_like(left)
         og = torch.empty((M, H), device=dev, dtype=torch.float16)
         half = BM // 2
-        descs = [_Desc(xc, (half, BK), 0), _Desc(w_proj_t, (BK, 4 * PROJ_HS), 1), _Desc(w_proj_t, (BK, PROJ_HS), 2),
-                 _Desc(left, (PROJ_HS, half), 3), _Desc(right, (PROJ_HS, half), 4), _Desc(og, (half, PROJ_HS), 5)]
-        with stage("proj"):
-            self.run(trimul_proj_kernel, self.proj_grid, [*descs, rstd, mask, proj_terms, M, NN, C],
-                     dict(H=H, BM=BM, BK=BK, HS=PROJ_HS, NUM_STAGES=PROJ_STAGES, NUM_REGS=PROJ_REGS,
-                          FAST_SIGMOID=not self.interpreting, num_warps=4))
+        outs = [_Desc(left, (PROJ_HS, half), 3), _Desc(right, (PROJ_HS, half), 4), _Desc(og, (half, PROJ_HS), 5)]
+        consts = dict(H=H, BM=BM, HS=PROJ_HS, FAST_SIGMOID=not self.interpreting, num_warps=4)
+        if self.fused:
+            x2 = x.view(M, C)
+            descs = [_Desc(x2, (half, FUSED_BK), 6), x2, _Desc(w_proj_t, (FUSED_BK, 4 * PROJ_HS), 7),
+                     _Desc(w_proj_t, (FUSED_BK, PROJ_HS), 8), *outs]
+            with stage("proj"):
+                self.run(trimul_proj_x_kernel, self.proj_grid, [*descs, mask, proj_terms, M, NN, C, eps],
+                         dict(consts, BK=FUSED_BK, NUM_STAGES=FUSED_STAGES, NUM_REGS=FUSED_REGS))
+        else:
+            xc = torch.empty((M, C), device=dev, dtype=torch.bfloat16)
+            rstd = torch.empty((M, ), device=dev, dtype=torch.float32)
+            with stage("center"):
+                self.run(trimul_center_kernel, self.center_grid, [x, xc, rstd, M, C, eps],
+                         dict(BM=self.center_bm, CP=self.cp, num_warps=self.center_warps))
+            descs = [_Desc(xc, (half, BK), 0), _Desc(w_proj_t, (BK, 4 * PROJ_HS), 1),
+                     _Desc(w_proj_t, (BK, PROJ_HS), 2), *outs]
+            with stage("proj"):
+                self.run(trimul_proj_kernel, self.proj_grid, [*descs, rstd, mask, proj_terms, M, NN, C],
+                         dict(consts, BK=BK, NUM_STAGES=PROJ_STAGES, NUM_REGS=PROJ_REGS))
         pair = torch.empty_like(left)  # bf16: sums of N products, fp32's range
         with stage("pair"):
             self.run(trimul_pair_kernel, self.pair_grid, [left, right, pair, self.N],
@@ -529,15 +673,11 @@ class Plan(Launcher):
 
     def ready(self) -> bool:
         """Whether every kernel launches directly under the pipelines now in effect (nothing to compile)."""
-        return all(self.direct.get((k, compat.pipeline_digest(k))) for k in KERNELS)
-
-
-#: The kernels of a call, in launch order.
-KERNELS = (trimul_center_kernel, trimul_proj_kernel, trimul_pair_kernel, trimul_out_kernel)
+        return all(self.direct.get((k, compat.pipeline_digest(k))) for k in self.kernels)
 
 
 class Graphs:
-    """CUDA graphs of a :class:`Plan`'s four launches, replayed in place of launching them one by one.
+    """CUDA graphs of a :class:`Plan`'s launches, replayed in place of launching them one by one.
 
     A small call is bound by the host: launching four kernels takes longer than running them. A graph
     replays them in one launch, with no gap between kernels. It bakes in every address the kernels touch
@@ -564,7 +704,7 @@ class Graphs:
 
         if torch.cuda.is_current_stream_capturing() or compat.launch_hooks_active():
             return False
-        digests = tuple(compat.pipeline_digest(k) for k in KERNELS)
+        digests = tuple(compat.pipeline_digest(k) for k in plan.kernels)
         key = (plan, compat.current_stream(plan.device.index), digests, eps, out_eps, y.data_ptr(),
                *(t.data_ptr() for t in inputs))
         graph = self.graphs.get(key)
@@ -603,11 +743,11 @@ PLANS_KEPT = 64
 
 def launch(x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float,
            incoming: bool = False, stages=None):
-    """Run the four kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32 (see :class:`Plan`).
+    """Run the kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32 (see :class:`Plan`).
     ``incoming``: the incoming update (sum over k of left[k, i] right[k, j]) instead of the outgoing one."""
     B, N, _, C = x.shape
     inputs = (x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t)
-    key = (B, N, C, w_out_t.shape[0], x.device, mask.dtype, w_out_t.dtype, incoming,
+    key = (B, N, C, w_out_t.shape[0], x.device, mask.dtype, w_out_t.dtype, incoming, fused_centering(C),
            *(t.data_ptr() % 16 for t in inputs))
     plan = _plans.get(key)
     if plan is None:
