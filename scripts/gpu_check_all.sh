@@ -2,7 +2,7 @@
 # The whole GPU suite, twice in a row on one machine (six pytest processes side by side per round, each
 # under a timeout), then the benchmarks named as arguments (trimul, inductor, ...: `tritium bench NAME`).
 # Usage (device tool, carry .fork-cache/fbtriton-3.7.4 for the fork's tutorials):
-#   bash scripts/gpu_check_all.sh [ROUNDS] [BENCH...]
+#   [GROUP_TIMEOUT=S] bash scripts/gpu_check_all.sh [ROUNDS] [BENCH...]   (S: seconds per group, default 230)
 # Logs under $OUT; a one-line summary per group and round.
 set -u
 export PYTHONPATH=src PYTHONUNBUFFERED=1
@@ -11,7 +11,7 @@ ROUNDS=${1:-2}
 shift || true
 mkdir -p "$OUT"
 nvidia-smi -L
-GROUPS_=("test_ops_matmul_gpu.py"
+GROUPS_=("test_ops_matmul_gpu.py test_ops_scaled_matmul_gpu.py"
          "test_tlx_attention_gpu.py"
          "test_ops_attention_bwd_gpu.py test_ops_attention_launch_gpu.py"
          "test_tlx_gemm_ws_persistent_gpu.py test_tlx_gemm_gpu.py test_tlx_gemm_ws_gpu.py test_plugin_options_gpu.py"
@@ -23,7 +23,7 @@ for round in $(seq 1 "$ROUNDS"); do
   for i in "${!GROUPS_[@]}"; do
     files=""
     for f in ${GROUPS_[$i]}; do [ -f "tests/gpu/$f" ] && files="$files tests/gpu/$f"; done
-    timeout 230 python3 -m pytest -q -p no:cacheprovider $files > "$OUT/r${round}_g$i.txt" 2>&1 &
+    timeout "${GROUP_TIMEOUT:-230}" python3 -m pytest -q -p no:cacheprovider $files > "$OUT/r${round}_g$i.txt" 2>&1 &
     pids+=($!)
   done
   for i in "${!pids[@]}"; do

@@ -37,9 +37,10 @@ def profile(name: str, fn, calls: int = 500, top: int = 22) -> None:
         fn()
     prof.disable()
     torch.cuda.synchronize()
-    out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
-    print(f"--- {name}: cProfile of {calls} calls, by own time\n" + "\n".join(out.getvalue().splitlines()[4:]))
+    for order in ("tottime", "cumtime"):
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats(order).print_stats(top)
+        print(f"--- {name}: cProfile of {calls} calls, by {order}\n" + "\n".join(out.getvalue().splitlines()[4:]))
 
 
 def trimul():

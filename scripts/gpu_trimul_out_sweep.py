@@ -1,4 +1,4 @@
-"""TriMul's output kernel alone, on the GPU: each (BM, BN, warps, stages, maxnreg) variant timed with
+"""TriMul's output kernel alone, on the GPU: each (BM, BN, warps, stages, maxnreg, y staging tiles) variant timed with
 do_bench on realistic inputs (random pair product in bf16, out gate in fp16, the output path in fp16),
 checked against the shipped configuration's output first; DRAM bandwidth = bytes read and written over the
 median time. Usage: ``python scripts/gpu_trimul_out_sweep.py --out sweep.json [--cases 1024x1x384,...]``."""
@@ -10,15 +10,15 @@ import json
 import torch
 import triton
 from triton.testing import do_bench
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from tritium.kernels import trimul as K
 
-#: (BM, BN, num_warps, NUM_STAGES, maxnreg); the first (the configuration before the seventh session) is the
-#: one every other output is checked against.
-#: (Variants whose ptxas report showed spills on sm_90a were left out.)
-VARIANTS = [(128, 64, 8, 2, 128), (128, 128, 8, 2, None), (128, 32, 8, 2, 128), (64, 64, 4, 2, None),
-            (64, 64, 4, 3, None), (64, 128, 4, 2, None), (64, 32, 4, 3, None), (64, 32, 4, 2, None),
-            (64, 64, 4, 2, 128), (64, 32, 4, 2, 128)]
+#: (BM, BN, num_warps, NUM_STAGES, maxnreg, Y_STAGES); the first (the shipped configuration at C = 384) is the
+#: one every other output is checked against. y leaves by TMA stores from Y_STAGES shared-memory tiles.
+VARIANTS = [(64, 64, 4, 2, 128, 1), (64, 64, 4, 2, 128, 2), (64, 32, 4, 2, 128, 1), (64, 32, 4, 2, 128, 2),
+            (64, 32, 4, 2, 128, 4), (64, 128, 4, 2, None, 1), (128, 64, 8, 2, 128, 1), (128, 64, 8, 2, 128, 2),
+            (64, 64, 4, 3, 128, 2), (128, 128, 8, 2, None, 1)]
 
 
 def run(case: str, results: list) -> None:
@@ -33,14 +33,15 @@ def run(case: str, results: list) -> None:
     w = (torch.randn((H, C), device="cuda", generator=g) / C ** 0.5).to(torch.float16)
     nbytes = pair.numel() * 2 + og.numel() * 2 + M * C * 4
     ref = None
-    for bm, bn, warps, stages, maxnreg in VARIANTS:
+    for bm, bn, warps, stages, maxnreg, y_stages in VARIANTS:
         y = torch.full((M, C), float("nan"), device="cuda")
-        opts = dict(H=H, BM=bm, BN=bn, NUM_STAGES=stages, num_warps=warps)
+        y_desc = TensorDescriptor.from_tensor(y, [bm, bn])
+        opts = dict(H=H, BM=bm, BN=bn, NUM_STAGES=stages, Y_STAGES=y_stages, num_warps=warps)
         if maxnreg:
             opts["maxnreg"] = maxnreg
         launch = lambda: K.trimul_out_kernel[(triton.cdiv(M, bm), )](  # noqa: E731
-            pair, og, ln_w, ln_b, w, y, M, NN, C, 1e-5, **opts)
-        row = dict(case=case, BM=bm, BN=bn, warps=warps, stages=stages, maxnreg=maxnreg)
+            pair, og, ln_w, ln_b, w, y_desc, M, NN, C, 1e-5, **opts)
+        row = dict(case=case, BM=bm, BN=bn, warps=warps, stages=stages, maxnreg=maxnreg, y_stages=y_stages)
         try:
             launch()
             torch.cuda.synchronize()
@@ -56,7 +57,7 @@ def run(case: str, results: list) -> None:
         ms = do_bench(launch, warmup=50, rep=300, return_mode="median")
         row.update(ms=ms, tbps=nbytes / ms / 1e9)
         results.append(row)
-        print(f"{case} BM{bm} BN{bn} w{warps} s{stages} r{maxnreg}: {ms:.4f} ms {row['tbps']:.2f} TB/s "
+        print(f"{case} BM{bm} BN{bn} w{warps} s{stages} r{maxnreg} y{y_stages}: {ms:.4f} ms {row['tbps']:.2f} TB/s "
               f"ok={row['ok']}", flush=True)
 
 

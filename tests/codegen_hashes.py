@@ -144,9 +144,9 @@ SHIPPED = (
       for variant, incoming in (("", False), (".incoming", True))),
     *(Spec(f"tritium.trimul.out.bn{bn}", _TRIMUL, "trimul_out_kernel",
            {"p_ptr": "*bf16", "og_ptr": "*fp16", "ln_w_ptr": "*fp32", "ln_b_ptr": "*fp32", "w_ptr": "*fp16",
-            "y_ptr": "*fp32", "M": "i32", "NN": "i32", "C": "i32", "eps": "fp32"},
-           {"H": 128, "BM": 64, "BN": bn, "NUM_STAGES": 2},
-           ("p_ptr", "og_ptr", "ln_w_ptr", "ln_b_ptr", "w_ptr", "y_ptr", "M", "NN", "C"),
+            "y_desc": _desc("fp32", 64, bn), "M": "i32", "NN": "i32", "C": "i32", "eps": "fp32"},
+           {"H": 128, "BM": 64, "BN": bn, "NUM_STAGES": 2, "Y_STAGES": 1},
+           ("p_ptr", "og_ptr", "ln_w_ptr", "ln_b_ptr", "w_ptr", "M", "NN", "C"),
            {"num_warps": 4, "maxnreg": 128})
       for bn in (32, 64)),
 )

@@ -78,7 +78,7 @@ def test_direct_launches_are_cached_and_follow_new_pointers():
     second = matmul(a2, b2)  # same key, new addresses: new descriptors, same compiled kernel
     assert len(launch._calls) == 1 and len(call.compiled) == 1
     # The first call went through the JIT (host TensorDescriptors), so only direct launches fill the cache.
-    descriptors = next(iter(call.compiled.values())).descriptors
+    descriptors = next(iter(call.compiled.values())).descriptors.slots
     assert set(descriptors[0]) == {a2.data_ptr()} and set(descriptors[1]) == {b2.data_ptr()}
     third = matmul(a, b)  # the first operands again, now launched directly: both addresses are cached
     assert len(launch._calls) == 1 and len(call.compiled) == 1

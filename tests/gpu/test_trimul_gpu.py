@@ -172,8 +172,8 @@ def test_pack_kernel_equals_pack_weights_bit_for_bit(C, H, out_dtype):
 def test_data_writes_are_followed_while_the_graph_replays(monkeypatch):
     """A small call replays its CUDA graph at one address; ``.data`` writes to a projection weight, the input
     norm's weight and to_out's weight (an EMA update's) are in the next calls' outputs, through a graph
-    captured before the writes (the packed buffers keep their addresses; the pack kernel runs before the
-    replay). The references are computed first, and no output is kept across a call, so that the caching
+    captured before the writes (the packed buffers keep their addresses; the pack kernel is the replay's
+    first launch). The references are computed first, and no output is kept across a call, so that the caching
     allocator hands every call the same output address."""
     from tritium.kernels import trimul as kernels
     case = Case(64, 1, 128, True, "normal")

@@ -32,6 +32,12 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None, enab
     q's shape and dtype.
     """
     check_inputs(q, k, v, "attention", enable_gqa)
+    return run(q, k, v, causal, sm_scale)
+
+
+def run(q, k, v, causal: bool, sm_scale: float | None):
+    """:func:`attention` on inputs the caller has checked (``tritium.ops.attention`` checks them in its own name,
+    and a second check costs host time on every call)."""
     kernel = pick_kernel(q.shape[2], q.shape[3], causal, k.shape[1] != q.shape[1])
     if kernel is attn_fwd_persistent_hopper:
         return persistent_forward(q, k, v, causal, sm_scale, store_lse=False)[0]

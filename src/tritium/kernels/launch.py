@@ -87,6 +87,28 @@ def clear_launch_caches() -> None:
         cache.clear()
 
 
+class DescriptorCache:
+    """The launcher arguments of encoded TMA descriptors, per descriptor slot of one compiled kernel, by the
+    address of the tensor each describes (the rest of what a descriptor encodes is fixed by the caller per
+    slot): a tensor at a reused address, as the caching allocator hands out, costs no new CUtensorMap. Up to
+    :data:`DESCRIPTORS_PER_OPERAND` addresses per slot, the least recently added dropped first."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots: list[OrderedDict] = [OrderedDict() for _ in range(slots)]
+
+    def args(self, slot: int, tensor: Any, host: Any, meta: Any) -> list:
+        """Slot ``slot``'s launcher arguments over ``tensor`` (anything with a ``data_ptr()``); on a new address
+        ``host(slot, tensor)`` makes its host TensorDescriptor, encoded with ``meta``, the TMA metadata Triton
+        computed for the kernel's parameter (:attr:`tritium.compat.DirectLaunch.descriptor_meta`)."""
+        cache, ptr = self.slots[slot], tensor.data_ptr()
+        args = cache.get(ptr)
+        if args is None:
+            args = cache[ptr] = compat.descriptor_args(host(slot, tensor), meta)
+            if len(cache) > DESCRIPTORS_PER_OPERAND:
+                cache.popitem(last=False)
+        return args
+
+
 class DescriptorLaunch:
     """One specialization of a kernel whose leading parameters are TMA descriptors, launched directly.
 
@@ -101,7 +123,7 @@ class DescriptorLaunch:
     def __init__(self, kernel: Any, grid: tuple, blocks: Sequence[Sequence[int]], consts: dict) -> None:
         self.kernel, self.grid, self.consts = kernel, tuple(grid) + (1, ) * (3 - len(grid)), consts
         self.blocks = [list(b) for b in blocks]
-        self.compiled: dict[str, tuple[compat.DirectLaunch, list, list]] = {}  # digest -> (launch, constexprs, caches)
+        self.compiled: dict[str, tuple[compat.DirectLaunch, list, DescriptorCache]] = {}  # digest -> its launch
 
     def launch(self, device: int, operands: Sequence[Any], args: Sequence[Any]) -> None:
         if _INTERPRET or compat.launch_hooks_active():
@@ -112,18 +134,12 @@ class DescriptorLaunch:
         if entry is None:
             launched = jit_launch(self.kernel, self.grid, [*self._host_descriptors(operands), *args], self.consts)
             if launched is not None:
-                self.compiled[digest] = (*launched, [OrderedDict() for _ in operands])
+                self.compiled[digest] = (*launched, DescriptorCache(len(operands)))
             return
-        direct, constexprs, caches = entry
+        direct, constexprs, descriptors = entry
         expanded = []
         for i, t in enumerate(operands):
-            cache, ptr = caches[i], t.data_ptr()
-            desc = cache.get(ptr)
-            if desc is None:
-                desc = cache[ptr] = compat.descriptor_args(self._host_descriptor(i, t), direct.descriptor_meta[i])
-                if len(cache) > DESCRIPTORS_PER_OPERAND:
-                    cache.popitem(last=False)
-            expanded += desc
+            expanded += descriptors.args(i, t, self._host_descriptor, direct.descriptor_meta[i])
         direct(self.grid, compat.current_stream(device), [*expanded, *args, *constexprs])
 
     def _host_descriptor(self, i: int, t: Any) -> Any:

@@ -50,7 +50,7 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from .. import compat, knobs
-from .launch import interpreting, jit_launch, sm_count
+from .launch import DescriptorCache, interpreting, jit_launch, sm_count
 from .partitions import wait_stage
 from .tiles import column_subtiles, grouped_tile
 
@@ -88,13 +88,14 @@ class PairConfig(NamedTuple):
 
 
 class OutConfig(NamedTuple):
-    """The output kernel's row block, column tile, Wo^T ring depth, warps and register cap (its launch's
-    constexprs and options)."""
+    """The output kernel's row block, column tile, Wo^T ring depth, warps, register cap and y staging tiles
+    (its launch's constexprs and options)."""
     BM: int
     BN: int
     NUM_STAGES: int
     num_warps: int
     maxnreg: int
+    Y_STAGES: int = 1
 
 
 #: One warpgroup over 64 rows, capped at 128 registers a thread (no spills): three or four programs share an
@@ -426,9 +427,14 @@ def _k_in_range(offs_k, limit, INCOMING: tl.constexpr):
 
 
 @triton.jit
-def trimul_out_kernel(p_ptr, og_ptr, ln_w_ptr, ln_b_ptr, w_ptr, y_ptr, M, NN, C, eps, H: tl.constexpr,
-                      BM: tl.constexpr, BN: tl.constexpr, NUM_STAGES: tl.constexpr):
-    """y[m] = (LayerNorm_H(p[:, m]) * og[m]) @ Wo^T for BM rows; ``p`` [B * H, NN], ``w_ptr`` Wo^T [H, C]."""
+def trimul_out_kernel(p_ptr, og_ptr, ln_w_ptr, ln_b_ptr, w_ptr, y_desc, M, NN, C, eps, H: tl.constexpr,
+                      BM: tl.constexpr, BN: tl.constexpr, NUM_STAGES: tl.constexpr, Y_STAGES: tl.constexpr):
+    """y[m] = (LayerNorm_H(p[:, m]) * og[m]) @ Wo^T for BM rows; ``p`` [B * H, NN], ``w_ptr`` Wo^T [H, C],
+    ``y_desc`` over y [M, C] fp32 in [BM, BN] blocks.
+
+    y is most of the kernel's traffic (4 C bytes a row against 4 H read), so its tiles leave by TMA stores
+    from a ring of Y_STAGES shared-memory tiles: one bulk copy per tile, drained under the next tiles'
+    wgmmas, in place of a register store per thread and row."""
     m0 = tl.program_id(0) * BM
     b = m0 // NN
     hs = tl.arange(0, H)
@@ -458,7 +464,7 @@ def trimul_out_kernel(p_ptr, og_ptr, ln_w_ptr, ln_b_ptr, w_ptr, y_ptr, M, NN, C,
     gate = tl.load(og_ptr + rows64[:, None] * H + hs[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
     a = ((d * rstd[:, None] * g[None, :] + beta[None, :]) * gate).to(dtype)
 
-    cols = tl.arange(0, BN)
+    y_bufs = tlx.local_alloc((BM, BN), tl.float32, Y_STAGES)
     for n in tl.range(0, n_tiles, num_stages=0):
         s = n % NUM_STAGES
         tlx.async_load_wait_group(NUM_STAGES - 2)
@@ -467,8 +473,13 @@ def trimul_out_kernel(p_ptr, og_ptr, ln_w_ptr, ln_b_ptr, w_ptr, y_ptr, M, NN, C,
         i = n + NUM_STAGES - 1
         tlx.async_load(w_ptrs + i * BN, w_bufs[i % NUM_STAGES], mask=hs[:, None] + i * H < n_tiles * H)
         tlx.async_load_commit_group()
-        tl.store(y_ptr + rows64[:, None] * C + (n * BN + cols)[None, :], acc, mask=row_ok[:, None])
+        tlx.async_descriptor_store_wait(Y_STAGES - 1)  # the store that last read this tile's buffer is done
+        y_buf = y_bufs[n % Y_STAGES]
+        tlx.local_store(y_buf, acc)
+        tlx.fence_async_shared()
+        tlx.async_descriptor_store(y_desc, y_buf, [m0, n * BN])  # rows past M are clipped
     tlx.async_load_wait_group(0)
+    tlx.async_descriptor_store_wait(0)
 
 
 #: The triangle updates: outgoing sums over the k of rows i and j, incoming over the k of columns i and j.
@@ -517,11 +528,18 @@ def center_block(C: int) -> tuple[int, int, int]:
 
 
 class _Desc(NamedTuple):
-    """A host TMA descriptor to be: its tensor, its block and its slot among the plan's descriptors (the key
-    of its cached launcher arguments, with the tensor's address)."""
+    """A host TMA descriptor to be: its tensor, its block and its slot among the plan's descriptors (where its
+    launcher arguments are cached, by the tensor's address)."""
     tensor: object
     block: tuple
     slot: int
+
+    def data_ptr(self) -> int:
+        return self.tensor.data_ptr()
+
+
+#: Descriptor slots of a :class:`Plan` (the ``slot`` of each :class:`_Desc` it makes).
+_DESC_SLOTS = 10
 
 
 class Launcher:
@@ -553,6 +571,11 @@ class Launcher:
             direct((*grid, 1, 1)[:3], compat.current_stream(self.device.index),
                    [*self._expanded(args, direct), *const_values])
 
+    def ready(self, kernels) -> bool:
+        """Whether every kernel of ``kernels`` launches directly under the pipelines now in effect (nothing to
+        compile)."""
+        return all(self.direct.get((k, compat.pipeline_digest(k))) for k in kernels)
+
     def _host(self, arg):
         """``arg`` as the JIT takes it."""
         return arg
@@ -568,9 +591,8 @@ class Plan(Launcher):
     and the compiled kernels' direct launches (:class:`Launcher`):
     the host time before a call's first kernel, and between kernels while they are short, is the call's
     time. Host TMA descriptors encode their tensor's address, so their launcher arguments are kept per
-    address: the caching allocator hands the same intermediate buffers back call after call."""
-
-    DESCRIPTORS_KEPT = 64
+    address (:class:`tritium.kernels.launch.DescriptorCache`): the caching allocator hands the same intermediate
+    buffers back call after call."""
 
     def __init__(self, B: int, N: int, C: int, H: int, device, incoming: bool = False) -> None:
         super().__init__(device)
@@ -588,52 +610,49 @@ class Plan(Launcher):
         self.out_cfg = out_config(C)
         self.out_grid = (triton.cdiv(self.M, self.out_cfg.BM), )
         self.graphs = _graphs if not self.interpreting and self.M <= GRAPH_MAX_ROWS else None
-        self.descriptors: dict = {}  # (slot, address) -> launcher arguments
+        self.descriptors = DescriptorCache(_DESC_SLOTS)
 
     def _host(self, arg):
         from triton.tools.tensor_descriptor import TensorDescriptor
         return TensorDescriptor.from_tensor(arg.tensor, list(arg.block)) if type(arg) is _Desc else arg
+
+    def _host_of(self, slot: int, desc: _Desc):
+        return self._host(desc)
 
     def _expanded(self, args: list, direct) -> list:
         metas = iter(direct.descriptor_meta)  # the kernel's descriptor parameters, in order
         expanded = []
         for a in args:
             if type(a) is _Desc:
-                expanded += self._descriptor_args(a, next(metas))
+                expanded += self.descriptors.args(a.slot, a, self._host_of, next(metas))
             else:
                 expanded.append(a)
         return expanded
 
-    def _descriptor_args(self, desc: _Desc, meta) -> list:
-        key = (desc.slot, desc.tensor.data_ptr())
-        args = self.descriptors.get(key)
-        if args is None:
-            if len(self.descriptors) >= self.DESCRIPTORS_KEPT:
-                self.descriptors.clear()
-            args = self.descriptors[key] = compat.descriptor_args(self._host(desc), meta)
-        return args
-
     def __call__(self, x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float,
-                 stages=None):
+                 stages=None, prologue=None):
         """y [B, N, N, C] fp32 from checked, contiguous arguments. ``stages``: an optional callable
         ``stages(name)`` returning a context manager entered around each launch (the benchmark's per-kernel
-        timing); with it, every call launches its kernels one by one."""
+        timing); with it, every call launches its kernels one by one. ``prologue``: the caller's launch to run
+        first, in the same graph (see :func:`launch`)."""
         import torch
 
         y = torch.empty((self.B, self.N, self.N, self.C), device=x.device, dtype=torch.float32)
         inputs = (x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t)
-        if stages is None and self.graphs is not None and self.graphs.replay(self, inputs, y, eps, out_eps):
+        if stages is None and self.graphs is not None and self.graphs.replay(self, inputs, y, eps, out_eps, prologue):
             return y
-        self.launch_all(inputs, y, eps, out_eps, stages)
+        self.launch_all(inputs, y, eps, out_eps, stages, prologue)
         return y
 
-    def launch_all(self, inputs: tuple, y, eps: float, out_eps: float, stages=None) -> None:
-        """The launches, writing ``y``; the intermediates come from the caching allocator (or, while a
-        :class:`Graphs` captures, from the graph's private pool)."""
+    def launch_all(self, inputs: tuple, y, eps: float, out_eps: float, stages=None, prologue=None) -> None:
+        """The launches (``prologue``'s first), writing ``y``; the intermediates come from the caching allocator
+        (or, while a :class:`Graphs` captures, from the graph's private pool)."""
         import contextlib
 
         import torch
 
+        if prologue is not None:
+            prologue()
         x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t = inputs
         M, NN, C, H = self.M, self.NN, self.C, self.H
         dev = x.device
@@ -667,14 +686,12 @@ class Plan(Launcher):
         with stage("pair"):
             self.run(trimul_pair_kernel, self.pair_grid, [left, right, pair, self.N],
                      dict(self.pair_cfg._asdict(), INCOMING=self.incoming))
+        y_desc = _Desc(y.view(M, C), (self.out_cfg.BM, self.out_cfg.BN), 9)
         with stage("out"):
             self.run(trimul_out_kernel, self.out_grid,
-                     [pair, og, out_ln_w, out_ln_b, w_out_t, y, self.M, NN, C, out_eps],
+                     [pair, og, out_ln_w, out_ln_b, w_out_t, y_desc, self.M, NN, C, out_eps],
                      dict(self.out_cfg._asdict(), H=H))
 
-    def ready(self) -> bool:
-        """Whether every kernel launches directly under the pipelines now in effect (nothing to compile)."""
-        return all(self.direct.get((k, compat.pipeline_digest(k))) for k in self.kernels)
 
 
 class Graphs:
@@ -699,18 +716,20 @@ class Graphs:
         self.graphs: OrderedDict = OrderedDict()
         self.seen: set = set()  # keys seen once, not yet captured
 
-    def replay(self, plan: Plan, inputs: tuple, y, eps: float, out_eps: float) -> bool:
-        """Replay (capturing first if due) the graph of this call; False where the call must launch directly."""
+    def replay(self, plan: Plan, inputs: tuple, y, eps: float, out_eps: float, prologue=None) -> bool:
+        """Replay (capturing first if due) the graph of this call, ``prologue``'s launch included; False where the
+        call must launch directly."""
         import torch
 
         if torch.cuda.is_current_stream_capturing() or compat.launch_hooks_active():
             return False
-        digests = tuple(compat.pipeline_digest(k) for k in plan.kernels)
-        key = (plan, compat.current_stream(plan.device.index), digests, eps, out_eps, y.data_ptr(),
+        kernels = plan.kernels if prologue is None else (*plan.kernels, prologue.kernel)
+        digests = tuple(compat.pipeline_digest(k) for k in kernels)
+        key = (plan, prologue, compat.current_stream(plan.device.index), digests, eps, out_eps, y.data_ptr(),
                *(t.data_ptr() for t in inputs))
         graph = self.graphs.get(key)
         if graph is None:
-            if not plan.ready():
+            if not (plan.ready(plan.kernels) and (prologue is None or prologue.ready())):
                 return False
             if key not in self.seen:
                 if len(self.seen) >= self.SEEN_KEPT:
@@ -720,7 +739,7 @@ class Graphs:
             self.seen.discard(key)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                plan.launch_all(inputs, y, eps, out_eps)
+                plan.launch_all(inputs, y, eps, out_eps, prologue=prologue)
             if len(self.graphs) >= self.KEPT:
                 self.graphs.popitem(last=False)
             self.graphs[key] = graph
@@ -743,9 +762,13 @@ PLANS_KEPT = 64
 
 
 def launch(x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: float, out_eps: float,
-           incoming: bool = False, stages=None):
+           incoming: bool = False, stages=None, prologue=None):
     """Run the kernels on checked, contiguous arguments; returns y [B, N, N, C] fp32 (see :class:`Plan`).
-    ``incoming``: the incoming update (sum over k of left[k, i] right[k, j]) instead of the outgoing one."""
+    ``incoming``: the incoming update (sum over k of left[k, i] right[k, j]) instead of the outgoing one.
+    ``prologue``: a launch to run before the kernels, part of a small call's graph (``TriMul``'s weight
+    packing, which writes the weights the kernels read: replayed with them, it costs no host time of its own):
+    a callable with a ``kernel`` attribute (its digest is part of the graph's key) and a ``ready()`` method
+    (whether it launches without compiling)."""
     B, N, _, C = x.shape
     inputs = (x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t)
     key = (B, N, C, w_out_t.shape[0], x.device, mask.dtype, w_out_t.dtype, incoming, fused_centering(C),
@@ -755,4 +778,4 @@ def launch(x, mask, w_proj_t, proj_terms, out_ln_w, out_ln_b, w_out_t, eps: floa
         if len(_plans) >= PLANS_KEPT:
             _plans.clear()
         plan = _plans[key] = Plan(B, N, C, w_out_t.shape[0], x.device, incoming)
-    return plan(*inputs, eps, out_eps, stages)
+    return plan(*inputs, eps, out_eps, stages, prologue)

@@ -111,6 +111,8 @@ class Packer:
     weights [H, C], the input LayerNorm's weight and bias [C], to_out's weight [C, H], all contiguous, on
     ``proj``'s device."""
 
+    kernel = trimul_pack_kernel
+
     def __init__(self, weights: list, proj, terms, out) -> None:
         C, H5 = proj.shape
         H = H5 // 5
@@ -128,6 +130,10 @@ class Packer:
                 self.launcher.run(trimul_pack_kernel, self.grid, self.args, self.consts)
         else:
             self.launcher.run(trimul_pack_kernel, self.grid, self.args, self.consts)
+
+    def ready(self) -> bool:
+        """Whether the pack kernel launches directly (compiled under the pipelines now in effect)."""
+        return self.launcher.ready((trimul_pack_kernel, ))
 
 
 def runs_on(device) -> bool:

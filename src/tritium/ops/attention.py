@@ -36,8 +36,8 @@ from typing import Optional
 
 import torch
 
-from ..kernels.attention import attention as kernel_attention
-from ..kernels.attention import attention_forward
+from ..kernels.attention import run as run_attention
+from ..kernels.attention_persistent_hopper import forward as persistent_forward
 from ..kernels.attention_bwd_hopper import check_backward, launch_backward
 from ..kernels.attention_ws_hopper import check_inputs, check_shapes
 from . import launch as ops_launch
@@ -74,7 +74,7 @@ def _on_device(q: torch.Tensor, fn, *args):
 def _attention_inference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sm_scale: Optional[float],
                          enable_gqa: bool) -> torch.Tensor:
     _check_real(q, k, v, sm_scale, enable_gqa)
-    return _on_device(q, kernel_attention, q, k, v, causal, sm_scale, enable_gqa)
+    return _on_device(q, run_attention, q, k, v, causal, sm_scale)
 
 
 def _attention_inference_fake(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
@@ -95,7 +95,7 @@ registration.define("tritium::_attention_inference", "(Tensor q, Tensor k, Tenso
 def _attention_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, sm_scale: Optional[float],
                        enable_gqa: bool) -> tuple[torch.Tensor, torch.Tensor]:
     _check_real(q, k, v, sm_scale, enable_gqa)
-    return _on_device(q, attention_forward, q, k, v, causal, sm_scale, enable_gqa)
+    return _on_device(q, persistent_forward, q, k, v, causal, sm_scale)
 
 
 @_attention_forward.register_fake

@@ -29,7 +29,6 @@ multiples of 16 bytes.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +36,7 @@ import triton
 
 from .. import compat
 from ..kernels import gemm_pipelined_hopper as pipelined
-from ..kernels.launch import (DESCRIPTORS_PER_OPERAND, LaunchCache, clear_launch_caches, interpreting, jit_launch,
-                              sm_count)
+from ..kernels.launch import DescriptorCache, LaunchCache, clear_launch_caches, interpreting, jit_launch, sm_count
 from .plans import VARIANTS, Plan
 
 #: Problems up to this much work (M * N * K) launch with programmatic dependent launch: the kernel waits
@@ -59,9 +57,9 @@ def check_not_cpu(op: str, name: str, tensor: Any) -> None:
 class _Compiled:
     direct: compat.DirectLaunch
     constexpr_values: list  # the kernel's constexpr parameters, in order, after its runtime ones
-    # TMA kernels, per operand (A, B, C): address -> launcher arguments of its descriptor (the descriptor
-    # metadata belongs to this compiled kernel, so the cache lives with it)
-    descriptors: tuple = ()
+    # TMA kernels: the encoded descriptors of A, B and C (slots 0-2) by address (the descriptor metadata belongs
+    # to this compiled kernel, so the cache lives with it)
+    descriptors: DescriptorCache | None = None
 
 
 def _padded_cols(cols: int, elem_size: int) -> int:
@@ -191,8 +189,9 @@ class Call:
             self._first_launch(digest, a, b, c, *extra)
             return
         if self.variant.tma:
-            args = [*self._descriptor(entry, 0, a), *self._descriptor(entry, 1, b), *self._descriptor(entry, 2, c),
-                    self.M, self.N, self.K, *extra, *entry.constexpr_values]
+            descriptors, host, metas = entry.descriptors, self._host_descriptor, entry.direct.descriptor_meta
+            args = [*descriptors.args(0, a, host, metas[0]), *descriptors.args(1, b, host, metas[1]),
+                    *descriptors.args(2, c, host, metas[2]), self.M, self.N, self.K, *extra, *entry.constexpr_values]
         else:
             args = [a, b, c, *self.pointer_args, *entry.constexpr_values]
         entry.direct(self.grid, compat.current_stream(self.device.index), args)
@@ -212,17 +211,6 @@ class Call:
         desc.__dict__.update(template.__dict__, base=t)
         return desc
 
-    def _descriptor(self, entry: _Compiled, i: int, t) -> list:
-        """Launcher arguments of operand ``i``'s TMA descriptor over ``t``, from the cache when possible."""
-        cache = entry.descriptors[i]
-        ptr = t.data_ptr()
-        args = cache.get(ptr)
-        if args is None:
-            args = cache[ptr] = compat.descriptor_args(self._host_descriptor(i, t), entry.direct.descriptor_meta[i])
-            if len(cache) > DESCRIPTORS_PER_OPERAND:
-                cache.popitem(last=False)
-        return args
-
     def _jit_args(self, a, b, c, *extra) -> tuple[list, dict]:
         """Positional arguments and keyword constexprs of the kernel, as ``kernel[grid](...)`` takes them."""
         consts = {**self.variant.constexprs(self.plan.config), **self.call_constexprs, "PDL": self.pdl,
@@ -237,7 +225,7 @@ class Call:
         """Launch through the JIT (compiling if needed) and keep what later direct launches need."""
         launched = jit_launch(self.variant.kernel, self.grid, *self._jit_args(a, b, c, *extra))
         if launched is not None:
-            descriptors = tuple(OrderedDict() for _ in range(3)) if self.variant.tma else ()
+            descriptors = DescriptorCache(3) if self.variant.tma else None
             self.compiled[digest] = _Compiled(*launched, descriptors)
 
 

@@ -176,17 +176,20 @@ def _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, o
 
 
 def _compute(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t,
-             eps, out_eps, direction) -> torch.Tensor:
-    """The op's real implementation."""
+             eps, out_eps, direction, prologue=None) -> torch.Tensor:
+    """The op's real implementation; ``prologue`` as :func:`tritium.kernels.trimul.launch` takes it."""
     _check(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t, direction)
     if x.numel() == 0:
+        if prologue is not None:
+            prologue()
         return torch.zeros_like(x)
     args = [t.contiguous() for t in (x, mask, proj_weight_t, proj_terms, out_norm_weight,
                                      out_norm_bias, out_weight_t)]
+    incoming = direction == "incoming"
     if x.device.type == "cuda" and x.device.index != torch.cuda.current_device():
         with torch.cuda.device(x.device):
-            return kernels.launch(*args, eps, out_eps, direction == "incoming")
-    return kernels.launch(*args, eps, out_eps, direction == "incoming")
+            return kernels.launch(*args, eps, out_eps, incoming, prologue=prologue)
+    return kernels.launch(*args, eps, out_eps, incoming, prologue=prologue)
 
 
 @torch.library.custom_op("tritium::trimul", mutates_args=())
@@ -212,9 +215,20 @@ def trimul(x: torch.Tensor, mask: torch.Tensor, proj_weight_t: torch.Tensor, pro
     """The fused trimul forward (see the module docstring for the contract): ``torch.ops.tritium.trimul``,
     or its implementation directly where nothing would observe the dispatch (:func:`tritium.ops.gemm.direct_ok`:
     the dispatcher costs microseconds of host time before the first kernel starts)."""
+    return trimul_after(None, x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t, eps,
+                        out_eps, direction)
+
+
+def trimul_after(prologue, x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t,
+                 eps: float = 1e-5, out_eps: float = 1e-5, direction: str = "outgoing") -> torch.Tensor:
+    """:func:`trimul` after ``prologue``, a launch that writes the packed weights (``TriMul``'s packing): on the
+    direct path it goes to the kernels' launch, which replays it in a small call's graph, else it runs
+    first."""
     if direct_ok(x, mask):
         return _compute(x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias,
-                        out_weight_t, eps, out_eps, direction)
+                        out_weight_t, eps, out_eps, direction, prologue)
+    if prologue is not None:
+        prologue()
     kernels.check_direction(direction, _OP)  # before the dispatcher, which refuses a non-str in its own words
     return torch.ops.tritium.trimul(x, mask, proj_weight_t, proj_terms, out_norm_weight,
                                     out_norm_bias, out_weight_t, eps, out_eps, direction)

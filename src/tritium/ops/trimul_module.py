@@ -6,7 +6,7 @@ import torch
 from ..kernels import trimul as kernels
 from ..kernels import trimul_pack
 from ..kernels.trimul_reference import TriMulReference
-from .trimul import PROJECTIONS, choose_dtype, pack_weights, trimul
+from .trimul import PROJECTIONS, choose_dtype, pack_weights, trimul_after
 
 
 class TriMul(TriMulReference):
@@ -20,7 +20,8 @@ class TriMul(TriMulReference):
     leaving the parameters' ``.grad`` at None (call it under ``torch.no_grad()``, or freeze the parameters).
 
     Every eager call packs the weights afresh from the parameters' current values, by one small kernel
-    (:mod:`tritium.kernels.trimul_pack`) writing buffers the module owns: the output follows every change to
+    (:mod:`tritium.kernels.trimul_pack`, launched as the call's first kernel, so a small call's CUDA graph replays
+    it with the others) writing buffers the module owns: the output follows every change to
     the parameters, ``p.data.copy_(...)`` and other writes that no version counter sees (EMA updates, init
     code) included. The buffers keep their addresses while the parameters keep their storage, so a small
     call's CUDA graph keeps replaying. The choice of fp16 or bf16 for the output path (which the parameters
@@ -64,6 +65,12 @@ class TriMul(TriMulReference):
         and kept while the parameters keep their storage and the output path its dtype."""
         if torch.compiler.is_compiling():  # traced: the packing is in the graph, in the dtype chosen eagerly
             return pack_weights(dict(self.named_parameters()), self._out_dtype)
+        packed = self._current_buffers()
+        self._refresh()
+        return packed
+
+    def _current_buffers(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The packed buffers for the parameters as they are now (made anew where needed), not yet refreshed."""
         modules = self._modules
         params = [modules[child]._parameters[name] for child, name in self._param_names]
         # A dtype or device move gives a parameter new storage (a new address, as the old one is still
@@ -78,7 +85,6 @@ class TriMul(TriMulReference):
             if buffers_key != self._buffers_key:
                 self._allocate()
                 self._buffers_key = buffers_key
-        self._refresh()
         return self._packed
 
     def _allocate(self) -> None:
@@ -102,12 +108,19 @@ class TriMul(TriMulReference):
                 buf.copy_(new)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        proj_t, terms, out_t = self.packed_weights()
+        # The pack kernel goes with the call's launches (into a small call's graph); other refreshes run now.
+        if torch.compiler.is_compiling():
+            (proj_t, terms, out_t), prologue = self.packed_weights(), None
+        else:
+            proj_t, terms, out_t = self._current_buffers()
+            prologue = self._refresh if isinstance(self._refresh, trimul_pack.Packer) else None
+            if prologue is None:
+                self._refresh()
         if x.dim() and x.shape[-1] != out_t.shape[1]:  # the op would blame its packed out_weight_t
             raise ValueError(f"TriMul: x's last dimension {x.shape[-1]} does not match the module's dim "
                              f"{out_t.shape[1]}")
-        y = trimul(x, mask, proj_t, terms, self.to_out_norm.weight, self.to_out_norm.bias, out_t,
-                   self.norm.eps, self.to_out_norm.eps, self.direction)
+        y = trimul_after(prologue, x, mask, proj_t, terms, self.to_out_norm.weight, self.to_out_norm.bias, out_t,
+                         self.norm.eps, self.to_out_norm.eps, self.direction)
         if torch.is_grad_enabled():
             wanting = [p for p in self._packed_params if p.requires_grad] if self._packed_params else [
                 p for p in self.parameters() if p.requires_grad]
