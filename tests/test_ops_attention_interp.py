@@ -34,6 +34,16 @@ def test_op_matches_sdpa(shape, causal, dtype, sm_scale):
     _check(o, q, k, v, causal, sm_scale, 2e-3 if dtype == torch.float16 else 1e-2)
 
 
+def test_eager_calls_check_the_flags_the_dispatcher_would():
+    """An eager call without gradients skips the dispatcher (registration.direct_ok), so the op checks the types of
+    its non-tensor arguments itself, naming each."""
+    q = torch.randn(1, 1, 16, 64, dtype=torch.float16)
+    for kwargs, name in (({"causal": "yes"}, "causal"), ({"enable_gqa": 1}, "enable_gqa"),
+                         ({"sm_scale": "0.125"}, "sm_scale"), ({"sm_scale": True}, "sm_scale")):
+        with pytest.raises(TypeError, match=f"tritium.ops.attention: {name} must be a"):
+            attention(q, q, q, **kwargs)
+
+
 def test_strided_inputs():
     torch.manual_seed(1)
     q, k, v = (torch.randn(1, 30, 2, 64, dtype=torch.float16).transpose(1, 2) for _ in range(3))

@@ -15,7 +15,7 @@ import torch  # noqa: E402
 
 from tritium.kernels import gemm_splitk_hopper as splitk  # noqa: E402
 from tritium.kernels.tiles import WSConfig  # noqa: E402
-from tritium.ops import gemm, plans  # noqa: E402
+from tritium.ops import gemm, plans, registration  # noqa: E402
 from tritium.ops import matmul  # noqa: E402
 
 
@@ -173,15 +173,15 @@ def test_backward_and_torch_compile_fullgraph():
 def test_eager_calls_skip_the_dispatcher_only_when_nothing_observes_them():
     from torch._subclasses.fake_tensor import FakeTensorMode
     a, b = _operands(8, 8, 8, torch.float16, False)
-    assert gemm.direct_ok(a, b)
-    assert not gemm.direct_ok(a.clone().requires_grad_(), b)
+    assert registration.direct_ok(a, b)
+    assert not registration.direct_ok(a.clone().requires_grad_(), b)
     with torch.no_grad():
-        assert gemm.direct_ok(a.clone().requires_grad_(), b)
+        assert registration.direct_ok(a.clone().requires_grad_(), b)
     with FakeTensorMode() as mode:
         fa, fb = mode.from_tensor(a), mode.from_tensor(b)
-        assert not gemm.direct_ok(fa, fb)
+        assert not registration.direct_ok(fa, fb)
         assert matmul(fa, fb).shape == (8, 8)  # through the op's fake implementation
-    assert not gemm.direct_ok(a.to("meta"), b.to("meta"))
+    assert not registration.direct_ok(a.to("meta"), b.to("meta"))
     # vmap over the op: functorch-wrapped tensors go through the dispatcher (batched by its fallback)
     batch = torch.stack([a, 2 * a])
     out = torch.vmap(lambda x: matmul(x, b, out_dtype=torch.float32))(batch)

@@ -32,6 +32,7 @@ implementation: ``tritium::_attention_inference`` -> o where no gradient is need
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Optional
 
 import torch
@@ -162,8 +163,23 @@ def at_least_sdpa(seq: int, head_dim: int) -> bool:
     return head_dim == 128 and seq >= 8192
 
 
+def _check_flags(causal: object, sm_scale: object, enable_gqa: object) -> None:
+    """The schema's types of the non-tensor arguments, which the dispatcher checks (in words naming none of
+    them) and the direct path must check itself."""
+    for name, flag in (("causal", causal), ("enable_gqa", enable_gqa)):
+        if type(flag) is not bool:
+            raise TypeError(f"{_OP}: {name} must be a bool, got the {type(flag).__name__} {flag!r}")
+    if sm_scale is not None and (type(sm_scale) is bool or not isinstance(sm_scale, numbers.Real)):
+        raise TypeError(f"{_OP}: sm_scale must be a float or None, got the {type(sm_scale).__name__} {sm_scale!r}")
+
+
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
               sm_scale: Optional[float] = None, enable_gqa: bool = False) -> torch.Tensor:
     """softmax(q k^T * sm_scale [+ causal mask]) v with tritium's attention kernels, differentiable (the module
-    docstring has the contract), through the op ``torch.ops.tritium.attention``."""
+    docstring has the contract): the op ``torch.ops.tritium.attention``, or its inference implementation
+    directly where nothing would observe the dispatch (:func:`tritium.ops.registration.direct_ok`: two passes
+    through the dispatcher cost more host time than the launch)."""
+    if registration.direct_ok(q, k, v):
+        _check_flags(causal, sm_scale, enable_gqa)
+        return _attention_inference(q, k, v, causal, sm_scale, enable_gqa)
     return torch.ops.tritium.attention(q, k, v, causal, sm_scale, enable_gqa)

@@ -23,7 +23,8 @@ Contract:
 * Bad input raises ``ValueError``/``TypeError`` naming the argument; the fake (meta) implementation
   runs the same checks, so ``torch.compile`` reports them while tracing.
 * Host cost: :func:`matmul` calls the implementation directly when nothing would observe the
-  dispatch (:func:`direct_ok`: no autograd, tracing, mode or tensor subclass), else the op; the op's
+  dispatch (:func:`tritium.ops.registration.direct_ok`: no autograd, tracing, mode or tensor subclass), else
+  the op; the op's
   own Autograd kernel also calls the implementation directly when no gradient is recorded.
   A layout seen before skips the checks and the plan choice (:func:`_compute`) and launches the
   compiled kernel directly (:class:`tritium.ops.launch.Call`).
@@ -160,27 +161,11 @@ def _backward(ctx, grad: torch.Tensor):
 registration.define("tritium::matmul", "(Tensor a, Tensor b, ScalarType? out_dtype=None) -> Tensor", _compute,
                     _fake, 2, _backward, _setup_context)
 
-#: Let eager calls that nothing observes skip the dispatcher (see :func:`direct_ok`).
-DIRECT_EAGER = True
-
-
-def direct_ok(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether a call may skip the dispatcher and run the implementation directly, with the same result:
-    plain tensors (no subclass, fake or functorch-wrapped tensor) on CUDA (or on the CPU under the
-    interpreter), no tracing, no autograd to record, no torch function or dispatch mode active. Even the
-    op's lean registration (:mod:`tritium.ops.registration`) costs a pass through the dispatcher per call."""
-    return (DIRECT_EAGER and not torch.compiler.is_compiling() and type(a) is torch.Tensor
-            and type(b) is torch.Tensor and (a.is_cuda or (a.is_cpu and launch.interpreting()))
-            and not ((a.requires_grad or b.requires_grad) and torch.is_grad_enabled())
-            and torch._C._len_torch_dispatch_stack() == 0 and not torch._C._is_torch_function_mode_enabled()
-            and not torch._C._functorch.is_functorch_wrapped_tensor(a)
-            and not torch._C._functorch.is_functorch_wrapped_tensor(b))
-
-
 def matmul(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
     """``a @ b`` with tritium's GEMM kernels (see the module docstring for the contract): the op
-    ``torch.ops.tritium.matmul``, or its implementation directly where :func:`direct_ok` allows."""
-    if direct_ok(a, b):
+    ``torch.ops.tritium.matmul``, or its implementation directly where
+    :func:`tritium.ops.registration.direct_ok` allows."""
+    if registration.direct_ok(a, b):
         return _compute(a, b, out_dtype)
     _check_out_dtype_type(out_dtype)  # before the dispatcher, which refuses a non-dtype in its own words
     return torch.ops.tritium.matmul(a, b, out_dtype)

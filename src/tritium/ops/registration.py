@@ -54,6 +54,24 @@ def needs_grad(tensors: tuple) -> bool:
     return False
 
 
+def direct_ok(*tensors: torch.Tensor) -> bool:
+    """Whether an eager call on ``tensors`` may skip the dispatcher and run the op's implementation directly, with
+    the same result: plain tensors (no subclass, fake or functorch-wrapped tensor) on CUDA (or on the CPU under
+    the interpreter, judged by the first), no tracing, no autograd to record, no torch function or dispatch mode
+    active. Even a registration by :func:`define` costs a pass through the dispatcher per call."""
+    if (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack()
+            or torch._C._is_torch_function_mode_enabled()):
+        return False
+    first = tensors[0]
+    if type(first) is not torch.Tensor or not (first.is_cuda or (first.is_cpu and interpreting())):
+        return False
+    grad = torch.is_grad_enabled()
+    for t in tensors:
+        if type(t) is not torch.Tensor or (grad and t.requires_grad) or torch._C._functorch.is_functorch_wrapped_tensor(t):
+            return False
+    return True
+
+
 def define(qualname: str, schema: str, compute: Callable[..., torch.Tensor], fake: Callable[..., torch.Tensor],
            tensor_args: int, backward: Optional[Callable[..., tuple]] = None,
            setup_context: Optional[Callable[[Any, tuple, Any], None]] = None,

@@ -28,7 +28,7 @@ from typing import Optional
 import torch
 
 from . import launch, plans, registration
-from .gemm import direct_ok
+from .registration import direct_ok
 
 _OP = "tritium.ops.scaled_matmul"
 _OUT_DTYPES = (torch.bfloat16, torch.float16)
@@ -139,7 +139,7 @@ def scaled_matmul(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale
                   out_dtype: Optional[torch.dtype] = torch.bfloat16) -> torch.Tensor:
     """``(a @ b) * scale_a * scale_b`` for float8_e4m3fn ``a`` [M, K] and ``b`` [K, N] with fp32 accumulation
     (the module docstring has the contract): ``torch.ops.tritium.scaled_matmul``, or its implementation
-    directly where nothing would observe the dispatch (:func:`tritium.ops.gemm.direct_ok`)."""
+    directly where nothing would observe the dispatch (:func:`tritium.ops.registration.direct_ok`)."""
     if direct_ok(a, b):
         return _compute(a, b, scale_a, scale_b, out_dtype)
     _check_argument_types(scale_a, scale_b, out_dtype)

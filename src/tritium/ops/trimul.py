@@ -28,7 +28,7 @@ import torch
 
 from ..kernels import trimul as kernels
 from ..kernels.trimul_pack import pack_block
-from .gemm import direct_ok
+from .registration import direct_ok
 from .launch import check_not_cpu
 
 _OP = "tritium.ops.trimul"
@@ -213,7 +213,7 @@ def trimul(x: torch.Tensor, mask: torch.Tensor, proj_weight_t: torch.Tensor, pro
            out_weight_t: torch.Tensor, eps: float = 1e-5, out_eps: float = 1e-5,
            direction: str = "outgoing") -> torch.Tensor:
     """The fused trimul forward (see the module docstring for the contract): ``torch.ops.tritium.trimul``,
-    or its implementation directly where nothing would observe the dispatch (:func:`tritium.ops.gemm.direct_ok`:
+    or its implementation directly where nothing would observe the dispatch (:func:`tritium.ops.registration.direct_ok`:
     the dispatcher costs microseconds of host time before the first kernel starts)."""
     return trimul_after(None, x, mask, proj_weight_t, proj_terms, out_norm_weight, out_norm_bias, out_weight_t, eps,
                         out_eps, direction)
