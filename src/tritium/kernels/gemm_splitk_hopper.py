@@ -19,6 +19,7 @@ TMA zero-fills out-of-bounds loads and clips stores, so ragged M, N, K need no m
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import triton
 import triton.language as tl
@@ -27,7 +28,7 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig, grouped_tile, sync_grid_dependency, ws_constexprs
+from .tiles import WSConfig, grouped_tile, sync_grid_dependency, ws_blocks, ws_constexprs
 
 #: 128x128 tiles, 4 stages (4 x 32 KiB of operands), fp32 staging in 32-column slices (4 x 8 KiB).
 DEFAULT = WSConfig(BM=128, BN=128, NUM_STAGES=4, EPILOGUE_SUBTILES=4, SPLIT_K=4)
@@ -65,14 +66,9 @@ def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: 
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B and C descriptors: each consumer loads and reduces its BM/2 rows."""
-    return [cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs, K slices included (the launcher's and the ops layer's)."""
-    return ws_constexprs(cfg, split_k=True)
+#: Each consumer loads and reduces its BM/2 rows; the constexprs include the K slices.
+descriptor_blocks = ws_blocks
+constexprs = partial(ws_constexprs, split_k=True)
 
 
 def effective_split(K: int, BK: int, split_k: int) -> int:

@@ -32,7 +32,7 @@ import tritium.tlx as tlx
 
 from . import tiles
 from .partitions import load_steps, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig, grouped_tile, launch_tma_gemm, sync_grid_dependency, ws_constexprs
+from .tiles import WSConfig, grouped_tile, launch_tma_gemm, sync_grid_dependency, ws_blocks, ws_constexprs
 
 #: 128x128x64 tiles, 4 stages, 2 store slices: 4 x 32 KiB of operands + 4 x 8 KiB of staging, plus 32 KiB
 #: per consumer for the fix-up's layout conversions (224 KiB in all). Not yet measured.
@@ -137,14 +137,9 @@ def matmul_kernel_streamk(a_desc, b_desc, c_desc, M, N, K, ws_ptr, flags_ptr, BM
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B and C descriptors: each consumer loads and stores its BM/2 rows."""
-    return [cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs."""
-    return ws_constexprs(cfg)
+#: Each consumer loads and stores its BM/2 rows.
+descriptor_blocks = ws_blocks
+constexprs = ws_constexprs
 
 
 def programs(M: int, N: int, K: int, cfg: WSConfig, sms: int) -> int:

@@ -25,9 +25,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from . import tiles
 from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency, ws_constexprs
+from .tiles import WSConfig, grouped_tile, sync_grid_dependency, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x256 tiles (each consumer a 64x256 wgmma accumulator), 4 stages, 64-column store slices:
 #: 4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -65,22 +64,11 @@ def matmul_kernel_ws_cooperative(a_desc, b_desc, c_desc, M, N, K, BM: tl.constex
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B and C descriptors: each consumer loads and stores its BM/2 rows."""
-    return [cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs (the launcher's and the ops layer's)."""
-    return ws_constexprs(cfg)
-
-
-def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
-    """LARGE unless its tiles would leave SMs idle."""
-    return pick_tile(LARGE, SMALL, M, N, num_sms)
+#: Each consumer loads and stores its BM/2 rows.
+descriptor_blocks = ws_blocks
+constexprs = ws_constexprs
 
 
 def matmul(a, b, config: WSConfig | None = None, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
-    return launch_tma_gemm(matmul_kernel_ws_cooperative, a, b, descriptor_blocks(cfg), num_sms, **constexprs(cfg))
+    return ws_matmul(matmul_kernel_ws_cooperative, a, b, config, num_sms, LARGE, SMALL)

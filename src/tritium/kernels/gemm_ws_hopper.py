@@ -16,9 +16,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from . import tiles
 from .partitions import load_tiles, mma_steps, ring_barriers, ring_buffers, tile_counts
-from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, ws_constexprs
+from .tiles import WSConfig, grouped_tile, ws_constexprs, ws_matmul
 
 
 #: The published tile, and one for problems with few tiles.
@@ -77,13 +76,6 @@ def constexprs(cfg: WSConfig) -> dict:
     return consts
 
 
-def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
-    """The published tile unless it leaves most SMs idle."""
-    return pick_tile(LARGE, SMALL, M, N, num_sms)
-
-
 def matmul(a, b, config: WSConfig | None = None, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 tensors ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
-    blocks = ([cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES])
-    return launch_tma_gemm(matmul_kernel_ws_hopper, a, b, blocks, num_sms, **constexprs(cfg))
+    return ws_matmul(matmul_kernel_ws_hopper, a, b, config, num_sms, LARGE, SMALL, constexprs=constexprs)

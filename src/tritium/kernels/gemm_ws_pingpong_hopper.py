@@ -24,14 +24,15 @@ TMA zero-fills out-of-bounds loads and clips stores, so ragged M, N, K need no m
 """
 from __future__ import annotations
 
+from functools import partial
+
 import triton
 import triton.language as tl
 
 import tritium.tlx as tlx
 
-from . import tiles
 from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency, ws_constexprs
+from .tiles import WSConfig, grouped_tile, sync_grid_dependency, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x128 tiles per consumer (a 128x128 fp32 accumulator: 128 registers per thread), 6 stages,
 #: 32-column store slices: 6 x 32 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -79,22 +80,11 @@ def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B and C descriptors: each consumer loads and stores whole BM-row tiles."""
-    return [cfg.BM, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs (the launcher's and the ops layer's)."""
-    return ws_constexprs(cfg)
-
-
-def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
-    """LARGE unless its tiles would leave SMs idle."""
-    return pick_tile(LARGE, SMALL, M, N, num_sms)
+#: Each consumer loads and stores whole BM-row tiles.
+descriptor_blocks = partial(ws_blocks, split_a=False)
+constexprs = ws_constexprs
 
 
 def matmul(a, b, config: WSConfig | None = None, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
-    return launch_tma_gemm(matmul_kernel_ws_pingpong, a, b, descriptor_blocks(cfg), num_sms, **constexprs(cfg))
+    return ws_matmul(matmul_kernel_ws_pingpong, a, b, config, num_sms, LARGE, SMALL, split_a=False)
