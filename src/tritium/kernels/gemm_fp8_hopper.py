@@ -21,9 +21,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .partitions import (load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, scale_tile,
-                         store_subtiles, tile_counts)
-from .tiles import WSConfig, grouped_tile, sync_grid_dependency, ws_blocks, ws_constexprs, ws_matmul
+from .partitions import consume_units, load_tiles, ws_prologue
+from .tiles import WSConfig, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x256x128 tiles, 4 stages (4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB), and
 #: 128x128x128 for problems with fewer 128x256 tiles than SMs (6 x 32 KiB + 4 x 8 KiB). Not yet measured.
@@ -36,12 +35,8 @@ def matmul_kernel_fp8(a_desc, b_desc, c_desc, M, N, K, scale_a_ptr, scale_b_ptr,
                       BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                       EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, ROW_SCALES: tl.constexpr,
                       COL_SCALES: tl.constexpr, PDL: tl.constexpr = False):
-    sync_grid_dependency(PDL)
-    HALF_M: tl.constexpr = BM // 2
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True, True)
-    c_bufs = tlx.local_alloc((HALF_M, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
-    full, empty = ring_barriers(NUM_STAGES, 2)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL, True)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
@@ -49,18 +44,9 @@ def matmul_kernel_fp8(a_desc, b_desc, c_desc, M, N, K, scale_a_ptr, scale_b_ptr,
                        BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True, 1, True)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
-            it = 0
-            stores = 0
-            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
-                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
-                acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-                it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, 0, k_tiles, r, NUM_STAGES, True, 1, True)
-                acc = release_last(acc, empty, it, NUM_STAGES)
-                off_m = pid_m * BM + r * HALF_M
-                acc = scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, pid_n * BN, M, N, HALF_M, BN, ROW_SCALES,
-                                 COL_SCALES)
-                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, off_m, 1, pid_n, HALF_M, BN,
-                                        EPILOGUE_SUBTILES)
+            consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, tl.program_id(0), num_tiles, num_pid_m,
+                          num_pid_n, k_tiles, k_tiles, r, BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES, 1, True,
+                          scale_a_ptr, scale_b_ptr, M, N, ROW_SCALES, COL_SCALES)
             tlx.async_descriptor_store_wait(0)
 
 

@@ -35,8 +35,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .partitions import load_tiles, ring_barriers, ring_buffers, store_slice, tile_counts, wait_stage
-from .tiles import WSConfig, column_subtiles, grouped_tile, sync_grid_dependency, ws_blocks, ws_constexprs, ws_matmul
+from .partitions import load_tiles, store_slice, wait_stage, ws_prologue
+from .tiles import WSConfig, column_subtiles, grouped_tile, ws_blocks, ws_constexprs, ws_matmul
 
 #: 64x128 tiles (each consumer a 64x128 fp32 accumulator), 6 stages, 2 store slices: 6 x 24 KiB of
 #: operands + 32 KiB of fp32 partial + 2 x 8 KiB of staging = 192 KiB of shared memory.
@@ -53,15 +53,12 @@ RED_THREADS = tl.constexpr(2 * 4 * 32)
 def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                            GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
                            NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
-    sync_grid_dependency(PDL)
     tl.static_assert(NUM_STAGES >= 4 and NUM_STAGES % 2 == 0,
                      "matmul_kernel_ws_dualk: NUM_STAGES must be even and at least 4 (see the module docstring)")
     EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, False)
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, False, EPI_N, 2, PDL)
     partial = tlx.local_alloc((BM, EPI_N), tl.float32, EPILOGUE_SUBTILES)  # replica 1's tile, by column slice
-    c_bufs = tlx.local_alloc((BM, EPI_N), tlx.dtype_of(c_desc), 2)
-    full, empty = ring_barriers(NUM_STAGES, 1)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer

@@ -16,7 +16,7 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .partitions import load_tiles, mma_steps, ring_barriers, ring_buffers, tile_counts
+from .partitions import load_tiles, mma_steps, ws_prologue
 from .tiles import WSConfig, grouped_tile, ws_constexprs, ws_matmul
 
 
@@ -32,10 +32,8 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
                             EPILOGUE_SPLIT: tl.constexpr, NUM_REGS: tl.constexpr):
     HALF_M: tl.constexpr = BM // 2
     EPI_N: tl.constexpr = BN // 2 if EPILOGUE_SPLIT else BN
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
-    c_bufs = tlx.local_alloc((HALF_M, EPI_N), tlx.dtype_of(c_desc), 2)
-    full, empty = ring_barriers(NUM_STAGES, 2)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, EPI_N, 2)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer

@@ -31,8 +31,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig, grouped_tile, sync_grid_dependency, ws_blocks, ws_constexprs, ws_matmul
+from .partitions import load_tiles, mma_steps, release_last, store_subtiles, ws_prologue
+from .tiles import WSConfig, grouped_tile, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x128 tiles per consumer (a 128x128 fp32 accumulator: 128 registers per thread), 6 stages,
 #: 32-column store slices: 6 x 32 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -50,11 +50,8 @@ TURN_THREADS = tl.constexpr(2 * 4 * 32)
 def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                               BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                               EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
-    sync_grid_dependency(PDL)
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, False)
-    c_bufs = tlx.local_alloc((BM, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
-    full, empty = ring_barriers(NUM_STAGES, 1)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, False, BN // EPILOGUE_SUBTILES, 4, PDL)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer

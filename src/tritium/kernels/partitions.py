@@ -13,7 +13,7 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .tiles import column_subtiles, grouped_tile
+from .tiles import column_subtiles, grouped_tile, sync_grid_dependency
 
 
 @triton.jit
@@ -66,6 +66,28 @@ def tile_counts(M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, U
     num_pid_n = tl.cdiv(N, BN)
     num_units = num_pid_m * num_pid_n * UNITS
     return num_pid_m, num_pid_n, num_units, tl.cdiv(K, BK)
+
+
+@triton.jit
+def ws_prologue(a_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, C_COLS: tl.constexpr, C_BUFS: tl.constexpr,
+                PDL: tl.constexpr = False, B_K_MAJOR: tl.constexpr = False, UNITS: tl.constexpr = 1):
+    """The prologue of a WS GEMM whose only other shared memory is its C staging: the grid dependency
+    (:func:`sync_grid_dependency`, first), the operand ring, C_BUFS staging buffers of a consumer's rows
+    (BM / 2 with ``SPLIT_A``, else BM) by C_COLS columns in ``c_desc``'s dtype, the ring's barriers (released
+    by both consumers with ``SPLIT_A``, else by one) and the tile counts, in this order (the shared-memory
+    layout follows it). Returns ``(a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units,
+    k_tiles)``."""
+    sync_grid_dependency(PDL)
+    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, SPLIT_A, B_K_MAJOR)
+    if SPLIT_A:
+        c_bufs = tlx.local_alloc((BM // 2, C_COLS), tlx.dtype_of(c_desc), C_BUFS)
+        full, empty = ring_barriers(NUM_STAGES, 2)
+    else:
+        c_bufs = tlx.local_alloc((BM, C_COLS), tlx.dtype_of(c_desc), C_BUFS)
+        full, empty = ring_barriers(NUM_STAGES, 1)
+    num_pid_m, num_pid_n, num_units, k_tiles = tile_counts(M, N, K, BM, BN, BK, UNITS)
+    return a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units, k_tiles
 
 
 @triton.jit
@@ -148,6 +170,39 @@ def release_last(acc, empty, it, NUM_STAGES: tl.constexpr):
     acc = tlx.async_dot_wait(0, acc)
     tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
     return acc
+
+
+@triton.jit
+def consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, lo, num_units, num_pid_m, num_pid_n, k_tiles,
+                  k_per_unit, r,
+                  BM: tl.constexpr, BN: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
+                  EPILOGUE_SUBTILES: tl.constexpr, SPLIT_K: tl.constexpr = 1, B_K_MAJOR: tl.constexpr = False,
+                  scale_a_ptr=None, scale_b_ptr=None, M=0, N=0, ROW_SCALES: tl.constexpr = False,
+                  COL_SCALES: tl.constexpr = False):
+    """The consumer ``r`` of a cooperative WS GEMM (two consumers, each BM / 2 rows of every tile) over the
+    work units ``lo``, ``lo + num_programs``, ... below ``num_units``, as :func:`load_tiles` loads them
+    (``k_per_unit`` K steps a unit, ``k_tiles`` without K slices; split-K's kernel computes it once for its
+    consumers, before the tasks, so its partitions capture it): per
+    unit the K loop with one wgmma group in flight (:func:`mma_steps`, :func:`release_last`), with scale
+    pointers the dequantisation (:func:`scale_tile`), and the store ring's column slices, reduce-added into
+    C with ``SPLIT_K`` > 1. Returns ``(it, stores)``, the ring step and the store count after the last unit."""
+    HALF_M: tl.constexpr = BM // 2
+    it = 0
+    stores = 0  # TMA stores issued so far (the store ring's counter)
+    for unit in range(lo, num_units, tl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        k_lo = (unit % SPLIT_K) * k_per_unit
+        acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
+        it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, min(k_lo + k_per_unit, k_tiles), r,
+                            NUM_STAGES, True, 1, B_K_MAJOR)
+        acc = release_last(acc, empty, it, NUM_STAGES)
+        off_m = pid_m * BM + r * HALF_M
+        if scale_a_ptr is not None:
+            acc = scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, pid_n * BN, M, N, HALF_M, BN, ROW_SCALES,
+                             COL_SCALES)
+        stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, off_m, 1, pid_n, HALF_M, BN, EPILOGUE_SUBTILES,
+                                SPLIT_K > 1)
+    return it, stores
 
 
 @triton.jit

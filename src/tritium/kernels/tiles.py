@@ -78,7 +78,8 @@ def ws_constexprs(cfg: WSConfig, split_k: bool = False) -> dict:
     return {f.name: getattr(cfg, f.name) for f in fields(cfg) if split_k or f.name != "SPLIT_K"}
 
 
-def ws_blocks(cfg: WSConfig, split_a: bool = True, b_k_major: bool = False) -> tuple[list[int], list[int], list[int]]:
+def ws_blocks(cfg: WSConfig, split_a: bool = True,
+              b_k_major: bool = False) -> tuple[list[int], list[int], list[int]]:
     """Block shapes of a WS GEMM's A, B and C descriptors: A and C in BM/2-row blocks with ``split_a`` (each of
     two consumers loads and stores its half of a tile's rows), else whole BM-row tiles; C in EPILOGUE_SUBTILES
     column slices; B's tiles (BN, BK) with ``b_k_major`` (B read from its transpose), else (BK, BN)."""
