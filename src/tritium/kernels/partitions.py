@@ -1,9 +1,10 @@
 """The partitions of a warp-specialized TMA GEMM, written once for every kernel that runs one.
 
 A persistent WS GEMM keeps a ring of NUM_STAGES (A, B) stages in shared memory, guarded by a ``full``
-and an ``empty`` mbarrier per stage (the prologue: :func:`ring_buffers`, the kernel's staging buffers,
-:func:`ring_barriers`, :func:`tile_counts`). The producer (:func:`load_tiles`) fills the
-ring, the consumers (:func:`mma_steps`, then :func:`release_last`) run wgmma over it, and the epilogue
+and an ``empty`` mbarrier per stage (the prologue, :func:`ws_prologue`: :func:`ring_buffers`, the C
+staging buffers, :func:`ring_barriers`, :func:`tile_counts`). The producer (:func:`load_tiles`) fills the
+ring, the consumers (:func:`mma_steps`, then :func:`release_last`; :func:`mma_pair_step` for two
+accumulators; the cooperative consumer whole, :func:`consume_units`) run wgmma over it, and the epilogue
 leaves through shared-memory staging buffers with TMA stores (:func:`store_slice`,
 :func:`store_subtiles`). Every side walks the ring with one counter ``it``, the ring step, and waits for
 its stage with :func:`wait_stage`, the one place that turns a step into a stage and a barrier phase.
@@ -189,17 +190,15 @@ def release_last(acc, empty, it, NUM_STAGES: tl.constexpr):
 
 @triton.jit
 def consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, lo, num_units, num_pid_m, num_pid_n, k_tiles,
-                  k_per_unit, r,
-                  BM: tl.constexpr, BN: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
-                  EPILOGUE_SUBTILES: tl.constexpr, SPLIT_K: tl.constexpr = 1, B_K_MAJOR: tl.constexpr = False,
-                  scale_a_ptr=None, scale_b_ptr=None, M=0, N=0, ROW_SCALES: tl.constexpr = False,
-                  COL_SCALES: tl.constexpr = False):
-    """The consumer ``r`` of a cooperative WS GEMM (two consumers, each BM / 2 rows of every tile) over the
-    work units ``lo``, ``lo + num_programs``, ... below ``num_units``, as :func:`load_tiles` loads them
-    (``k_per_unit`` K steps a unit, ``k_tiles`` without K slices; split-K's kernel computes it once for its
-    consumers, before the tasks, so its partitions capture it): per
-    unit the K loop with one wgmma group in flight (:func:`mma_steps`, :func:`release_last`), with scale
-    pointers the dequantisation (:func:`scale_tile`), and the store ring's column slices, reduce-added into
+                  k_per_unit, r, BM: tl.constexpr, BN: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                  NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr, SPLIT_K: tl.constexpr = 1,
+                  B_K_MAJOR: tl.constexpr = False, scale_a_ptr=None, scale_b_ptr=None, M=0, N=0,
+                  ROW_SCALES: tl.constexpr = False, COL_SCALES: tl.constexpr = False):
+    """Consumer ``r`` of a cooperative WS GEMM (two consumers, each BM / 2 rows of every tile) over the work
+    units ``lo``, ``lo + num_programs``, ... below ``num_units``, as :func:`load_tiles` loads them, each of
+    ``k_per_unit`` K steps (``k_tiles`` without K slices; split-K computes it before the tasks, as its PTX
+    has it): the K loop with one wgmma group in flight (:func:`mma_steps`, :func:`release_last`), with scale
+    pointers the dequantisation (:func:`scale_tile`), then the store ring's column slices, reduce-added into
     C with ``SPLIT_K`` > 1. Returns ``(it, stores)``, the ring step and the store count after the last unit."""
     HALF_M: tl.constexpr = BM // 2
     it = 0
