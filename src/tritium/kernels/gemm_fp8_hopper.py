@@ -19,9 +19,7 @@ from functools import partial
 import triton
 import triton.language as tl
 
-import tritium.tlx as tlx
-
-from .partitions import consume_units, load_tiles, ws_prologue
+from .partitions import cooperative_gemm
 from .tiles import WSConfig, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x256x128 tiles, 4 stages (4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB), and
@@ -35,19 +33,8 @@ def matmul_kernel_fp8(a_desc, b_desc, c_desc, M, N, K, scale_a_ptr, scale_b_ptr,
                       BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                       EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, ROW_SCALES: tl.constexpr,
                       COL_SCALES: tl.constexpr, PDL: tl.constexpr = False):
-    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
-        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL, True)
-
-    with tlx.async_tasks():
-        with tlx.async_task("default"):  # producer
-            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True, 1, True)
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
-            r: tl.constexpr = tlx.async_task_replica_id()
-            consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, tl.program_id(0), num_tiles, num_pid_m,
-                          num_pid_n, k_tiles, k_tiles, r, BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES, 1, True,
-                          scale_a_ptr, scale_b_ptr, M, N, ROW_SCALES, COL_SCALES)
-            tlx.async_descriptor_store_wait(0)
+    cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
+                     NUM_REGS, PDL, 1, True, scale_a_ptr, scale_b_ptr, ROW_SCALES, COL_SCALES)
 
 
 #: Each consumer loads and stores its BM/2 rows; B^T's tiles are (BN, BK). The scale kinds (ROW_SCALES,

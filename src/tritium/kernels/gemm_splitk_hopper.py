@@ -24,10 +24,8 @@ from functools import partial
 import triton
 import triton.language as tl
 
-import tritium.tlx as tlx
-
 from . import tiles
-from .partitions import consume_units, load_tiles, ws_prologue
+from .partitions import cooperative_gemm
 from .tiles import WSConfig, ws_blocks, ws_constexprs
 
 #: 128x128 tiles, 4 stages (4 x 32 KiB of operands), fp32 staging in 32-column slices (4 x 8 KiB).
@@ -38,20 +36,8 @@ DEFAULT = WSConfig(BM=128, BN=128, NUM_STAGES=4, EPILOGUE_SUBTILES=4, SPLIT_K=4)
 def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                          GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
                          NUM_REGS: tl.constexpr, SPLIT_K: tl.constexpr, PDL: tl.constexpr = False):
-    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units, k_tiles = ws_prologue(
-        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL, False, SPLIT_K)
-    k_per_split = tl.cdiv(k_tiles, SPLIT_K)
-
-    with tlx.async_tasks():
-        with tlx.async_task("default"):  # producer
-            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
-                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True, SPLIT_K)
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
-            r: tl.constexpr = tlx.async_task_replica_id()
-            consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, tl.program_id(0), num_units, num_pid_m,
-                          num_pid_n, k_tiles, k_per_split, r, BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
-                          SPLIT_K)
-            tlx.async_descriptor_store_wait(0)
+    cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
+                     NUM_REGS, PDL, SPLIT_K)
 
 
 #: Each consumer loads and reduces its BM/2 rows; the constexprs include the K slices.

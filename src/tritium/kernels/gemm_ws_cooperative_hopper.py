@@ -23,9 +23,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-import tritium.tlx as tlx
-
-from .partitions import consume_units, load_tiles, ws_prologue
+from .partitions import cooperative_gemm
 from .tiles import WSConfig, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x256 tiles (each consumer a 64x256 wgmma accumulator), 4 stages, 64-column store slices:
@@ -39,19 +37,8 @@ SMALL = WSConfig(BM=128, BN=128, NUM_STAGES=5, EPILOGUE_SUBTILES=2)
 def matmul_kernel_ws_cooperative(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                                  BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                                  EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
-    # consumer r stages C in c_bufs[2 * r] and c_bufs[2 * r + 1]
-    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
-        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL)
-
-    with tlx.async_tasks():
-        with tlx.async_task("default"):  # producer
-            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True)
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
-            r: tl.constexpr = tlx.async_task_replica_id()
-            consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, tl.program_id(0), num_tiles, num_pid_m,
-                          num_pid_n, k_tiles, k_tiles, r, BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES)
-            tlx.async_descriptor_store_wait(0)
+    cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
+                     NUM_REGS, PDL)
 
 
 #: Each consumer loads and stores its BM/2 rows.

@@ -220,6 +220,35 @@ def consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, lo, num_units, nu
 
 
 @triton.jit
+def cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                     GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
+                     NUM_REGS: tl.constexpr, PDL: tl.constexpr, SPLIT_K: tl.constexpr = 1,
+                     B_K_MAJOR: tl.constexpr = False, scale_a_ptr=None, scale_b_ptr=None,
+                     ROW_SCALES: tl.constexpr = False, COL_SCALES: tl.constexpr = False):
+    """The body of a cooperative WS GEMM kernel (the cooperative, FP8 and split-K kernels): the prologue, the
+    TMA producer on the default task and two replicated 4-warp consumers (:func:`consume_units`, then the
+    drain of their last stores), each with NUM_REGS registers a thread. A ``with tlx.async_tasks()`` region
+    in a helper compiles as it does in the kernel."""
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL, B_K_MAJOR, SPLIT_K)
+    if SPLIT_K == 1:
+        k_per_unit = k_tiles
+    else:
+        k_per_unit = tl.cdiv(k_tiles, SPLIT_K)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles, BM, BN,
+                       BK, GROUP_SIZE_M, NUM_STAGES, True, SPLIT_K, B_K_MAJOR)
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r: tl.constexpr = tlx.async_task_replica_id()
+            consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, tl.program_id(0), num_units, num_pid_m,
+                          num_pid_n, k_tiles, k_per_unit, r, BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
+                          SPLIT_K, B_K_MAJOR, scale_a_ptr, scale_b_ptr, M, N, ROW_SCALES, COL_SCALES)
+            tlx.async_descriptor_store_wait(0)
+
+
+@triton.jit
 def scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, off_n, M, N, ROWS: tl.constexpr, COLS: tl.constexpr,
                ROW_SCALES: tl.constexpr, COL_SCALES: tl.constexpr):
     """The epilogue's dequantisation of a [ROWS, COLS] fp32 accumulator at row ``off_m``, column ``off_n``:
