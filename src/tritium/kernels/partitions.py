@@ -166,14 +166,15 @@ def mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, k_hi, r, NUM_STAGES: t
 
 
 @triton.jit
-def mma_pair_step(a, b, b2, acc, acc2, empty, it, k, NUM_STAGES: tl.constexpr):
-    """Ring step ``it`` (K step ``k`` of a tile) of a consumer that multiplies its A tile ``a`` by two B tiles,
-    ``b`` into ``acc`` and ``b2`` into ``acc2`` (TriMul's projections): as a step of :func:`mma_steps` with one
-    group in flight, here two wgmma groups, so step k - 1's stage is released once step k's two are issued and
-    k - 1's retired. The caller waits for the stage (:func:`wait_stage`) and fills ``a`` if it builds it. After
-    the last step, retire ``acc``, then ``acc2`` with :func:`release_last`. Returns ``(acc, acc2)``."""
-    acc = tlx.async_dot(a, b, acc)
-    acc2 = tlx.async_dot(a, b2, acc2)
+def mma_pair_step(a, b_bufs, b2_bufs, s, acc, acc2, empty, it, k, NUM_STAGES: tl.constexpr):
+    """Ring step ``it`` (K step ``k`` of a tile, stage ``s``) of a consumer that multiplies its A tile ``a`` by
+    two B tiles, ``b_bufs[s]`` into ``acc`` and ``b2_bufs[s]`` into ``acc2`` (TriMul's projections): as a step
+    of :func:`mma_steps` with one group in flight, here two wgmma groups, so step k - 1's stage is released
+    once step k's two are issued and k - 1's retired. Each B tile is indexed where its wgmma is issued (3.8
+    moves the PTX otherwise). The caller waits for the stage (:func:`wait_stage`) and fills ``a`` if it builds
+    it. After the last step, retire ``acc``, then ``acc2`` with :func:`release_last`. Returns ``(acc, acc2)``."""
+    acc = tlx.async_dot(a, b_bufs[s], acc)
+    acc2 = tlx.async_dot(a, b2_bufs[s], acc2)
     acc = tlx.async_dot_wait(2, acc)  # step k - 1 retired: its stage can be refilled
     acc2 = tlx.async_dot_wait(2, acc2)
     tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)

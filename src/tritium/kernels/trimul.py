@@ -237,7 +237,7 @@ def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc,
                 acc_o = tl.zeros((HALF, HS), dtype=tl.float32)
                 for k in range(0, k_tiles):
                     s = wait_stage(full, it, NUM_STAGES)
-                    acc_q, acc_o = mma_pair_step(a_bufs[2 * s + r], q_bufs[s], o_bufs[s], acc_q, acc_o, empty, it, k,
+                    acc_q, acc_o = mma_pair_step(a_bufs[2 * s + r], q_bufs, o_bufs, s, acc_q, acc_o, empty, it, k,
                                                  NUM_STAGES)
                     it += 1
                 acc_q = tlx.async_dot_wait(0, acc_q)
@@ -334,7 +334,7 @@ def trimul_proj_x_kernel(x_desc, x_ptr, wq_desc, wo_desc, left_desc, right_desc,
                         tlx.local_store(a, d.to(tl.bfloat16))
                         tlx.fence_async_shared()
                         s = wait_stage(full, it, NUM_STAGES)
-                        acc_q, acc_o = mma_pair_step(a, q_bufs[s], o_bufs[s], acc_q, acc_o, empty, it, k, NUM_STAGES)
+                        acc_q, acc_o = mma_pair_step(a, q_bufs, o_bufs, s, acc_q, acc_o, empty, it, k, NUM_STAGES)
                         it += 1
                     acc_q = tlx.async_dot_wait(0, acc_q)
                     acc_o = release_last(acc_o, empty, it, NUM_STAGES)
