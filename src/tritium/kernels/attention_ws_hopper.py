@@ -127,13 +127,14 @@ def load_kv(desc_k, desc_v, k_bufs, v_bufs, k_full, v_full, k_empty, v_empty, of
 
 
 @triton.jit
-def attn_fwd_ws_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_DIM: tl.constexpr,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
-                       CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr):
+def fwd_buffers(desc_q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                NUM_STAGES: tl.constexpr):
+    """The shared memory of both kernels: ``(q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty,
+    v_empty)``, the two Q halves (each also stages its consumer's O for the TMA store) and the K/V ring, whose
+    stages both consumers release."""
     tl.static_assert(BLOCK_M % 128 == 0 and BLOCK_M % BLOCK_N == 0, "BLOCK_M: 2 x 64k rows, a multiple of BLOCK_N")
-    HALF_M: tl.constexpr = BLOCK_M // 2
     dtype = tlx.dtype_of(desc_q)
-    q_bufs = tlx.local_alloc((1, 1, HALF_M, HEAD_DIM), dtype, 2)  # also stages O for the TMA store
+    q_bufs = tlx.local_alloc((1, 1, BLOCK_M // 2, HEAD_DIM), dtype, 2)
     k_bufs = tlx.local_alloc((1, 1, BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
     v_bufs = tlx.local_alloc((1, 1, BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
     q_full = tlx.alloc_barriers(2, arrive_count=1)
@@ -141,6 +142,26 @@ def attn_fwd_ws_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_
     v_full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
     k_empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
     v_empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    return q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty, v_empty
+
+
+@triton.jit
+def store_o(acc, l_i, q, q_bufs, r, desc_o, off_b, off_h, start_m, BLOCK_M: tl.constexpr):
+    """Consumer r's epilogue: O = acc / l_i through its Q buffer (``q`` is its 2-D view) with a TMA store."""
+    tlx.local_store(q, (acc / l_i[:, None]).to(tlx.dtype_of(desc_o)))
+    tlx.fence_async_shared()
+    tlx.async_descriptor_store(desc_o, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * (BLOCK_M // 2), 0])
+    tlx.async_descriptor_store_wait(0)
+
+
+@triton.jit
+def attn_fwd_ws_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_DIM: tl.constexpr,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+                       CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr):
+    HALF_M: tl.constexpr = BLOCK_M // 2
+    dtype = tlx.dtype_of(desc_q)
+    q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty, v_empty = fwd_buffers(desc_q, HEAD_DIM, BLOCK_M, BLOCK_N,
+                                                                                   NUM_STAGES)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
@@ -176,10 +197,7 @@ def attn_fwd_ws_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_
                     acc = tlx.async_dot_wait(0, acc)
                     tlx.barrier_arrive(v_empty[s])
                     it += 1
-            tlx.local_store(q, (acc / l_i[:, None]).to(dtype))
-            tlx.fence_async_shared()
-            tlx.async_descriptor_store(desc_o, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * HALF_M, 0])
-            tlx.async_descriptor_store_wait(0)
+            store_o(acc, l_i, q, q_bufs, r, desc_o, off_b, off_h, start_m, BLOCK_M)
 
 
 #: Tiles per head dim: 128-row Q tiles, 128-row K/V tiles, as many K/V stages as shared memory holds.

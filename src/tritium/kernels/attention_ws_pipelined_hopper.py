@@ -25,8 +25,9 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .attention_ws_hopper import (LOG2E, Config, check_inputs, kv_bounds, launch, produce, softmax_step,
-                                  tile_coords)
+from .attention_ws_hopper import (LOG2E, Config, check_inputs, fwd_buffers, kv_bounds, launch, produce, softmax_step,
+                                  store_o, tile_coords)
+from .partitions import wait_stage
 
 #: Named barriers TURN_BAR (warpgroup 0's turn) and TURN_BAR + 1; stock Triton's warp specialization
 #: uses the low ids (0, 1, and one per partition from 2).
@@ -39,17 +40,10 @@ TURN_THREADS = tl.constexpr(256)
 def attn_fwd_ws_pipelined_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_DIM: tl.constexpr,
                                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
                                  CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr):
-    tl.static_assert(BLOCK_M % 128 == 0 and BLOCK_M % BLOCK_N == 0, "BLOCK_M: 2 x 64k rows, a multiple of BLOCK_N")
     HALF_M: tl.constexpr = BLOCK_M // 2
     dtype = tlx.dtype_of(desc_q)
-    q_bufs = tlx.local_alloc((1, 1, HALF_M, HEAD_DIM), dtype, 2)  # also stages O for the TMA store
-    k_bufs = tlx.local_alloc((1, 1, BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
-    v_bufs = tlx.local_alloc((1, 1, BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
-    q_full = tlx.alloc_barriers(2, arrive_count=1)
-    k_full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
-    v_full = tlx.alloc_barriers(NUM_STAGES, arrive_count=1)
-    k_empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
-    v_empty = tlx.alloc_barriers(NUM_STAGES, arrive_count=2)
+    q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty, v_empty = fwd_buffers(desc_q, HEAD_DIM, BLOCK_M, BLOCK_N,
+                                                                                   NUM_STAGES)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer: as in the plain kernel
@@ -115,15 +109,11 @@ def attn_fwd_ws_pipelined_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_
                     acc = acc * alpha[:, None]
                     it += 1
 
-            s = last % NUM_STAGES
-            tlx.barrier_wait(v_full[s], (last // NUM_STAGES) & 1)
+            s = wait_stage(v_full, last, NUM_STAGES)
             acc = tlx.async_dot(p, tlx.local_reshape(v_bufs[s], (BLOCK_N, HEAD_DIM)), acc)
             acc = tlx.async_dot_wait(0, acc)
             tlx.barrier_arrive(v_empty[s])
-            tlx.local_store(q, (acc / l_i[:, None]).to(dtype))
-            tlx.fence_async_shared()
-            tlx.async_descriptor_store(desc_o, q_bufs[r], [off_b, off_h, start_m * BLOCK_M + r * HALF_M, 0])
-            tlx.async_descriptor_store_wait(0)
+            store_o(acc, l_i, q, q_bufs, r, desc_o, off_b, off_h, start_m, BLOCK_M)
 
 
 def attention_ws_pipelined(q, k, v, causal: bool = False, sm_scale: float | None = None,

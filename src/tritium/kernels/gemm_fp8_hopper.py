@@ -14,15 +14,13 @@ MMA takes them transposed (``B_K_MAJOR`` of the partitions). A K step is 128 byt
 """
 from __future__ import annotations
 
+from functools import partial
+
 import triton
 import triton.language as tl
 
-import tritium.tlx as tlx
-
-from .partitions import (load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, scale_tile,
-                         store_subtiles, tile_counts)
-from . import tiles
-from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency, ws_constexprs
+from .partitions import cooperative_gemm
+from .tiles import WSConfig, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x256x128 tiles, 4 stages (4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB), and
 #: 128x128x128 for problems with fewer 128x256 tiles than SMs (6 x 32 KiB + 4 x 8 KiB). Not yet measured.
@@ -35,47 +33,14 @@ def matmul_kernel_fp8(a_desc, b_desc, c_desc, M, N, K, scale_a_ptr, scale_b_ptr,
                       BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                       EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, ROW_SCALES: tl.constexpr,
                       COL_SCALES: tl.constexpr, PDL: tl.constexpr = False):
-    sync_grid_dependency(PDL)
-    HALF_M: tl.constexpr = BM // 2
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True, True)
-    c_bufs = tlx.local_alloc((HALF_M, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
-    full, empty = ring_barriers(NUM_STAGES, 2)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
-
-    with tlx.async_tasks():
-        with tlx.async_task("default"):  # producer
-            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True, 1, True)
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
-            r: tl.constexpr = tlx.async_task_replica_id()
-            it = 0
-            stores = 0
-            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
-                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
-                acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-                it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, 0, k_tiles, r, NUM_STAGES, True, 1, True)
-                acc = release_last(acc, empty, it, NUM_STAGES)
-                off_m = pid_m * BM + r * HALF_M
-                acc = scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, pid_n * BN, M, N, HALF_M, BN, ROW_SCALES,
-                                 COL_SCALES)
-                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, off_m, 1, pid_n, HALF_M, BN,
-                                        EPILOGUE_SUBTILES)
-            tlx.async_descriptor_store_wait(0)
+    cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
+                     NUM_REGS, PDL, 1, True, scale_a_ptr, scale_b_ptr, ROW_SCALES, COL_SCALES)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B^T and C descriptors: each consumer loads and stores its BM/2 rows."""
-    return [cfg.BM // 2, cfg.BK], [cfg.BN, cfg.BK], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs; the scale kinds (ROW_SCALES, COL_SCALES) come with each call."""
-    return ws_constexprs(cfg)
-
-
-def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
-    """LARGE unless its tiles would leave SMs idle."""
-    return pick_tile(LARGE, SMALL, M, N, num_sms)
+#: Each consumer loads and stores its BM/2 rows; B^T's tiles are (BN, BK). The scale kinds (ROW_SCALES,
+#: COL_SCALES) are constexprs of each call, not of the config.
+descriptor_blocks = partial(ws_blocks, b_k_major=True)
+constexprs = ws_constexprs
 
 
 def matmul(a, b, scale_a, scale_b, config: WSConfig | None = None, num_sms: int | None = None, out_dtype=None):
@@ -83,8 +48,6 @@ def matmul(a, b, scale_a, scale_b, config: WSConfig | None = None, num_sms: int 
     element each or ``scale_a`` [M, 1] / ``scale_b`` [1, N] (CUDA, or CPU under TRITON_INTERPRET=1); C in
     ``out_dtype`` (default bfloat16). ``tritium.ops.scaled_matmul`` is the checked op."""
     import torch
-    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
     scales = (scale_a.reshape(-1).contiguous(), scale_b.reshape(-1).contiguous())
-    return launch_tma_gemm(matmul_kernel_fp8, a, b, descriptor_blocks(cfg), num_sms, out=out_dtype or torch.bfloat16,
-                           b_k_major=True, extra=scales, ROW_SCALES=scales[0].numel() > 1,
-                           COL_SCALES=scales[1].numel() > 1, **constexprs(cfg))
+    return ws_matmul(matmul_kernel_fp8, a, b, config, num_sms, LARGE, SMALL, out=out_dtype or torch.bfloat16,
+                     b_k_major=True, extra=scales, ROW_SCALES=scales[0].numel() > 1, COL_SCALES=scales[1].numel() > 1)

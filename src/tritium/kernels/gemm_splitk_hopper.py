@@ -19,15 +19,14 @@ TMA zero-fills out-of-bounds loads and clips stores, so ragged M, N, K need no m
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import triton
 import triton.language as tl
 
-import tritium.tlx as tlx
-
 from . import tiles
-from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig, grouped_tile, sync_grid_dependency, ws_constexprs
+from .partitions import cooperative_gemm
+from .tiles import WSConfig, ws_blocks, ws_constexprs
 
 #: 128x128 tiles, 4 stages (4 x 32 KiB of operands), fp32 staging in 32-column slices (4 x 8 KiB).
 DEFAULT = WSConfig(BM=128, BN=128, NUM_STAGES=4, EPILOGUE_SUBTILES=4, SPLIT_K=4)
@@ -37,42 +36,13 @@ DEFAULT = WSConfig(BM=128, BN=128, NUM_STAGES=4, EPILOGUE_SUBTILES=4, SPLIT_K=4)
 def matmul_kernel_splitk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                          GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
                          NUM_REGS: tl.constexpr, SPLIT_K: tl.constexpr, PDL: tl.constexpr = False):
-    sync_grid_dependency(PDL)
-    HALF_M: tl.constexpr = BM // 2
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
-    c_bufs = tlx.local_alloc((HALF_M, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
-    full, empty = ring_barriers(NUM_STAGES, 2)
-    num_pid_m, num_pid_n, num_units, k_tiles = tile_counts(M, N, K, BM, BN, BK, SPLIT_K)
-    k_per_split = tl.cdiv(k_tiles, SPLIT_K)
-
-    with tlx.async_tasks():
-        with tlx.async_task("default"):  # producer
-            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
-                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True, SPLIT_K)
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
-            r: tl.constexpr = tlx.async_task_replica_id()
-            it = 0
-            stores = 0  # TMA stores issued so far (the store ring's counter)
-            for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
-                pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
-                k_lo = (unit % SPLIT_K) * k_per_split
-                acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-                it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, min(k_lo + k_per_split, k_tiles), r,
-                                    NUM_STAGES, True, 1)
-                acc = release_last(acc, empty, it, NUM_STAGES)
-                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m * BM + r * HALF_M, 1, pid_n, HALF_M,
-                                        BN, EPILOGUE_SUBTILES, True)
-            tlx.async_descriptor_store_wait(0)
+    cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
+                     NUM_REGS, PDL, SPLIT_K)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B and C descriptors: each consumer loads and reduces its BM/2 rows."""
-    return [cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs, K slices included (the launcher's and the ops layer's)."""
-    return ws_constexprs(cfg, split_k=True)
+#: Each consumer loads and reduces its BM/2 rows; the constexprs include the K slices.
+descriptor_blocks = ws_blocks
+constexprs = partial(ws_constexprs, split_k=True)
 
 
 def effective_split(K: int, BK: int, split_k: int) -> int:

@@ -31,8 +31,8 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from . import tiles
-from .partitions import load_steps, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig, grouped_tile, launch_tma_gemm, sync_grid_dependency, ws_constexprs
+from .partitions import consume_units, load_steps, mma_steps, release_last, store_subtiles, ws_prologue
+from .tiles import WSConfig, grouped_tile, launch_tma_gemm, ws_blocks, ws_constexprs
 
 #: 128x128x64 tiles, 4 stages, 2 store slices: 4 x 32 KiB of operands + 4 x 8 KiB of staging, plus 32 KiB
 #: per consumer for the fix-up's layout conversions (224 KiB in all). Not yet measured.
@@ -82,12 +82,9 @@ def _fix_up(acc, ws_ptr, flags_ptr, q_lo, q_hi, r, HALF_M: tl.constexpr, BN: tl.
 def matmul_kernel_streamk(a_desc, b_desc, c_desc, M, N, K, ws_ptr, flags_ptr, BM: tl.constexpr, BN: tl.constexpr,
                           BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                           EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
-    sync_grid_dependency(PDL)
     HALF_M: tl.constexpr = BM // 2
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
-    c_bufs = tlx.local_alloc((HALF_M, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
-    full, empty = ring_barriers(NUM_STAGES, 2)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL)
     dp_tiles, sk_lo, sk_hi, per = _split(num_tiles, k_tiles)
     pid = tl.program_id(0)
 
@@ -108,15 +105,9 @@ def matmul_kernel_streamk(a_desc, b_desc, c_desc, M, N, K, ws_ptr, flags_ptr, BM
                                 BK, NUM_STAGES, True)
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
-            it = 0
-            stores = 0
-            for tile in range(pid, dp_tiles, tl.num_programs(0)):
-                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
-                acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-                it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, 0, k_tiles, r, NUM_STAGES, True, 1)
-                acc = release_last(acc, empty, it, NUM_STAGES)
-                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m * BM + r * HALF_M, 1, pid_n, HALF_M,
-                                        BN, EPILOGUE_SUBTILES)
+            it, stores = consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, pid, dp_tiles, num_pid_m,
+                                       num_pid_n, k_tiles, k_tiles, r, BM, BN, GROUP_SIZE_M, NUM_STAGES,
+                                       EPILOGUE_SUBTILES)
             s_first = sk_lo // k_tiles
             s_last = tl.cdiv(sk_hi, k_tiles) - 1
             for back in range(0, s_last - s_first + 1):
@@ -137,14 +128,9 @@ def matmul_kernel_streamk(a_desc, b_desc, c_desc, M, N, K, ws_ptr, flags_ptr, BM
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B and C descriptors: each consumer loads and stores its BM/2 rows."""
-    return [cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs."""
-    return ws_constexprs(cfg)
+#: Each consumer loads and stores its BM/2 rows.
+descriptor_blocks = ws_blocks
+constexprs = ws_constexprs
 
 
 def programs(M: int, N: int, K: int, cfg: WSConfig, sms: int) -> int:

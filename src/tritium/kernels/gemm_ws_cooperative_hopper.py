@@ -23,11 +23,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-import tritium.tlx as tlx
-
-from . import tiles
-from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency, ws_constexprs
+from .partitions import cooperative_gemm
+from .tiles import WSConfig, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x256 tiles (each consumer a 64x256 wgmma accumulator), 4 stages, 64-column store slices:
 #: 4 x 48 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -40,47 +37,15 @@ SMALL = WSConfig(BM=128, BN=128, NUM_STAGES=5, EPILOGUE_SUBTILES=2)
 def matmul_kernel_ws_cooperative(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                                  BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                                  EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
-    sync_grid_dependency(PDL)
-    HALF_M: tl.constexpr = BM // 2
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
-    c_bufs = tlx.local_alloc((HALF_M, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
-    full, empty = ring_barriers(NUM_STAGES, 2)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
-
-    with tlx.async_tasks():
-        with tlx.async_task("default"):  # producer
-            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, True)
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
-            r: tl.constexpr = tlx.async_task_replica_id()
-            it = 0
-            stores = 0  # TMA stores issued so far (the store ring's counter)
-            for tile in range(tl.program_id(0), num_tiles, tl.num_programs(0)):
-                pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_SIZE_M)
-                acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-                it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, 0, k_tiles, r, NUM_STAGES, True, 1)
-                acc = release_last(acc, empty, it, NUM_STAGES)
-                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m * BM + r * HALF_M, 1, pid_n, HALF_M,
-                                        BN, EPILOGUE_SUBTILES)
-            tlx.async_descriptor_store_wait(0)
+    cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
+                     NUM_REGS, PDL)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B and C descriptors: each consumer loads and stores its BM/2 rows."""
-    return [cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs (the launcher's and the ops layer's)."""
-    return ws_constexprs(cfg)
-
-
-def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
-    """LARGE unless its tiles would leave SMs idle."""
-    return pick_tile(LARGE, SMALL, M, N, num_sms)
+#: Each consumer loads and stores its BM/2 rows.
+descriptor_blocks = ws_blocks
+constexprs = ws_constexprs
 
 
 def matmul(a, b, config: WSConfig | None = None, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
-    return launch_tma_gemm(matmul_kernel_ws_cooperative, a, b, descriptor_blocks(cfg), num_sms, **constexprs(cfg))
+    return ws_matmul(matmul_kernel_ws_cooperative, a, b, config, num_sms, LARGE, SMALL)

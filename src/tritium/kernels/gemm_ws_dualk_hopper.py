@@ -28,14 +28,15 @@ TMA zero-fills out-of-bounds loads and clips stores, so ragged M, N, K need no m
 """
 from __future__ import annotations
 
+from functools import partial
+
 import triton
 import triton.language as tl
 
 import tritium.tlx as tlx
 
-from . import tiles
-from .partitions import load_tiles, ring_barriers, ring_buffers, store_slice, tile_counts, wait_stage
-from .tiles import WSConfig, column_subtiles, grouped_tile, launch_tma_gemm, sync_grid_dependency, ws_constexprs
+from .partitions import load_tiles, store_slice, wait_stage, ws_prologue
+from .tiles import WSConfig, column_subtiles, grouped_tile, ws_blocks, ws_constexprs, ws_matmul
 
 #: 64x128 tiles (each consumer a 64x128 fp32 accumulator), 6 stages, 2 store slices: 6 x 24 KiB of
 #: operands + 32 KiB of fp32 partial + 2 x 8 KiB of staging = 192 KiB of shared memory.
@@ -52,15 +53,12 @@ RED_THREADS = tl.constexpr(2 * 4 * 32)
 def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                            GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
                            NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
-    sync_grid_dependency(PDL)
     tl.static_assert(NUM_STAGES >= 4 and NUM_STAGES % 2 == 0,
                      "matmul_kernel_ws_dualk: NUM_STAGES must be even and at least 4 (see the module docstring)")
     EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, False)
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, False, EPI_N, 2, PDL)
     partial = tlx.local_alloc((BM, EPI_N), tl.float32, EPILOGUE_SUBTILES)  # replica 1's tile, by column slice
-    c_bufs = tlx.local_alloc((BM, EPI_N), tlx.dtype_of(c_desc), 2)
-    full, empty = ring_barriers(NUM_STAGES, 1)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
@@ -104,17 +102,11 @@ def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B and C descriptors: whole BM-row tiles, C in column slices."""
-    return [cfg.BM, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs (the launcher's and the ops layer's)."""
-    return ws_constexprs(cfg)
+#: Whole BM-row tiles, C in column slices.
+descriptor_blocks = partial(ws_blocks, split_a=False)
+constexprs = ws_constexprs
 
 
 def matmul(a, b, config: WSConfig = DEFAULT, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    return launch_tma_gemm(matmul_kernel_ws_dualk, a, b, descriptor_blocks(config), num_sms,
-                           **constexprs(config))
+    return ws_matmul(matmul_kernel_ws_dualk, a, b, config, num_sms, DEFAULT, DEFAULT, split_a=False)

@@ -16,9 +16,8 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from . import tiles
-from .partitions import load_tiles, mma_steps, ring_barriers, ring_buffers, tile_counts
-from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, ws_constexprs
+from .partitions import load_tiles, mma_steps, ws_prologue
+from .tiles import WSConfig, grouped_tile, ws_constexprs, ws_matmul
 
 
 #: The published tile, and one for problems with few tiles.
@@ -33,10 +32,8 @@ def matmul_kernel_ws_hopper(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, B
                             EPILOGUE_SPLIT: tl.constexpr, NUM_REGS: tl.constexpr):
     HALF_M: tl.constexpr = BM // 2
     EPI_N: tl.constexpr = BN // 2 if EPILOGUE_SPLIT else BN
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, True)
-    c_bufs = tlx.local_alloc((HALF_M, EPI_N), tlx.dtype_of(c_desc), 2)
-    full, empty = ring_barriers(NUM_STAGES, 2)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, EPI_N, 2)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
@@ -77,13 +74,6 @@ def constexprs(cfg: WSConfig) -> dict:
     return consts
 
 
-def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
-    """The published tile unless it leaves most SMs idle."""
-    return pick_tile(LARGE, SMALL, M, N, num_sms)
-
-
 def matmul(a, b, config: WSConfig | None = None, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 tensors ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
-    blocks = ([cfg.BM // 2, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM // 2, cfg.BN // cfg.EPILOGUE_SUBTILES])
-    return launch_tma_gemm(matmul_kernel_ws_hopper, a, b, blocks, num_sms, **constexprs(cfg))
+    return ws_matmul(matmul_kernel_ws_hopper, a, b, config, num_sms, LARGE, SMALL, constexprs=constexprs)

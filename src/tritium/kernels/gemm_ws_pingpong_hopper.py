@@ -24,14 +24,15 @@ TMA zero-fills out-of-bounds loads and clips stores, so ragged M, N, K need no m
 """
 from __future__ import annotations
 
+from functools import partial
+
 import triton
 import triton.language as tl
 
 import tritium.tlx as tlx
 
-from . import tiles
-from .partitions import load_tiles, mma_steps, release_last, ring_barriers, ring_buffers, store_subtiles, tile_counts
-from .tiles import WSConfig, grouped_tile, launch_tma_gemm, pick_tile, sync_grid_dependency, ws_constexprs
+from .partitions import load_tiles, mma_steps, release_last, store_subtiles, ws_prologue
+from .tiles import WSConfig, grouped_tile, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x128 tiles per consumer (a 128x128 fp32 accumulator: 128 registers per thread), 6 stages,
 #: 32-column store slices: 6 x 32 KiB of operands + 4 x 8 KiB of staging = 224 KiB of shared memory.
@@ -49,11 +50,8 @@ TURN_THREADS = tl.constexpr(2 * 4 * 32)
 def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                               BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                               EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
-    sync_grid_dependency(PDL)
-    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, False)
-    c_bufs = tlx.local_alloc((BM, BN // EPILOGUE_SUBTILES), tlx.dtype_of(c_desc), 4)  # consumer r: 2 * r + (0, 1)
-    full, empty = ring_barriers(NUM_STAGES, 1)
-    num_pid_m, num_pid_n, num_tiles, k_tiles = tile_counts(M, N, K, BM, BN, BK)
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, False, BN // EPILOGUE_SUBTILES, 4, PDL)
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
@@ -79,22 +77,11 @@ def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
             tlx.async_descriptor_store_wait(0)
 
 
-def descriptor_blocks(cfg: WSConfig) -> tuple[list[int], list[int], list[int]]:
-    """Block shapes of the A, B and C descriptors: each consumer loads and stores whole BM-row tiles."""
-    return [cfg.BM, cfg.BK], [cfg.BK, cfg.BN], [cfg.BM, cfg.BN // cfg.EPILOGUE_SUBTILES]
-
-
-def constexprs(cfg: WSConfig) -> dict:
-    """The kernel's tile constexprs (the launcher's and the ops layer's)."""
-    return ws_constexprs(cfg)
-
-
-def pick_config(M: int, N: int, num_sms: int) -> WSConfig:
-    """LARGE unless its tiles would leave SMs idle."""
-    return pick_tile(LARGE, SMALL, M, N, num_sms)
+#: Each consumer loads and stores whole BM-row tiles.
+descriptor_blocks = partial(ws_blocks, split_a=False)
+constexprs = ws_constexprs
 
 
 def matmul(a, b, config: WSConfig | None = None, num_sms: int | None = None):
     """``a @ b`` for fp16 or bf16 ``a`` [M, K] and ``b`` [K, N] (CUDA, or CPU under TRITON_INTERPRET=1)."""
-    cfg = config or pick_config(a.shape[0], b.shape[-1], num_sms or tiles.num_sms(a.device))
-    return launch_tma_gemm(matmul_kernel_ws_pingpong, a, b, descriptor_blocks(cfg), num_sms, **constexprs(cfg))
+    return ws_matmul(matmul_kernel_ws_pingpong, a, b, config, num_sms, LARGE, SMALL, split_a=False)

@@ -1,9 +1,10 @@
 """The partitions of a warp-specialized TMA GEMM, written once for every kernel that runs one.
 
 A persistent WS GEMM keeps a ring of NUM_STAGES (A, B) stages in shared memory, guarded by a ``full``
-and an ``empty`` mbarrier per stage (the prologue: :func:`ring_buffers`, the kernel's staging buffers,
-:func:`ring_barriers`, :func:`tile_counts`). The producer (:func:`load_tiles`) fills the
-ring, the consumers (:func:`mma_steps`, then :func:`release_last`) run wgmma over it, and the epilogue
+and an ``empty`` mbarrier per stage (the prologue, :func:`ws_prologue`: :func:`ring_buffers`, the C
+staging buffers, :func:`ring_barriers`, :func:`tile_counts`). The producer (:func:`load_tiles`) fills the
+ring, the consumers (:func:`mma_steps`, then :func:`release_last`; :func:`mma_pair_step` for two
+accumulators; the cooperative consumer whole, :func:`consume_units`) run wgmma over it, and the epilogue
 leaves through shared-memory staging buffers with TMA stores (:func:`store_slice`,
 :func:`store_subtiles`). Every side walks the ring with one counter ``it``, the ring step, and waits for
 its stage with :func:`wait_stage`, the one place that turns a step into a stage and a barrier phase.
@@ -13,7 +14,7 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .tiles import column_subtiles, grouped_tile
+from .tiles import column_subtiles, grouped_tile, sync_grid_dependency
 
 
 @triton.jit
@@ -66,6 +67,28 @@ def tile_counts(M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, U
     num_pid_n = tl.cdiv(N, BN)
     num_units = num_pid_m * num_pid_n * UNITS
     return num_pid_m, num_pid_n, num_units, tl.cdiv(K, BK)
+
+
+@triton.jit
+def ws_prologue(a_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, C_COLS: tl.constexpr, C_BUFS: tl.constexpr,
+                PDL: tl.constexpr = False, B_K_MAJOR: tl.constexpr = False, UNITS: tl.constexpr = 1):
+    """The prologue of a WS GEMM whose only other shared memory is its C staging: the grid dependency
+    (:func:`sync_grid_dependency`, first), the operand ring, C_BUFS staging buffers of a consumer's rows
+    (BM / 2 with ``SPLIT_A``, else BM) by C_COLS columns in ``c_desc``'s dtype, the ring's barriers (released
+    by both consumers with ``SPLIT_A``, else by one) and the tile counts, in this order (the shared-memory
+    layout follows it). Returns ``(a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units,
+    k_tiles)``."""
+    sync_grid_dependency(PDL)
+    a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, SPLIT_A, B_K_MAJOR)
+    if SPLIT_A:
+        c_bufs = tlx.local_alloc((BM // 2, C_COLS), tlx.dtype_of(c_desc), C_BUFS)
+        full, empty = ring_barriers(NUM_STAGES, 2)
+    else:
+        c_bufs = tlx.local_alloc((BM, C_COLS), tlx.dtype_of(c_desc), C_BUFS)
+        full, empty = ring_barriers(NUM_STAGES, 1)
+    num_pid_m, num_pid_n, num_units, k_tiles = tile_counts(M, N, K, BM, BN, BK, UNITS)
+    return a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units, k_tiles
 
 
 @triton.jit
@@ -143,11 +166,87 @@ def mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, k_hi, r, NUM_STAGES: t
 
 
 @triton.jit
+def mma_pair_step(a, b_bufs, b2_bufs, s, acc, acc2, empty, it, k, NUM_STAGES: tl.constexpr):
+    """Ring step ``it`` (K step ``k`` of a tile, stage ``s``) of a consumer that multiplies its A tile ``a`` by
+    two B tiles, ``b_bufs[s]`` into ``acc`` and ``b2_bufs[s]`` into ``acc2`` (TriMul's projections): as a step
+    of :func:`mma_steps` with one group in flight, here two wgmma groups, so step k - 1's stage is released
+    once step k's two are issued and k - 1's retired. Each B tile is indexed where its wgmma is issued (3.8
+    moves the PTX otherwise). The caller waits for the stage (:func:`wait_stage`) and fills ``a`` if it builds
+    it. After the last step, retire ``acc``, then ``acc2`` with :func:`release_last`. Returns ``(acc, acc2)``."""
+    acc = tlx.async_dot(a, b_bufs[s], acc)
+    acc2 = tlx.async_dot(a, b2_bufs[s], acc2)
+    acc = tlx.async_dot_wait(2, acc)  # step k - 1 retired: its stage can be refilled
+    acc2 = tlx.async_dot_wait(2, acc2)
+    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
+    return acc, acc2
+
+
+@triton.jit
 def release_last(acc, empty, it, NUM_STAGES: tl.constexpr):
     """After :func:`mma_steps` with one group in flight: retire the last wgmma and release its stage."""
     acc = tlx.async_dot_wait(0, acc)
     tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
     return acc
+
+
+@triton.jit
+def consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, lo, num_units, num_pid_m, num_pid_n, k_tiles,
+                  k_per_unit, r, BM: tl.constexpr, BN: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                  NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr, SPLIT_K: tl.constexpr = 1,
+                  B_K_MAJOR: tl.constexpr = False, scale_a_ptr=None, scale_b_ptr=None, M=0, N=0,
+                  ROW_SCALES: tl.constexpr = False, COL_SCALES: tl.constexpr = False):
+    """Consumer ``r`` of a cooperative WS GEMM (two consumers, each BM / 2 rows of every tile) over the work
+    units ``lo``, ``lo + num_programs``, ... below ``num_units``, as :func:`load_tiles` loads them, each of
+    ``k_per_unit`` K steps (``k_tiles`` without K slices; split-K computes it before the tasks, as its PTX
+    has it): the K loop with one wgmma group in flight (:func:`mma_steps`, :func:`release_last`), with scale
+    pointers the dequantisation (:func:`scale_tile`), then the store ring's column slices, reduce-added into
+    C with ``SPLIT_K`` > 1. Returns ``(it, stores)``, the ring step and the store count after the last unit."""
+    HALF_M: tl.constexpr = BM // 2
+    it = 0
+    stores = 0  # TMA stores issued so far (the store ring's counter)
+    for unit in range(lo, num_units, tl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        k_lo = (unit % SPLIT_K) * k_per_unit
+        acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
+        it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, min(k_lo + k_per_unit, k_tiles), r,
+                            NUM_STAGES, True, 1, B_K_MAJOR)
+        acc = release_last(acc, empty, it, NUM_STAGES)
+        off_m = pid_m * BM + r * HALF_M
+        if scale_a_ptr is not None:
+            acc = scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, pid_n * BN, M, N, HALF_M, BN, ROW_SCALES,
+                             COL_SCALES)
+        stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, off_m, 1, pid_n, HALF_M, BN, EPILOGUE_SUBTILES,
+                                SPLIT_K > 1)
+    return it, stores
+
+
+@triton.jit
+def cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                     GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
+                     NUM_REGS: tl.constexpr, PDL: tl.constexpr, SPLIT_K: tl.constexpr = 1,
+                     B_K_MAJOR: tl.constexpr = False, scale_a_ptr=None, scale_b_ptr=None,
+                     ROW_SCALES: tl.constexpr = False, COL_SCALES: tl.constexpr = False):
+    """The body of a cooperative WS GEMM kernel (the cooperative, FP8 and split-K kernels): the prologue, the
+    TMA producer on the default task and two replicated 4-warp consumers (:func:`consume_units`, then the
+    drain of their last stores), each with NUM_REGS registers a thread. A ``with tlx.async_tasks()`` region
+    in a helper compiles as it does in the kernel."""
+    a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units, k_tiles = ws_prologue(
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL, B_K_MAJOR, SPLIT_K)
+    if SPLIT_K == 1:
+        k_per_unit = k_tiles
+    else:
+        k_per_unit = tl.cdiv(k_tiles, SPLIT_K)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles, BM, BN,
+                       BK, GROUP_SIZE_M, NUM_STAGES, True, SPLIT_K, B_K_MAJOR)
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r: tl.constexpr = tlx.async_task_replica_id()
+            consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, tl.program_id(0), num_units, num_pid_m,
+                          num_pid_n, k_tiles, k_per_unit, r, BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
+                          SPLIT_K, B_K_MAJOR, scale_a_ptr, scale_b_ptr, M, N, ROW_SCALES, COL_SCALES)
+            tlx.async_descriptor_store_wait(0)
 
 
 @triton.jit

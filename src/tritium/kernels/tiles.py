@@ -78,6 +78,16 @@ def ws_constexprs(cfg: WSConfig, split_k: bool = False) -> dict:
     return {f.name: getattr(cfg, f.name) for f in fields(cfg) if split_k or f.name != "SPLIT_K"}
 
 
+def ws_blocks(cfg: WSConfig, split_a: bool = True,
+              b_k_major: bool = False) -> tuple[list[int], list[int], list[int]]:
+    """Block shapes of a WS GEMM's A, B and C descriptors: A and C in BM/2-row blocks with ``split_a`` (each of
+    two consumers loads and stores its half of a tile's rows), else whole BM-row tiles; C in EPILOGUE_SUBTILES
+    column slices; B's tiles (BN, BK) with ``b_k_major`` (B read from its transpose), else (BK, BN)."""
+    rows = cfg.BM // 2 if split_a else cfg.BM
+    b_block = [cfg.BN, cfg.BK] if b_k_major else [cfg.BK, cfg.BN]
+    return [rows, cfg.BK], b_block, [rows, cfg.BN // cfg.EPILOGUE_SUBTILES]
+
+
 @triton.jit
 def _halves(x, ROWS: tl.constexpr, COLS: tl.constexpr):
     """The left and right column halves of a [ROWS, COLS] register tensor."""
@@ -155,3 +165,13 @@ def launch_tma_gemm(kernel, a, b, blocks, sms: int | None, out=None, units: int 
         programs = min(num_sms(a.device) if sms is None else sms, tiles)
     kernel[(programs, )](*descs, M, N, K, *extra, num_warps=4, **constexprs)
     return c[:, :N]
+
+
+def ws_matmul(kernel, a, b, config: WSConfig | None, sms: int | None, large: WSConfig, small: WSConfig,
+              split_a: bool = True, constexprs=ws_constexprs, **launch):
+    """``a @ b`` with the WS GEMM ``kernel`` (:func:`launch_tma_gemm`, which takes ``launch``) at ``config``,
+    by default ``large`` unless its tiles would leave SMs idle, then ``small``; ``split_a`` and the launch's
+    ``b_k_major`` shape the descriptors (:func:`ws_blocks`), ``constexprs`` turns the config into the kernel's."""
+    cfg = config or pick_tile(large, small, a.shape[0], b.shape[-1], sms or num_sms(a.device))
+    blocks = ws_blocks(cfg, split_a, launch.get("b_k_major", False))
+    return launch_tma_gemm(kernel, a, b, blocks, sms, **launch, **constexprs(cfg))

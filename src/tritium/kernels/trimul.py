@@ -51,7 +51,7 @@ import tritium.tlx as tlx
 
 from .. import compat, knobs
 from .launch import DescriptorCache, interpreting, jit_launch, sm_count
-from .partitions import wait_stage
+from .partitions import mma_pair_step, release_last, wait_stage
 from .tiles import column_subtiles, grouped_tile
 
 #: The x chunk width (the statistics' chunk and the projection GEMM's K step) and the row block of kernels 1 and 3.
@@ -221,8 +221,7 @@ def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc,
                 m0 = (tile // SLICES) * BM
                 sl = tile % SLICES
                 for k in range(0, k_tiles):
-                    s = it % NUM_STAGES
-                    tlx.barrier_wait(empty[s], ((it // NUM_STAGES) & 1) ^ 1)
+                    s = wait_stage(empty, it, NUM_STAGES, 1)
                     tlx.barrier_expect_bytes(full[s], (BM * BK + 5 * BK * HS) * 2)
                     tlx.async_descriptor_load(wq_desc, q_bufs[s], [k * BK, sl * 4 * HS], full[s])
                     tlx.async_descriptor_load(wo_desc, o_bufs[s], [k * BK, 4 * H + sl * HS], full[s])
@@ -238,17 +237,12 @@ def trimul_proj_kernel(x_desc, wq_desc, wo_desc, left_desc, right_desc, og_desc,
                 acc_q = tl.zeros((HALF, 4 * HS), dtype=tl.float32)
                 acc_o = tl.zeros((HALF, HS), dtype=tl.float32)
                 for k in range(0, k_tiles):
-                    s = it % NUM_STAGES
-                    tlx.barrier_wait(full[s], (it // NUM_STAGES) & 1)
-                    acc_q = tlx.async_dot(a_bufs[2 * s + r], q_bufs[s], acc_q)
-                    acc_o = tlx.async_dot(a_bufs[2 * s + r], o_bufs[s], acc_o)
-                    acc_q = tlx.async_dot_wait(2, acc_q)  # step k - 1 retired: its stage can be refilled
-                    acc_o = tlx.async_dot_wait(2, acc_o)
-                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
+                    s = wait_stage(full, it, NUM_STAGES)
+                    acc_q, acc_o = mma_pair_step(a_bufs[2 * s + r], q_bufs, o_bufs, s, acc_q, acc_o, empty, it, k,
+                                                 NUM_STAGES)
                     it += 1
                 acc_q = tlx.async_dot_wait(0, acc_q)
-                acc_o = tlx.async_dot_wait(0, acc_o)
-                tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
+                acc_o = release_last(acc_o, empty, it, NUM_STAGES)
 
                 rows = m0 + tl.arange(0, HALF)
                 rstd = tl.load(rstd_ptr + rows, mask=rows < M, other=0.0)
@@ -341,15 +335,10 @@ def trimul_proj_x_kernel(x_desc, x_ptr, wq_desc, wo_desc, left_desc, right_desc,
                         tlx.local_store(a, d.to(tl.bfloat16))
                         tlx.fence_async_shared()
                         s = wait_stage(full, it, NUM_STAGES)
-                        acc_q = tlx.async_dot(a, q_bufs[s], acc_q)
-                        acc_o = tlx.async_dot(a, o_bufs[s], acc_o)
-                        acc_q = tlx.async_dot_wait(2, acc_q)  # step k - 1 retired: its stage can be refilled
-                        acc_o = tlx.async_dot_wait(2, acc_o)
-                        tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > 0)
+                        acc_q, acc_o = mma_pair_step(a, q_bufs, o_bufs, s, acc_q, acc_o, empty, it, k, NUM_STAGES)
                         it += 1
                     acc_q = tlx.async_dot_wait(0, acc_q)
-                    acc_o = tlx.async_dot_wait(0, acc_o)
-                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
+                    acc_o = release_last(acc_o, empty, it, NUM_STAGES)
                     rstd = 1.0 / tl.sqrt(squares / C + eps)
                     _proj_epilogue(acc_q, acc_o, rstd, m0, sl, r, lr_bufs, og_bufs, left_desc, right_desc, og_desc,
                                    mask_ptr, terms_ptr, M, NN, H, HALF, HS, FAST_SIGMOID)
