@@ -38,7 +38,7 @@ from triton.language.core import _unwrap_if_constexpr
 from triton.runtime import interpreter as _interpreter
 from triton.runtime.interpreter import ASTTransformer, InterpreterBuilder, TensorHandle
 
-from ..compat import TRITON_VERSION, new_pass_manager, run_plain, stock_pass_builder
+from ..compat import TRITON_VERSION, new_pass_manager, parse_module, run_plain, stock_pass_builder
 
 __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_running", "compile_options",
            "dot_input_precision", "builder_state", "kernel_state", "kernel_module", "type_builder", "unflattening_loop_carry",
@@ -47,7 +47,8 @@ __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_
            "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load",
            "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
            "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait_attrs", "cluster_barrier_ops", "ptx_tma_load",
-           "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy"]
+           "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy", "module_ops", "op_builder",
+           "parse_types", "mark_dead", "mbarrier_arrive"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
 unwrap_if_constexpr = _unwrap_if_constexpr
@@ -208,6 +209,49 @@ def interpreter_program() -> Any:
 def np_dtype(dtype: tl.dtype) -> np.dtype:
     """The numpy dtype the interpreter stores ``dtype`` values in."""
     return _interpreter._get_np_dtype(dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Building TTGIR in place of the placeholders (tlx/lowering.py)
+# --------------------------------------------------------------------------------------------
+def module_ops(mod: ir.module) -> list[ir.operation]:
+    """Every operation of ``mod`` in the binding's walk order: post-order, so ops of one block come in program
+    order and an op with regions after the ops inside them."""
+    ops: list[ir.operation] = []
+    mod.walk(ops.append)
+    return ops
+
+
+def op_builder(context: Any) -> gluon_ir.GluonOpBuilder:
+    """A builder of TritonGPU ops on ``context`` (Gluon's, which binds the ``ttg``/``ttng`` ops)."""
+    return gluon_ir.GluonOpBuilder(context)
+
+
+def parse_types(context: Any, types: Sequence[str]) -> dict[str, ir.type]:
+    """Printed types as ``ir.type``s of ``context``: the bindings build a memdesc or tensor type only from its
+    parts, which a placeholder's payload carries printed, so they are read back through one stub function
+    whose arguments have those types (the bindings parse whole modules only)."""
+    if not types:
+        return {}
+    args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(types))
+    stub = parse_module(f"module {{\n  tt.func private @tlx_types({args}) {{\n    tt.return\n  }}\n}}\n", context)
+    fn = stub.get_function("tlx_types")
+    return {t: fn.args(i).get_type() for i, t in enumerate(types)}
+
+
+def mark_dead(builder: Any, placeholder: ir.operation) -> None:
+    """Leave a placeholder whose ops were built for CSE to remove: the bindings cannot erase an op, and a pure
+    inline asm whose result nothing uses is dead."""
+    placeholder.get_result(0).set_attr("pure", builder.get_bool_attr(True))
+
+
+def mbarrier_arrive(builder: Any, bar: Any, count: int, pred: Any) -> None:
+    """``ttng.arrive_barrier`` on the CTA's own barrier: 3.8's binding takes a CTA mask before the predicate
+    (0: this CTA), 3.6, 3.7 and 3.9's the predicate third (3.9's optional CTA arguments default to this CTA)."""
+    if TRITON_VERSION[:2] == (3, 8):
+        builder.create_mbarrier_arrive(bar, count, 0, pred)
+    else:
+        builder.create_mbarrier_arrive(bar, count, pred)
 
 
 # --------------------------------------------------------------------------------------------
