@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import tma_llvm, triton_compat, ws_outline
-from .placeholders import Placeholder, decode, parse, placeholders
+from .placeholders import Placeholder, decode, parse
 from .ttgir_text import SSA, SSA_DEF, func_signature, source_location, split_types, strip_strings
 
 
@@ -102,6 +102,10 @@ class _TensorMap:
 
 #: The tag :func:`build` puts on each buffer it built while the text lowering still reads buffers by id.
 _BUILT_TAG = re.compile(r'tlx\.ids = "(?P<ids>[\d,]+)"')
+#: The mark of a result's conversion :func:`build` made, whose operand the text lowering takes as its twin.
+_TWIN = "tlx.twin"
+#: ``%r = ttg.convert_layout %v {tlx.twin} : <v's type> -> ...``
+_TWIN_LINE = re.compile(r"^\s*(?P<res>%[\w$.-]+) = ttg\.convert_layout (?P<src>%[\w$.-]+) \{tlx\.twin\} : (?P<type>.*?) -> ")
 #: Payload entries that hold a printed type (``type``, ``want``, ...): they start so.
 _TYPE_PREFIXES = ("!", "tensor<")
 
@@ -116,6 +120,11 @@ def _payload_types(value: Any, out: set[str]) -> None:
     elif isinstance(value, list):
         for v in value:
             _payload_types(v, out)
+
+
+def _element(tensor_type: str) -> str:
+    """The element type of a printed tensor type."""
+    return re.match(r"tensor<(?:\d+x)*([\w]+)", tensor_type)[1]
 
 
 @dataclass
@@ -152,6 +161,9 @@ class _Build:
         self.overlaps: dict[int, dict] = {}  # storage_alias_spec id -> its last plan (tlx/alias.py)
         self.barriers: list[tuple[int, Any, Any]] = []  # this function's barrier allocations: (block id, value, loc)
         self.types: dict[str, Any] = {}
+        self.tagging = False  # whether the text lowering runs after (and reads tags)
+        self.native: dict[int, Any] = {}  # id of a converted result -> the laid-out value it converts
+        self.wgmma_a: dict[int, Any] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
 
     def type(self, printed: str) -> Any:
         return self.types[printed]
@@ -161,9 +173,10 @@ class _Build:
         self.values[pid] = value
         if result is not None:
             self.by_result[result.id()] = value
-        ids = self.tags.setdefault(value.id(), [])
-        ids.append(pid)
-        value.set_attr("tlx.ids", self.b.get_string_attr(",".join(map(str, ids))))
+        if self.tagging:
+            ids = self.tags.setdefault(value.id(), [])
+            ids.append(pid)
+            value.set_attr("tlx.ids", self.b.get_string_attr(",".join(map(str, ids))))
 
     def where(self, p: _Op) -> str:
         """``file:line`` of a placeholder, for an error (the bindings do not print a location)."""
@@ -276,6 +289,92 @@ class _Build:
     def _barrier_arrive(self, p: _Op) -> None:
         triton_compat.mbarrier_arrive(self.b, self.values[p.payload["bar"]], p.payload["count"], p.operands[0])
 
+    def value(self, v: Any, want: str) -> Any:
+        """``v`` in type ``want``: itself, the laid-out twin of a result built here, or a conversion."""
+        if str(v.get_type()) == want:
+            return v
+        twin = self.native.get(v.id())
+        if twin is not None and str(twin.get_type()) == want:
+            return twin
+        return self.b.create_convert_layout(self.type(want), v)
+
+    def result(self, p: _Op, value: Any) -> None:
+        """Give the placeholder's users the built ``value``, converted to the layout they expect; the conversion
+        is tagged as its twin for the ops still written as text (:meth:`_Lowering.built`)."""
+        cvt = self.b.create_convert_layout(p.result.get_type(), value)
+        if self.tagging:
+            cvt.set_attr(_TWIN, self.b.get_unit_attr())
+        p.result.replace_all_uses_with(cvt)
+        self.native[cvt.id()] = value
+
+    @lowers("commit_group")
+    def _commit_group(self, p: _Op) -> None:
+        self.b.create_async_commit_group()
+
+    @lowers("wait_group")
+    def _wait_group(self, p: _Op) -> None:
+        self.b.create_async_wait_group(p.payload["num"])
+
+    @lowers("local_load")
+    def _local_load(self, p: _Op) -> None:
+        a = p.payload
+        self.result(p, self.b.create_local_load(self.type(a["want"]), self.values[a["src"]]))
+
+    @lowers("local_store")
+    def _local_store(self, p: _Op) -> None:
+        a = p.payload
+        self.b.create_local_store(self.values[a["dst"]], self.value(p.operands[0], a["want"]))
+
+    @lowers("zeros")
+    def _zeros(self, p: _Op) -> None:
+        """A constant made in the requested register layout (a splat of zero, which the first fold makes the
+        dense constant: the bindings build no dense constant of a tensor type)."""
+        want = p.payload["want"]
+        self.result(p, self.b.create_splat(self.type(want), self.b.get_null_value(self.type(_element(want)))))
+
+    @lowers("require_layout")
+    def _require_layout(self, p: _Op) -> None:
+        self.result(p, self.value(p.operands[0], p.payload["want"]))
+
+    @lowers("wgmma_a")
+    def _wgmma_a(self, p: _Op) -> None:
+        """A register A operand shaped unlike the accumulator (mma.async_dot)."""
+        self.wgmma_a[p.payload["id"]] = self.value(p.operands[0], p.payload["a_reg"])
+
+    @lowers("wgmma")
+    def _wgmma(self, p: _Op) -> None:
+        a = p.payload
+        acc = self.value(p.operands[0], a["acc"])
+        if "a_op" in a:
+            a_val = self.wgmma_a[a["a_op"]]
+        elif "a_reg" in a:
+            a_val = self.value(p.operands[1], a["a_reg"])
+        else:
+            a_val = self.values[a["a"]]
+        self.result(p, triton_compat.warpgroup_mma(self.b, a_val, self.values[a["b"]], acc, a["precision"],
+                                                   a["imprecise"]))
+
+    @lowers("wgmma_wait")
+    def _wgmma_wait(self, p: _Op) -> None:
+        value = self.value(p.operands[0], p.payload["acc"])
+        self.result(p, self.b.create_warpgroup_mma_wait([value], p.payload["pendings"])[0])
+
+    @lowers("tma_store_wait")
+    def _tma_store_wait(self, p: _Op) -> None:
+        triton_compat.tma_store_wait(self.b, p.payload["pendings"])
+
+    @lowers("named_barrier")
+    def _named_barrier(self, p: _Op) -> None:
+        """No TTGIR op on stock Triton: PTX, as Triton's own partition barriers."""
+        a = p.payload
+        keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
+        ins = [v for k, v in zip(keys, p.operands) if k not in a]
+        regs = iter(f"${i + 1}" for i in range(len(ins)))
+        bar, count = (str(a[k]) if k in a else next(regs) for k in keys)
+        asm = self.b.create_inline_asm(f"bar.{a['kind']} {bar}, {count}; mov.u32 $0, 0;",
+                                       ",".join(["=r"] + ["r"] * len(ins)), ins, [p.result.get_type()], False, 1)
+        p.result.replace_all_uses_with(asm.get_result(0))
+
     def barriers_kept(self, block: int) -> None:
         """Deallocations, at the insertion point (before a return), of the barriers allocated in the same block:
         they keep each barrier's shared memory its own to the end. Otherwise the allocator reuses a barrier's
@@ -287,10 +386,10 @@ class _Build:
                 self.b.create_local_dealloc(value)
 
 
-def build(mod: Any) -> None:
+def build(mod: Any) -> bool:
     """Build, in place of each placeholder that has a ``@lowers`` method, the ops it stands for; the placeholder
-    is left dead for CSE (:func:`.triton_compat.mark_dead`). Buffers keep a tag naming their placeholder ids
-    for the ops still written as text (:meth:`_Lowering.built`)."""
+    is left dead for CSE (:func:`.triton_compat.mark_dead`). Returns whether placeholders remain for the text
+    lowering (:func:`lower`); then built buffers and results carry tags that it reads (:meth:`_Lowering.built`)."""
     ops = triton_compat.module_ops(mod)
     found: list[tuple[Any, Optional[_Op]]] = []
     types: set[str] = set()
@@ -300,13 +399,16 @@ def build(mod: Any) -> None:
         if payload is None:
             found.append((op, None))
             continue
-        n = op.get_num_operands()
-        operands = [] if payload["dummy"] else [op.get_operand(i) for i in range(n)]
-        found.append((op, _Op(payload, op, operands, op.get_result(0))))
+        found.append((op, _Op(payload, op, [], op.get_result(0))))
         if payload["op"] == "buffer_overlap":
             state.overlaps[payload["spec"]] = payload
         if payload["op"] in LOWERINGS:
             _payload_types(payload, types)
+        if payload["op"] == "zeros":
+            types.add(_element(payload["want"]))
+    payloads = [p.payload for _, p in found if p is not None]
+    _check_barriers(payloads)
+    state.tagging = any(p["op"] not in LOWERINGS for p in payloads)
     state.types = triton_compat.parse_types(mod.context, sorted(types))
     b = state.b
     end: dict[int, Any] = {}  # block id -> where an op appended to it now goes: after an op, or an insertion point
@@ -323,12 +425,14 @@ def build(mod: Any) -> None:
                     b.restore_insertion_point(where)
                 state.barriers_kept(block.id())
         if name == "tt.func":  # the end of a function (post-order): its values are its own
-            state.values, state.by_result, state.barriers = _Built(), {}, []
+            state.values, state.by_result, state.barriers, state.native = _Built(), {}, [], {}
             continue
         if p is None or p.name not in LOWERINGS:
             if block is not None:
                 end[block.id()] = ("op", op)
             continue
+        if not p.payload["dummy"]:  # read now: a placeholder built before may have replaced one
+            p.operands = [op.get_operand(i) for i in range(op.get_num_operands())]
         b.set_insertion_point_after(op)
         b.set_loc(p.result.get_loc())
         try:
@@ -341,6 +445,7 @@ def build(mod: Any) -> None:
                              "@triton.jit helpers that are inlined, not to noinline=True ones") from None
         triton_compat.mark_dead(b, op)
         end[block.id()] = ("ip", b.get_insertion_point())
+    return state.tagging
 
 
 class _Lowering:
@@ -352,7 +457,6 @@ class _Lowering:
         self.by_result: dict[str, tuple[str, str]] = {}  # dummy i32 result of a view -> (lowered name, type)
         self.native: dict[str, tuple[str, str]] = {}  # placeholder result -> (laid-out value, its type)
         self.types: dict[str, str] = {}  # SSA name of each lowered handle -> its type (see ws_outline.py)
-        self.wgmma_a: dict[int, str] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
         self.args = args  # the kernel's (name, type) arguments
         self.fresh = 0
         self.marks: list[str] = []  # location aliases made by :meth:`mark`, appended to the module
@@ -371,14 +475,13 @@ class _Lowering:
         lines.append(f"{p.indent}{out} = ttg.convert_layout {name} : {have} -> {want}{p.loc}")
         return out
 
-    def result(self, p: Placeholder, value: str, value_type: str, lines: list[str]) -> None:
-        """Give the placeholder's result name the lowered value, converted to the layout users expect."""
-        lines.append(f"{p.indent}{p.result} = ttg.convert_layout {value} : {value_type} -> {p.result_type}{p.loc}")
-        self.native[p.result] = (value, value_type)
-
     def built(self, line: str) -> str:
         """``line`` without the tag :func:`build` puts on the buffers it built, once the tag's ids name that line's
         result and type (which the ops written as text read by id)."""
+        t = _TWIN_LINE.match(line)
+        if t is not None:
+            self.native[t["res"]] = (t["src"], t["type"])
+            return line.replace(" {tlx.twin}", "", 1)
         m = _BUILT_TAG.search(line)
         if m is None:
             return line
@@ -544,62 +647,6 @@ class _Lowering:
         out.append(f"{ind}{h} = ttg.async_copy_global_to_local {src}, {self.names[a['dst']]}{mask}{other}{attr_text} : "
                    f"{a['want'][0]} -> {dst[len('!ttg.memdesc'):]}{loc}")
 
-    @writes("commit_group")
-    def _commit_group(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}{h} = ttg.async_commit_group{loc}")
-
-    @writes("wait_group")
-    def _wait_group(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}{h} = ttg.async_wait {{num = {a['num']} : i32}}{loc}")
-
-    @writes("local_load")
-    def _local_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}{h} = ttg.local_load {self.names[a['src']]} : {self.memdesc[a['src']]} -> {a['want']}{loc}")
-        self.result(p, h, a["want"], out)
-
-    @writes("local_store")
-    def _local_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        value = self.value(p.operands[0], p.operand_types[0], a["want"], out, p)
-        out.append(f"{ind}ttg.local_store {value}, {self.names[a['dst']]} : {a['want']} -> {self.memdesc[a['dst']]}{loc}")
-
-    @writes("zeros")
-    def _zeros(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """A constant made in the requested register layout."""
-        zero = "0.000000e+00" if a["float"] else "0"
-        out.append(f"{ind}{h} = arith.constant dense<{zero}> : {a['want']}{loc}")
-        self.result(p, h, a["want"], out)
-
-    @writes("require_layout")
-    def _require_layout(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        self.result(p, self.value(p.operands[0], p.operand_types[0], a["want"], out, p), a["want"], out)
-
-    @writes("wgmma_a")
-    def _wgmma_a(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """A register A operand shaped unlike the accumulator (mma.async_dot)."""
-        self.wgmma_a[pid] = self.value(p.operands[0], p.operand_types[0], a["a_reg"], out, p)
-
-    @writes("wgmma")
-    def _wgmma(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        acc = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
-        if "a_op" in a:
-            a_val, a_type = self.wgmma_a[a["a_op"]], a["a_reg"]
-        elif "a_reg" in a:
-            a_val = self.value(p.operands[1], p.operand_types[1], a["a_reg"], out, p)
-            a_type = a["a_reg"]
-        else:
-            a_val, a_type = self.names[a["a"]], self.memdesc[a["a"]]
-        b_val, b_type = self.names[a["b"]], self.memdesc[a["b"]]
-        out.append(f"{ind}{h} = ttng.warp_group_dot {a_val}, {b_val}, {acc} {{inputPrecision = {a['precision']} : i32"
-                   f"{', maxNumImpreciseAcc = %d : i32' % a['imprecise'] if a['imprecise'] else ''}, isAsync = true}} : "
-                   f"{a_type} * {b_type} -> {a['acc']}{loc}")
-        self.result(p, h, a["acc"], out)
-
-    @writes("wgmma_wait")
-    def _wgmma_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        value = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
-        out.append(f"{ind}{h} = ttng.warp_group_dot_wait {value} {{pendings = {a['pendings']} : i32}} : {a['acc']}{loc}")
-        self.result(p, h, a["acc"], out)
-
     @writes("tma_load")
     def _tma_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         desc, desc_type = self.descriptor(a)
@@ -640,10 +687,6 @@ class _Lowering:
                 f"{ind}ttng.async_tma_copy_global_to_local {desc}[{zero}, {size}] {view}, {self.names[a['bar']]}, "
                 f"{true} : {a['desc']}, {self.memdesc[a['bar']]} -> {a['view']}{self.mark(loc, 'bulk_load')}"]
 
-    @writes("tma_store_wait")
-    def _tma_store_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}ttng.async_tma_store_wait {triton_compat.tma_store_wait_attrs(a['pendings'])}{loc}")
-
     @writes("alloc_desc")
     def _alloc_desc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}{p.result} = ttg.global_scratch_alloc {{alignment = {a['alignment']} : i32, "
@@ -671,21 +714,6 @@ class _Lowering:
     def _cluster_barrier(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out += [f"{ind}{op}{loc}" for op in triton_compat.cluster_barrier_ops(p.result, p.result_type)]
 
-    @writes("named_barrier")
-    def _named_barrier(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """No TTGIR op on stock Triton: PTX, as Triton's own partition barriers."""
-        keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
-        ins = [(v, t) for k, v, t in zip(keys, p.operands, p.operand_types) if k not in a]
-        regs = iter(f"${i + 1}" for i in range(len(ins)))
-        bar, count = (str(a[k]) if k in a else next(regs) for k in keys)
-        args = f" {', '.join(v for v, _ in ins)} : {', '.join(t for _, t in ins)}" if ins else ""
-        out.append(f'{ind}{p.result} = tt.elementwise_inline_asm "bar.{a["kind"]} {bar}, {count}; mov.u32 $0, 0;" '
-                   f'{{constraints = "{",".join(["=r"] + ["r"] * len(ins))}", packed_element = 1 : i32, '
-                   f'pure = false}}{args} -> {p.result_type}{loc}')
-
-
-#: Placeholder op -> the _Lowering method that writes its TTGIR.
-
 
 #: Placeholders that :func:`.ws_outline.outline` lowers, once the rest of the module is lowered.
 _WS_OPS = ("async_task",)
@@ -704,29 +732,28 @@ def _typed_signature(line: str, desc_types: dict[int, str]) -> tuple[str, list[t
     return line[:start + 1] + ", ".join(parts) + line[end:], args
 
 
-def _check_barriers(text: str) -> None:
+def _check_barriers(payloads: list[dict]) -> None:
     """Reject named barriers that Triton itself uses: barrier 0 syncs the kernel's (or the default task's)
     warps, and in a warp-specialized kernel barrier 1 switches tasks and barrier 2 + k syncs partition k.
     Reject a cluster barrier outside the tasks of a warp-specialized kernel: the task warps wait in Triton's
     task switch there and never arrive, so it would hang."""
-    ps = list(placeholders(text))
     regions: dict[int, int] = {}
-    for p in ps:
-        if p.op == "async_task" and not p.payload["default"]:
-            regions[p.payload["region"]] = regions.get(p.payload["region"], 0) + p.payload.get("replicate", 1)
+    for a in payloads:
+        if a["op"] == "async_task" and not a["default"]:
+            regions[a["region"]] = regions.get(a["region"], 0) + a.get("replicate", 1)
     reserved = 2 + max(regions.values()) if regions else 1
-    for p in ps:
-        if p.op == "cluster_barrier" and regions and not p.payload["in_task"]:
-            raise ValueError(f"tlx.cluster_barrier at {p.payload['where']}: outside the async_tasks of a "
+    for a in payloads:
+        if a["op"] == "cluster_barrier" and regions and not a["in_task"]:
+            raise ValueError(f"tlx.cluster_barrier at {a['where']}: outside the async_tasks of a "
                              "warp-specialized kernel the task warps wait in Triton's task switch and never arrive, "
                              "so every thread of the cluster cannot meet; call it in every task instead")
-        if p.op == "named_barrier" and p.payload.get("bar", reserved) < reserved:
+        if a["op"] == "named_barrier" and a.get("bar", reserved) < reserved:
             partitions = "2" if reserved == 3 else f"2-{reserved - 1}"
             users = "the kernel's own barrier (0)" if not regions else (
                 f"Triton's own barriers of this warp-specialized kernel: 0 (default task), 1 (task switch) and "
                 f"{partitions} (one per partition)")
-            kind = "named_barrier_wait" if p.payload["kind"] == "sync" else "named_barrier_arrive"
-            raise ValueError(f"tlx.{kind} at {p.payload['where']}: bar={p.payload['bar']} is one of "
+            kind = "named_barrier_wait" if a["kind"] == "sync" else "named_barrier_arrive"
+            raise ValueError(f"tlx.{kind} at {a['where']}: bar={a['bar']} is one of "
                              f"{users}; use a barrier id in [{reserved}, 15]")
 
 
@@ -844,7 +871,6 @@ class _DescriptorPlan:
 def lower(text: str) -> str:
     """Rewrite every TLX placeholder of printed TTGIR into its TritonGPU op(s)."""
     plan = _DescriptorPlan(text)
-    _check_barriers(text)
     state = _Lowering([])
     state.types.update(plan.local_types())
     state.text = text

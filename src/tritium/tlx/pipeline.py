@@ -41,8 +41,9 @@ FAMILIES: dict[str, tuple[Callable[[str, Any], bool], tuple[str, ...]]] = {
 def lower_placeholders(mod: ir.module, ctx: Any) -> ir.module:
     """TLX placeholders -> TritonGPU ops (needs the conversion's layouts, so runs right after it): built in place
     where the bindings can (:func:`.lowering.build`), the rest written as text (:func:`.lowering.lower`)."""
-    build(mod)
-    return compat.parse_module(lower(mod.str()), mod.context)
+    if build(mod):
+        return compat.parse_module(lower(mod.str()), mod.context)
+    return mod
 
 
 #: Stock pass that gives every ``!tt.tensordesc`` its shared encoding (NVIDIA only).

@@ -14,7 +14,7 @@ public contract TLX needs a few things Triton keeps to itself:
 * the interpreter's globals, tensor handles and AST rewrite (``triton.runtime.interpreter``);
 * how this Triton spells what TLX emits: binding enums, load cache hints, the TMA store wait, cluster
   barriers, TMA loads in PTX, the AMD pass TLX anchors on (:func:`enum_value`,
-  :func:`async_copy_cache_attrs`, :func:`semantic_load`, :func:`tma_store_wait_attrs`, ...).
+  :func:`async_copy_cache_attrs`, :func:`semantic_load`, :func:`tma_store_wait`, ...).
 
 Nothing in Triton is patched: kernels without TLX ops are untouched. tests/tlx/test_triton_compat.py
 checks each of these against the installed Triton, and tests/test_private_names.py that no other
@@ -46,9 +46,9 @@ __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_
            "interpreter_builder", "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer",
            "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load",
            "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
-           "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait_attrs", "cluster_barrier_ops", "ptx_tma_load",
+           "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait", "cluster_barrier_ops", "ptx_tma_load",
            "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy", "module_ops", "op_builder",
-           "parse_types", "mark_dead", "mbarrier_arrive"]
+           "parse_types", "mark_dead", "mbarrier_arrive", "warpgroup_mma"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
 unwrap_if_constexpr = _unwrap_if_constexpr
@@ -254,6 +254,13 @@ def mbarrier_arrive(builder: Any, bar: Any, count: int, pred: Any) -> None:
         builder.create_mbarrier_arrive(bar, count, pred)
 
 
+def warpgroup_mma(builder: Any, a: Any, b: Any, acc: Any, precision: int, imprecise: int) -> Any:
+    """An async ``ttng.warp_group_dot`` that adds to ``acc``, with ``precision`` the integer of ``tl.dot``'s input
+    precision. The binding requires a ``useC`` operand (Gluon passes its ``use_acc``): a constant true."""
+    return builder.create_warpgroup_mma(a, b, acc, builder.get_int1(True), ir.INPUT_PRECISION(precision), imprecise,
+                                        True)
+
+
 # --------------------------------------------------------------------------------------------
 # How this Triton spells what TLX emits
 # --------------------------------------------------------------------------------------------
@@ -351,17 +358,20 @@ def _gluon_tma_store_wait_has_read_only() -> bool:
     return "read_only" in inspect.signature(tma.store_wait).parameters
 
 
-#: Triton 3.9 gave ``ttng.async_tma_store_wait`` a ``read_only`` unit attribute (Gluon's
+#: Triton 3.8 gave ``ttng.async_tma_store_wait`` a ``read_only`` unit attribute (Gluon's
 #: ``tma.store_wait(read_only=True)``): without it the op waits until the stores' writes are done
 #: (PTX ``cp.async.bulk.wait_group``), with it only until they read their shared memory
 #: (``cp.async.bulk.wait_group.read``), which is all 3.6's op does.
 TMA_STORE_WAIT_READ_ONLY: bool = _gluon_tma_store_wait_has_read_only()
 
 
-def tma_store_wait_attrs(pendings: int) -> str:
-    """Printed attributes of a ``ttng.async_tma_store_wait`` that waits until at most ``pendings`` TMA
-    stores still read their shared-memory source."""
-    return f"{{pendings = {pendings} : i32{', read_only' if TMA_STORE_WAIT_READ_ONLY else ''}}}"
+def tma_store_wait(builder: Any, pendings: int) -> None:
+    """A ``ttng.async_tma_store_wait`` until at most ``pendings`` TMA stores still read their shared-memory
+    source (3.9's binding takes ``read_only``, see :data:`TMA_STORE_WAIT_READ_ONLY`)."""
+    if TMA_STORE_WAIT_READ_ONLY:
+        builder.create_async_tma_store_wait(pendings, True)
+    else:
+        builder.create_async_tma_store_wait(pendings)
 
 
 def cluster_barrier_ops(result: str, result_type: str) -> list[str]:
