@@ -1,12 +1,14 @@
-"""Lowering of printed TTGIR: each TLX placeholder becomes the TritonGPU op(s) it stands for.
+"""The TLX lowering: each placeholder becomes the TritonGPU op(s) it stands for, right after
+``ttir.convert_to_ttgpuir`` (the ``tlx.lower_placeholders`` pass), in two steps.
 
-:func:`lower` runs right after ``ttir.convert_to_ttgpuir`` (the ``tlx.lower_placeholders`` pass). For
-each placeholder (:mod:`.placeholders` decodes them) :meth:`_Lowering.lower` writes the real ops through
-the method recorded for its op with :func:`lowers`, adding ``ttg.convert_layout`` where the layout an op
-needs differs from the one the conversion chose.
-Buffers and descriptors are named by placeholder id; a use refers to the closest lowered copy of its
-id above it. TMA descriptors get the encodings their buffers need (:class:`_DescriptorPlan`), and the
-warp-specialized regions are outlined last (:mod:`.ws_outline`).
+:func:`build` builds in place, with the bindings, the ops of every placeholder that has a ``@lowers``
+method (``_Build``): after the placeholder, at its location, the placeholder left dead for CSE.
+:func:`lower` then writes, on the printed module, the ops that have no binding (``@writes`` methods of
+``_Lowering``, each with its reason; docs/tlx-design.md lists them): the TMA ops, whose descriptors it
+retypes (:class:`_DescriptorPlan`), async copies and cluster barriers. It also outlines the
+warp-specialized regions last (:mod:`.ws_outline`). Both add ``ttg.convert_layout`` where the layout an
+op needs differs from the one the conversion chose. Buffers and descriptors are named by placeholder
+id, and a use refers to the closest lowered copy of its id above it.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Any, Callable, Optional
 
 from . import tma_llvm, triton_compat, ws_outline
 from .placeholders import Placeholder, decode, parse
-from .ttgir_text import SSA, SSA_DEF, func_signature, source_location, split_types, strip_strings
+from .ttgir_text import SSA, func_signature, source_location, split_types, strip_strings
 
 
 #: Marks a ``ttg.local_alloc`` whose shared layout is the planner's, not the kernel's (tlx/dot_operands.py).
@@ -102,10 +104,6 @@ class _TensorMap:
 
 #: The tag :func:`build` puts on each buffer it built while the text lowering still reads buffers by id.
 _BUILT_TAG = re.compile(r'tlx\.ids = "(?P<ids>[\d,]+)"')
-#: The mark of a result's conversion :func:`build` made, whose operand the text lowering takes as its twin.
-_TWIN = "tlx.twin"
-#: ``%r = ttg.convert_layout %v {tlx.twin} : <v's type> -> ...``
-_TWIN_LINE = re.compile(r"^\s*(?P<res>%[\w$.-]+) = ttg\.convert_layout (?P<src>%[\w$.-]+) \{tlx\.twin\} : (?P<type>.*?) -> ")
 #: Payload entries that hold a printed type (``type``, ``want``, ...): they start so.
 _TYPE_PREFIXES = ("!", "tensor<")
 
@@ -164,6 +162,7 @@ class _Build:
         self.tagging = False  # whether the text lowering runs after (and reads tags)
         self.native: dict[int, Any] = {}  # id of a converted result -> the laid-out value it converts
         self.wgmma_a: dict[int, Any] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
+        self.sync: list[Optional[str]] = []  # per built async copy, in program order: why it must be synchronous
 
     def type(self, printed: str) -> Any:
         return self.types[printed]
@@ -299,13 +298,22 @@ class _Build:
         return self.b.create_convert_layout(self.type(want), v)
 
     def result(self, p: _Op, value: Any) -> None:
-        """Give the placeholder's users the built ``value``, converted to the layout they expect; the conversion
-        is tagged as its twin for the ops still written as text (:meth:`_Lowering.built`)."""
+        """Give the placeholder's users the built ``value``, converted to the layout they expect."""
         cvt = self.b.create_convert_layout(p.result.get_type(), value)
-        if self.tagging:
-            cvt.set_attr(_TWIN, self.b.get_unit_attr())
         p.result.replace_all_uses_with(cvt)
         self.native[cvt.id()] = value
+
+    @lowers("async_copy")
+    def _async_copy(self, p: _Op) -> None:
+        a = p.payload
+        src, *rest = [self.value(v, w) for v, w in zip(p.operands, a["want"])]
+        mask = rest[0] if a["has_mask"] else None
+        other = rest[-1] if a["has_other"] else None
+        triton_compat.async_copy(self.b, self.values[a["dst"]], src, mask, other, a["hints"], a.get("volatile", False))
+        if a.get("sync"):  # tlx/copy_fallback.py makes this copy synchronous, and says why
+            self.sync.append(a["sync"])
+        else:
+            self.sync.append(None)
 
     @lowers("commit_group")
     def _commit_group(self, p: _Op) -> None:
@@ -445,7 +453,21 @@ def build(mod: Any) -> bool:
                              "@triton.jit helpers that are inlined, not to noinline=True ones") from None
         triton_compat.mark_dead(b, op)
         end[block.id()] = ("ip", b.get_insertion_point())
+    if any(state.sync):
+        _mark_sync(mod, state)
     return state.tagging
+
+
+def _mark_sync(mod: Any, state: _Build) -> None:
+    """Put the ``tlx.sync`` reason on the async copies that :mod:`.copy_fallback` makes synchronous. The copy's
+    binding returns no op, so they are found again by a walk: in program order, as they were built (the module
+    has no other async copy before the lowering)."""
+    copies = [op for op in triton_compat.module_ops(mod) if op.get_name() == "ttg.async_copy_global_to_local"]
+    if len(copies) != len(state.sync):
+        raise AssertionError(f"tlx: built {len(state.sync)} async copies, the module has {len(copies)}")
+    for op, why in zip(copies, state.sync):
+        if why:
+            op.get_result(0).set_attr("tlx.sync", state.b.get_string_attr(why))
 
 
 class _Lowering:
@@ -454,8 +476,6 @@ class _Lowering:
     def __init__(self, args: list[tuple[str, str]]) -> None:
         self.names: _Names = _Names()
         self.memdesc: dict[int, str] = {}
-        self.by_result: dict[str, tuple[str, str]] = {}  # dummy i32 result of a view -> (lowered name, type)
-        self.native: dict[str, tuple[str, str]] = {}  # placeholder result -> (laid-out value, its type)
         self.types: dict[str, str] = {}  # SSA name of each lowered handle -> its type (see ws_outline.py)
         self.args = args  # the kernel's (name, type) arguments
         self.fresh = 0
@@ -463,25 +483,9 @@ class _Lowering:
         self.text = ""  # the module being lowered (for source locations in errors)
         self.desc_ptr: dict[Any, str] = {}  # descriptor (SSA name or slot placeholder id) -> its tensor map's address
 
-    def value(self, name: str, have: str, want: str, lines: list[str], p: Placeholder) -> str:
-        """``name`` (of type ``have``) in type ``want``: the op's own laid-out twin, or a conversion."""
-        if have == want:
-            return name
-        twin = self.native.get(name)
-        if twin is not None and twin[1] == want:
-            return twin[0]
-        self.fresh += 1
-        out = f"%tlx_cvt{self.fresh}"
-        lines.append(f"{p.indent}{out} = ttg.convert_layout {name} : {have} -> {want}{p.loc}")
-        return out
-
     def built(self, line: str) -> str:
         """``line`` without the tag :func:`build` puts on the buffers it built, once the tag's ids name that line's
         result and type (which the ops written as text read by id)."""
-        t = _TWIN_LINE.match(line)
-        if t is not None:
-            self.native[t["res"]] = (t["src"], t["type"])
-            return line.replace(" {tlx.twin}", "", 1)
         m = _BUILT_TAG.search(line)
         if m is None:
             return line
@@ -622,30 +626,10 @@ class _Lowering:
         if lowering is None:
             raise ValueError(f"tlx: no lowering for placeholder op {p.op!r}")
         lowering(self, p, a, pid, h, ind, loc, out)
-        if pid in self.memdesc:
-            self.types[h] = self.memdesc[pid]
-            if p.result:
-                self.by_result[p.result] = (h, self.memdesc[pid])
         return out
 
-    # One method per placeholder op (``@lowers``): ``a`` is its payload, ``h`` the SSA name it defines,
+    # One method per placeholder op (``@writes``): ``a`` is its payload, ``h`` the SSA name it defines,
     # ``ind`` and ``loc`` its indentation and location; the TTGIR lines go to ``out``.
-
-    @writes("async_copy")
-    def _async_copy(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        parts = [self.value(v, t, w, out, p) for v, t, w in zip(p.operands, p.operand_types, a["want"])]
-        src, rest = parts[0], parts[1:]
-        mask = f" mask {rest[0]}" if a["has_mask"] else ""
-        other = f" other {rest[-1]}" if a["has_other"] else ""
-        dst = self.memdesc[a["dst"]]
-        attrs = list(a["cache_attrs"])  # printed by tritium.compat for this Triton
-        if a.get("volatile"):
-            attrs.append("isVolatile = true")
-        if a.get("sync"):  # tlx/copy_fallback.py makes this copy synchronous, and says why
-            attrs.append(f'tlx.sync = "{a["sync"]}"')
-        attr_text = f" {{{', '.join(attrs)}}}" if attrs else ""
-        out.append(f"{ind}{h} = ttg.async_copy_global_to_local {src}, {self.names[a['dst']]}{mask}{other}{attr_text} : "
-                   f"{a['want'][0]} -> {dst[len('!ttg.memdesc'):]}{loc}")
 
     @writes("tma_load")
     def _tma_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
@@ -884,15 +868,9 @@ def lower(text: str) -> str:
             continue
         if line.lstrip().startswith("tt.func"):
             line, state.args = _typed_signature(line, plan.arg_types(line))
-            state.by_result = {}  # SSA names are per function too
             state.names = _Names(re.search(r'@"?([\w.$-]+?)(?:__|"|\()', line).group(1))
         line = state.built(line)
         p = parse(line)
-        # A printed name is unique only within its region: sibling regions (the two loops of a
-        # static_range, say) reuse names, so a redefined name's laid-out twin no longer applies.
-        for name in SSA_DEF.findall(strip_strings(line)):
-            state.native.pop(name, None)
-            state.by_result.pop(name, None)
         if p is not None and p.built:  # its ops were built in place (:func:`build`); dead now
             continue
         if p is None or p.op in _WS_OPS:

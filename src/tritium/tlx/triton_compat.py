@@ -14,7 +14,7 @@ public contract TLX needs a few things Triton keeps to itself:
 * the interpreter's globals, tensor handles and AST rewrite (``triton.runtime.interpreter``);
 * how this Triton spells what TLX emits: binding enums, load cache hints, the TMA store wait, cluster
   barriers, TMA loads in PTX, the AMD pass TLX anchors on (:func:`enum_value`,
-  :func:`async_copy_cache_attrs`, :func:`semantic_load`, :func:`tma_store_wait`, ...).
+  :func:`async_copy_hints`, :func:`semantic_load`, :func:`tma_store_wait`, ...).
 
 Nothing in Triton is patched: kernels without TLX ops are untouched. tests/tlx/test_triton_compat.py
 checks each of these against the installed Triton, and tests/test_private_names.py that no other
@@ -44,7 +44,7 @@ __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_
            "dot_input_precision", "builder_state", "kernel_state", "kernel_module", "type_builder", "unflattening_loop_carry",
            "statement_location", "with_statement", "visit_body", "SubRegion", "interpreter_semantic",
            "interpreter_builder", "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer",
-           "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load",
+           "enum_value", "CACHE_POLICY", "async_copy_hints", "async_copy", "semantic_load", "semantic_descriptor_load",
            "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
            "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait", "cluster_barrier_ops", "ptx_tma_load",
            "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy", "module_ops", "op_builder",
@@ -256,9 +256,8 @@ def mbarrier_arrive(builder: Any, bar: Any, count: int, pred: Any) -> None:
 
 def warpgroup_mma(builder: Any, a: Any, b: Any, acc: Any, precision: int, imprecise: int) -> Any:
     """An async ``ttng.warp_group_dot`` that adds to ``acc``, with ``precision`` the integer of ``tl.dot``'s input
-    precision. The binding requires a ``useC`` operand (Gluon passes its ``use_acc``): a constant true."""
-    return builder.create_warpgroup_mma(a, b, acc, builder.get_int1(True), ir.INPUT_PRECISION(precision), imprecise,
-                                        True)
+    precision; no ``useC`` operand (a null value)."""
+    return builder.create_warpgroup_mma(a, b, acc, ir.value(), ir.INPUT_PRECISION(precision), imprecise, True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,18 +282,27 @@ def _cache_policy(cache_modifier: str, eviction_policy: str) -> Any:
     return _tl_core._normalize_cache_policy(None, cache_modifier or None, eviction_policy or None)
 
 
-def async_copy_cache_attrs(semantic: Any, cache_modifier: str, eviction_policy: str) -> list[str]:
-    """Printed attribute entries of a ``ttg.async_copy_global_to_local`` with these load hints (none for
-    the defaults ``""``).  Raises ``ValueError`` for hints Triton rejects."""
+def async_copy_hints(semantic: Any, cache_modifier: str, eviction_policy: str) -> dict:
+    """The load hints of a ``ttg.async_copy_global_to_local`` as payload entries for :func:`async_copy`: the two
+    enums' integers through 3.8, the hint strings for 3.9's cache policy. Raises ``ValueError`` for hints Triton
+    rejects."""
     cache = enum_value(semantic._str_to_load_cache_modifier(cache_modifier))  # validates, on every version
     evict = enum_value(semantic._str_to_eviction_policy(eviction_policy))
-    if not CACHE_POLICY:
-        return [f"{name} = {value} : i32" for name, value in (("cache", cache), ("evict", evict)) if value]
-    if not cache_modifier and not eviction_policy:
-        return []
-    policy = _cache_policy(cache_modifier, eviction_policy)
-    attr = f"#tt.cache_policy<cache_modifier = {policy.cache_modifier}, eviction_policy = {policy.eviction_policy}>"
-    return [f"cachePolicy = {attr}"]
+    if CACHE_POLICY:
+        return {"cache_modifier": cache_modifier, "eviction_policy": eviction_policy}
+    return {"cache": cache, "evict": evict}
+
+
+def async_copy(builder: Any, dst: Any, src: Any, mask: Any, other: Any, hints: dict, volatile: bool) -> None:
+    """``ttg.async_copy_global_to_local`` of the pointers ``src`` into ``dst`` (``mask``/``other`` ``None`` for
+    none: the binding takes a null value), with the hints of :func:`async_copy_hints`."""
+    mask, other = (ir.value() if v is None else v for v in (mask, other))
+    if CACHE_POLICY:
+        policy = _cache_policy(hints["cache_modifier"], hints["eviction_policy"])._to_ir(builder)
+        builder.create_async_copy_global_to_local(dst, src, mask, other, policy, volatile)
+    else:
+        builder.create_async_copy_global_to_local(dst, src, mask, other, ir.CACHE_MODIFIER(hints["cache"]),
+                                                  ir.EVICTION_POLICY(hints["evict"]), volatile)
 
 
 def semantic_load(semantic: Any, ptr: Any, mask: Any, other: Any, cache_modifier: str, eviction_policy: str,
