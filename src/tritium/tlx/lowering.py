@@ -335,8 +335,8 @@ class _Build:
 
     @lowers("zeros")
     def _zeros(self, p: _Op) -> None:
-        """A constant made in the requested register layout (a splat of zero, which the first fold makes the
-        dense constant: the bindings build no dense constant of a tensor type)."""
+        """A constant made in the requested register layout: the bindings build no dense constant of a tensor
+        type, but ``create_splat`` folds a splat of a constant scalar into one as it builds it."""
         want = p.payload["want"]
         self.result(p, self.b.create_splat(self.type(want), self.b.get_null_value(self.type(_element(want)))))
 
