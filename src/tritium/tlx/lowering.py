@@ -770,7 +770,7 @@ class _DescriptorPlan:
         slots: list[Placeholder] = []
         for i, line in enumerate(lines):
             p = parse(line)
-            if p is None:
+            if p is None or p.built:  # a built placeholder names no descriptor
                 continue
             a, where = p.payload, f"tlx.{_TMA_OPS.get(p.op, p.op)} at {source_location(text, p.loc)}"
             if a.get("carried"):
