@@ -39,6 +39,14 @@ def lowered_ttgir(monkeypatch, kernel, signature: dict, constants: dict, target:
     """The TTGIR right after ``tlx.lower_placeholders``, before stock passes move layouts around."""
     import tritium.tlx.pipeline as pipeline
     seen = []
+
+    def build(mod, _build=pipeline.build):  # a module whose placeholders are all built is not written as text
+        textual = _build(mod)
+        if not textual:
+            seen.append(mod.str())
+        return textual
+
+    monkeypatch.setattr(pipeline, "build", build)
     monkeypatch.setattr(pipeline, "lower", lambda text, _lower=pipeline.lower: seen.append(_lower(text)) or seen[-1])
     monkeypatch.setattr(triton.knobs.compilation, "always_compile", True)
     compile_ttgir(kernel, signature, constants, target, **options)
@@ -172,10 +180,15 @@ def test_explicit_register_layouts_compile(monkeypatch, target, kind):
         pytest.skip("MFMA layouts are AMD's; each linear layout is written for one warp size")
     ttgir = lowered_ttgir(monkeypatch, register_layouts_kernel, RL_SIG, {"R": 64, "C": 64, "KIND": kind}, target,
                           num_warps=4)
+    # the load, the zeros and the required layout are all made in the layout asked for (layout aliases of the
+    # printed module spelled out)
     want = REGISTER_KINDS[kind]
-    # the load, the zeros and the required layout are all made in the layout asked for
-    assert any("ttg.local_load" in line and want in line for line in ttgir.splitlines())
-    assert any("arith.constant dense<0.000000e+00>" in line and want in line for line in ttgir.splitlines())
+    aliases = dict(re.findall(r"^(#\w+) = (#ttg\..*)$", ttgir, re.M))
+    lines = ttgir.splitlines()
+    for _ in range(2):  # an alias may name another (a dot operand's parent)
+        lines = [re.sub(r"#\w+\b(?![.<])", lambda m: aliases.get(m[0], m[0]), line) for line in lines]
+    assert any("ttg.local_load" in line and want in line for line in lines)
+    assert any("arith.constant dense<0.000000e+00>" in line and want in line for line in lines)
 
 
 @compiled

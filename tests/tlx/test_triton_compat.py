@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import types
 
 import numpy as np
@@ -233,3 +234,55 @@ def test_frontend_values_are_named_through_set_name():
     assert tc.VALUE_SET_NAME == (tc.TRITON_VERSION >= (3, 8))
     if tc.VALUE_SET_NAME:
         assert tlx_value._set_name is not base_value._set_name
+
+
+# --------------------------------------------------------------------------------------------
+# Building TTGIR in place of placeholders (tlx/lowering.py's ``build``)
+# --------------------------------------------------------------------------------------------
+_BUILD_TYPES = ("!ttg.memdesc<2x1xi64, #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, "
+                "#ttg.shared_memory, mutable>",
+                "!ttg.memdesc<1xi64, #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>, "
+                "#ttg.shared_memory, mutable>")
+
+
+def _built_module():
+    """A module of one function whose body has an ``i1`` constant, built with the shim's builder."""
+    from triton._C.libtriton import ir
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    make_backend(SM90).load_dialects(ctx)
+    b = tc.op_builder(ctx)
+    mod = b.create_module()
+    fn = b.get_or_insert_function(mod, "f", b.get_function_ty([], []), "public", False)
+    mod.push_back(fn)
+    b.set_insertion_point_to_start(fn.add_entry_block())
+    b.set_loc(b.create_loc("k.py", 7, 1))
+    return ctx, b, mod
+
+
+def test_in_place_building():
+    """The bindings the lowering builds with: printed types read back, the barrier ops (with this version's
+    ``mbarrier_arrive``), the walk in program order, and a placeholder left dead for CSE."""
+    ctx, b, mod = _built_module()
+    types = tc.parse_types(ctx, list(_BUILD_TYPES))
+    assert [str(types[t]) for t in _BUILD_TYPES] == list(_BUILD_TYPES)
+    true = b.get_int1(True)
+    bars = b.create_local_alloc(types[_BUILD_TYPES[0]])
+    bar = b.create_memdesc_index(types[_BUILD_TYPES[1]], bars, b.get_int32(1))
+    b.create_mbarrier_init(bar, 1)
+    b.create_mbarrier_expect(bar, 64, true)
+    tc.mbarrier_arrive(b, bar, 1, true)
+    b.create_mbarrier_wait(bar, b.get_int32(0), true, [])
+    asm = b.create_inline_asm("tlx:x", "=r", [], [b.get_int32_ty()], False, 1)
+    tc.mark_dead(b, asm.get_operation())
+    b.create_local_dealloc(bars)
+    b.ret([])
+    names = [op.get_name() for op in tc.module_ops(mod)]
+    assert names[-2:] == ["tt.func", "builtin.module"]  # post-order: the function after its body
+    assert [n for n in names if n.startswith(("ttg.", "ttng."))] == [
+        "ttg.local_alloc", "ttg.memdesc_index", "ttng.init_barrier", "ttng.barrier_expect", "ttng.arrive_barrier",
+        "ttng.wait_barrier", "ttg.local_dealloc"]
+    text = mod.str()
+    assert re.search(r"ttng\.arrive_barrier %\w+, 1, %true : ", text)  # this CTA's barrier, count 1, predicated
+    assert 'tt.elementwise_inline_asm "tlx:x" {constraints = "=r", packed_element = 1 : i32, pure = true}' in text
+    assert mod.verify()

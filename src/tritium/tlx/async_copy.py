@@ -38,11 +38,11 @@ def _is_zero(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and x == 0
 
 
-def _cache_attrs(_semantic: Any, cache_modifier: Any, eviction_policy: Any) -> list[str]:
-    """The copy's printed cache-hint attributes; a hint Triton rejects is an error naming the op."""
+def _cache_hints(_semantic: Any, cache_modifier: Any, eviction_policy: Any) -> dict:
+    """The copy's cache hints, as the lowering builds them; a hint Triton rejects is an error naming the op."""
     try:
-        return triton_compat.async_copy_cache_attrs(_semantic, unwrap_if_constexpr(cache_modifier),
-                                             unwrap_if_constexpr(eviction_policy))
+        return triton_compat.async_copy_hints(_semantic, unwrap_if_constexpr(cache_modifier),
+                                              unwrap_if_constexpr(eviction_policy))
     except ValueError as e:
         raise ValueError(f"tlx.async_load: {e} (cache_modifier={cache_modifier!r}, "
                          f"eviction_policy={eviction_policy!r})") from e
@@ -151,7 +151,7 @@ def async_load(src: tl.tensor, result: buffered_tensor, mask: tl.tensor | None =
     mask, other = unwrap_if_constexpr(mask), unwrap_if_constexpr(other)
     bulk_size, barrier = unwrap_if_constexpr(bulk_size), unwrap_if_constexpr(barrier)
     if bulk:
-        _cache_attrs(_semantic, cache_modifier, eviction_policy)  # validated; the bulk copy has no hints
+        _cache_hints(_semantic, cache_modifier, eviction_policy)  # validated; the bulk copy has no hints
         _bulk_load(_semantic, src, result, bulk_size, barrier)
         return async_token.made(_semantic)
     shape = list(result.shape)
@@ -163,13 +163,13 @@ def async_load(src: tl.tensor, result: buffered_tensor, mask: tl.tensor | None =
     if other is not None:
         other = _semantic.cast(_semantic.broadcast_impl_shape(_semantic.to_tensor(other), shape), result.dtype)
         sync = "other"
-    cache_attrs = _cache_attrs(_semantic, cache_modifier, eviction_policy)
+    hints = _cache_hints(_semantic, cache_modifier, eviction_policy)
     volatile = unwrap_if_constexpr(is_volatile)
     blocked = layouts.coalesced_layout(shape, result.dtype, opts.num_warps, opts.warp_size)
     operands = [x for x in (src, mask, other) if x is not None]
     emit(_semantic, "async_copy", operands=operands, dst=result.type.id,
          want=[tensor_type(_semantic, x.dtype, shape, blocked) for x in operands],
-         has_mask=mask is not None, has_other=other is not None, cache_attrs=cache_attrs, volatile=volatile, sync=sync)
+         has_mask=mask is not None, has_other=other is not None, hints=hints, volatile=volatile, sync=sync)
     return async_token.made(_semantic)
 
 

@@ -1,12 +1,14 @@
-"""Lowering of printed TTGIR: each TLX placeholder becomes the TritonGPU op(s) it stands for.
+"""The TLX lowering: each placeholder becomes the TritonGPU op(s) it stands for, right after
+``ttir.convert_to_ttgpuir`` (the ``tlx.lower_placeholders`` pass), in two steps.
 
-:func:`lower` runs right after ``ttir.convert_to_ttgpuir`` (the ``tlx.lower_placeholders`` pass). For
-each placeholder (:mod:`.placeholders` decodes them) :meth:`_Lowering.lower` writes the real ops through
-the method recorded for its op with :func:`lowers`, adding ``ttg.convert_layout`` where the layout an op
-needs differs from the one the conversion chose.
-Buffers and descriptors are named by placeholder id; a use refers to the closest lowered copy of its
-id above it. TMA descriptors get the encodings their buffers need (:class:`_DescriptorPlan`), and the
-warp-specialized regions are outlined last (:mod:`.ws_outline`).
+:func:`build` builds in place, with the bindings, the ops of every placeholder that has a ``@lowers``
+method (``_Build``): after the placeholder, at its location, the placeholder left dead for CSE.
+:func:`lower` then writes, on the printed module, the ops that have no binding (``@writes`` methods of
+``_Lowering``, each with its reason; docs/tlx-design.md lists them): the TMA ops, whose descriptors it
+retypes (:class:`_DescriptorPlan`), async copies and cluster barriers. It also outlines the
+warp-specialized regions last (:mod:`.ws_outline`). Both add ``ttg.convert_layout`` where the layout an
+op needs differs from the one the conversion chose. Buffers and descriptors are named by placeholder
+id, and a use refers to the closest lowered copy of its id above it.
 """
 from __future__ import annotations
 
@@ -16,28 +18,40 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import tma_llvm, triton_compat, ws_outline
-from .placeholders import Placeholder, parse, placeholders
-from .ttgir_text import SSA, SSA_DEF, func_signature, source_location, split_types, strip_strings
+from .placeholders import Placeholder, decode, parse
+from .ttgir_text import SSA, func_signature, source_location, split_types, strip_strings
 
 
 #: Marks a ``ttg.local_alloc`` whose shared layout is the planner's, not the kernel's (tlx/dot_operands.py).
 PLANNED_LAYOUT = "tlx.planned_layout"
 
-#: Placeholder op -> the ``_Lowering`` method that writes its TTGIR, recorded by :func:`lowers`.
+#: Placeholder op -> the ``_Build`` method that builds its ops in place, recorded by :func:`lowers`.
 LOWERINGS: dict[str, Callable[..., None]] = {}
+#: Placeholder op -> the ``_Lowering`` method that writes its TTGIR as text, recorded by :func:`writes`.
+WRITERS: dict[str, Callable[..., None]] = {}
 
 
-def lowers(*ops: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Record the decorated ``_Lowering`` method as the lowering of the placeholder ops ``ops``."""
-
+def _recorder(table: dict[str, Callable[..., None]], ops: tuple[str, ...]) -> Callable[[Callable[..., None]], Callable[..., None]]:
     def record(method: Callable[..., None]) -> Callable[..., None]:
         for op in ops:
-            if op in LOWERINGS:
+            if op in LOWERINGS or op in WRITERS:
                 raise AssertionError(f"two lowerings of placeholder op {op!r}")
-            LOWERINGS[op] = method
+            table[op] = method
         return method
 
     return record
+
+
+def lowers(*ops: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Record the decorated ``_Build`` method as the lowering of the placeholder ops ``ops``: it builds their
+    ops with the bindings in place of the placeholder (:func:`build`)."""
+    return _recorder(LOWERINGS, ops)
+
+
+def writes(*ops: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Record the decorated ``_Lowering`` method as the text lowering of ``ops`` (:func:`lower`): for ops that the
+    bindings cannot build yet, each with its reason beside it."""
+    return _recorder(WRITERS, ops)
 
 
 class _Names(dict):
@@ -88,41 +102,401 @@ class _TensorMap:
         return cls(block, elem_type, elem_bytes, fill, desc_type)
 
 
+#: The tag :func:`build` puts on each buffer it built while the text lowering still reads buffers by id.
+_BUILT_TAG = re.compile(r'tlx\.ids = "(?P<ids>[\d,]+)"')
+#: Payload entries that hold a printed type (``type``, ``want``, ...): they start so.
+_TYPE_PREFIXES = ("!", "tensor<")
+
+
+def _payload_types(value: Any, out: set[str]) -> None:
+    """Every printed type in a payload (nested in lists and dicts, as a ``buffer_overlap``'s plan)."""
+    if isinstance(value, str) and value.startswith(_TYPE_PREFIXES):
+        out.add(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _payload_types(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _payload_types(v, out)
+
+
+def _element(tensor_type: str) -> str:
+    """The element type of a printed tensor type."""
+    return re.match(r"tensor<(?:\d+x)*([\w]+)", tensor_type)[1]
+
+
+@dataclass
+class _Op:
+    """A placeholder found in the module, for a ``@lowers`` method: its payload, op, operands (the dummy tensor
+    operand dropped) and result."""
+    payload: dict
+    op: Any
+    operands: list
+    result: Any
+
+    @property
+    def name(self) -> str:
+        return self.payload["op"]
+
+
+class _Built(dict):
+    """Placeholder id -> the value of its latest built copy, within one ``tt.func`` (see :class:`_Names`)."""
+
+    def __missing__(self, pid: int) -> Any:
+        raise _MadeOutside(pid, "")
+
+
+class _Build:
+    """State while building the ops of one module's placeholders in place (:func:`build`)."""
+
+    def __init__(self, mod: Any) -> None:
+        self.mod = mod
+        self.b = triton_compat.op_builder(mod.context)
+        self.values = _Built()
+        self.by_result: dict[int, Any] = {}  # id of a placeholder's result -> the value built for it
+        self.tags: dict[int, list[int]] = {}  # id of a built value -> the placeholder ids it stands for
+        self.index_map: dict[int, tuple[int, int, int]] = {}  # id of an aliased buffer -> (scale, off, group)
+        self.overlaps: dict[int, dict] = {}  # storage_alias_spec id -> its last plan (tlx/alias.py)
+        self.barriers: list[tuple[int, Any, Any]] = []  # this function's barrier allocations: (block id, value, loc)
+        self.types: dict[str, Any] = {}
+        self.tagging = False  # whether the text lowering runs after (and reads tags)
+        self.native: dict[int, Any] = {}  # id of a converted result -> the laid-out value it converts
+        self.wgmma_a: dict[int, Any] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
+        self.sync: list[Optional[str]] = []  # per built async copy, in program order: why it must be synchronous
+
+    def type(self, printed: str) -> Any:
+        return self.types[printed]
+
+    def define(self, pid: int, value: Any, result: Any = None) -> None:
+        """``value`` is now placeholder ``pid``'s buffer (and, given, the placeholder result ``result``'s)."""
+        self.values[pid] = value
+        if result is not None:
+            self.by_result[result.id()] = value
+        if self.tagging:
+            ids = self.tags.setdefault(value.id(), [])
+            ids.append(pid)
+            value.set_attr("tlx.ids", self.b.get_string_attr(",".join(map(str, ids))))
+
+    def where(self, p: _Op) -> str:
+        """``file:line`` of a placeholder, for an error (the bindings do not print a location)."""
+        asm = p.op.get_str_attr("asm_string")
+        text = self.mod.str()
+        line = next((line for line in text.splitlines() if asm in line), "")
+        found = parse(line)
+        return source_location(text, found.loc if found else "")
+
+    # One method per placeholder op (``@lowers``), called with the builder after the placeholder, at its location.
+
+    @lowers("local_alloc")
+    def _local_alloc(self, p: _Op) -> None:
+        a = p.payload
+        value = self.b.create_local_alloc(self.type(a["type"]))
+        if a.get("planned"):
+            value.set_attr(PLANNED_LAYOUT, self.b.get_unit_attr())
+        self.define(a["id"], value, p.result)
+
+    @lowers("alias_spec")
+    def _alias_spec(self, p: _Op) -> None:
+        """The backing allocation of the spec's members (tlx/alias.py)."""
+        plan = self.overlaps.get(p.payload["id"])
+        if plan is None:
+            raise ValueError(f"tlx.storage_alias_spec at {self.where(p)}: no local_alloc uses it, or its allocations "
+                             "have no common placement; call set_buffer_overlap")
+        value = self.b.create_local_alloc(self.type(plan["backing"]))
+        value.set_attr("alignment", self.b.get_int32_attr(plan["align"]))
+        self.define(p.payload["id"], value, p.result)
+
+    @lowers("alias_alloc")
+    def _alias_alloc(self, p: _Op) -> None:
+        """A member: the backing seen with its type, more buffers (tlx/alias.py)."""
+        a = p.payload
+        member = self.overlaps[a["spec"]]["members"][str(a["id"])]
+        value = self.b.create_memdesc_reinterpret(self.type(member["type"]), self.values[a["spec"]])
+        self.index_map[value.id()] = (member["scale"], member["off"], member["group"])
+        self.define(a["id"], value, p.result)
+
+    @lowers("buffer_overlap")
+    def _buffer_overlap(self, p: _Op) -> None:
+        """Nothing to build: the placement it asks for is planned before the lowering (``overlaps``)."""
+
+    @lowers("anchor")
+    def _anchor(self, p: _Op) -> None:
+        """A buffer from another function, by SSA value when it names one (see tlx/mem.py)."""
+        view = self.by_result.get(p.operands[0].id())
+        self.define(p.payload["id"], view if view is not None else self.values[p.payload["src"]], p.result)
+
+    @lowers("dump_layout")
+    def _dump_layout(self, p: _Op) -> None:
+        """The layout convert_to_ttgpuir gave the tensor; stock passes may change it."""
+        print(f"tlx.dump_layout at {self.where(p)}: {p.operands[0].get_type()} (as converted to TritonGPU, before "
+              "stock layout optimizations)", file=sys.stderr)
+
+    @lowers("memdesc_index")
+    def _memdesc_index(self, p: _Op) -> None:
+        a, b = p.payload, self.b
+        src, index = self.values[a["src"]], p.operands[0]
+        if src.id() in self.index_map:  # buffer i of an aliased member: (i // G) * scale + off + i % G
+            scale, off, group = self.index_map[src.id()]
+            g = b.get_int32(group)
+            div, rem = b.create_sdiv(index, g), b.create_srem(index, g)
+            scaled = b.create_mul(div, b.get_int32(scale))
+            index = b.create_add(b.create_add(scaled, b.get_int32(off)), rem)
+        self.define(a["id"], b.create_memdesc_index(self.type(a["type"]), src, index), p.result)
+
+    @lowers("memdesc_subslice", "memdesc_trans", "memdesc_reshape", "memdesc_reinterpret")
+    def _memdesc_view(self, p: _Op) -> None:
+        a, b = p.payload, self.b
+        src, ty = self.values[a["src"]], a["type"]
+        if p.name == "memdesc_subslice":
+            value = b.create_memdesc_subslice(self.type(ty), src, a["offsets"])
+        elif p.name == "memdesc_trans":
+            value = b.create_memdesc_trans(src, a["order"])
+        elif p.name == "memdesc_reshape":
+            value = b.create_memdesc_reshape(src, [int(d) for d in re.match(r"!ttg\.memdesc<((?:\d+x)+)", ty)[1]
+                                                   .rstrip("x").split("x")])
+        else:
+            value = b.create_memdesc_reinterpret(self.type(ty), src)
+        if str(value.get_type()) != ty:
+            # The bindings infer a transpose's and a reshape's result type and take none; a reshape of a 1-D
+            # swizzled buffer comes out with the equivalent shared_linear layout, seen here with the planned one.
+            value = b.create_memdesc_reinterpret(self.type(ty), value)
+        self.define(a["id"], value, p.result)
+
+    @lowers("fence_async_shared")
+    def _fence_async_shared(self, p: _Op) -> None:
+        self.b.create_fence_async_shared(False)
+
+    @lowers("alloc_barriers")
+    def _alloc_barriers(self, p: _Op) -> None:
+        a, b = p.payload, self.b
+        value = b.create_local_alloc(self.type(a["type"]))
+        self.barriers.append((p.op.get_block().id(), value, p.result.get_loc()))
+        for i in range(int(a["type"].split("<", 1)[1].split("x", 1)[0])):
+            b.create_mbarrier_init(b.create_memdesc_index(self.type(a["one"]), value, b.get_int32(i)),
+                                   a["arrive_count"])
+        self.define(a["id"], value, p.result)
+
+    @lowers("barrier_expect")
+    def _barrier_expect(self, p: _Op) -> None:
+        self.b.create_mbarrier_expect(self.values[p.payload["bar"]], p.payload["size"], p.operands[0])
+
+    @lowers("barrier_wait")
+    def _barrier_wait(self, p: _Op) -> None:
+        self.b.create_mbarrier_wait(self.values[p.payload["bar"]], p.operands[0], p.operands[1], [])
+
+    @lowers("barrier_arrive")
+    def _barrier_arrive(self, p: _Op) -> None:
+        triton_compat.mbarrier_arrive(self.b, self.values[p.payload["bar"]], p.payload["count"], p.operands[0])
+
+    def value(self, v: Any, want: str) -> Any:
+        """``v`` in type ``want``: itself, the laid-out twin of a result built here, or a conversion."""
+        if str(v.get_type()) == want:
+            return v
+        twin = self.native.get(v.id())
+        if twin is not None and str(twin.get_type()) == want:
+            return twin
+        return self.b.create_convert_layout(self.type(want), v)
+
+    def result(self, p: _Op, value: Any) -> None:
+        """Give the placeholder's users the built ``value``, converted to the layout they expect."""
+        cvt = self.b.create_convert_layout(p.result.get_type(), value)
+        p.result.replace_all_uses_with(cvt)
+        self.native[cvt.id()] = value
+
+    @lowers("async_copy")
+    def _async_copy(self, p: _Op) -> None:
+        a = p.payload
+        src, *rest = [self.value(v, w) for v, w in zip(p.operands, a["want"])]
+        mask = rest[0] if a["has_mask"] else None
+        other = rest[-1] if a["has_other"] else None
+        triton_compat.async_copy(self.b, self.values[a["dst"]], src, mask, other, a["hints"], a.get("volatile", False))
+        if a.get("sync"):  # tlx/copy_fallback.py makes this copy synchronous, and says why
+            self.sync.append(a["sync"])
+        else:
+            self.sync.append(None)
+
+    @lowers("commit_group")
+    def _commit_group(self, p: _Op) -> None:
+        self.b.create_async_commit_group()
+
+    @lowers("wait_group")
+    def _wait_group(self, p: _Op) -> None:
+        self.b.create_async_wait_group(p.payload["num"])
+
+    @lowers("local_load")
+    def _local_load(self, p: _Op) -> None:
+        a = p.payload
+        self.result(p, self.b.create_local_load(self.type(a["want"]), self.values[a["src"]]))
+
+    @lowers("local_store")
+    def _local_store(self, p: _Op) -> None:
+        a = p.payload
+        self.b.create_local_store(self.values[a["dst"]], self.value(p.operands[0], a["want"]))
+
+    @lowers("zeros")
+    def _zeros(self, p: _Op) -> None:
+        """A constant made in the requested register layout: the bindings build no dense constant of a tensor
+        type, but ``create_splat`` folds a splat of a constant scalar into one as it builds it."""
+        want = p.payload["want"]
+        self.result(p, self.b.create_splat(self.type(want), self.b.get_null_value(self.type(_element(want)))))
+
+    @lowers("require_layout")
+    def _require_layout(self, p: _Op) -> None:
+        self.result(p, self.value(p.operands[0], p.payload["want"]))
+
+    @lowers("wgmma_a")
+    def _wgmma_a(self, p: _Op) -> None:
+        """A register A operand shaped unlike the accumulator (mma.async_dot)."""
+        self.wgmma_a[p.payload["id"]] = self.value(p.operands[0], p.payload["a_reg"])
+
+    @lowers("wgmma")
+    def _wgmma(self, p: _Op) -> None:
+        a = p.payload
+        acc = self.value(p.operands[0], a["acc"])
+        if "a_op" in a:
+            a_val = self.wgmma_a[a["a_op"]]
+        elif "a_reg" in a:
+            a_val = self.value(p.operands[1], a["a_reg"])
+        else:
+            a_val = self.values[a["a"]]
+        self.result(p, triton_compat.warpgroup_mma(self.b, a_val, self.values[a["b"]], acc, a["precision"],
+                                                   a["imprecise"]))
+
+    @lowers("wgmma_wait")
+    def _wgmma_wait(self, p: _Op) -> None:
+        value = self.value(p.operands[0], p.payload["acc"])
+        self.result(p, self.b.create_warpgroup_mma_wait([value], p.payload["pendings"])[0])
+
+    @lowers("tma_store_wait")
+    def _tma_store_wait(self, p: _Op) -> None:
+        triton_compat.tma_store_wait(self.b, p.payload["pendings"])
+
+    @lowers("named_barrier")
+    def _named_barrier(self, p: _Op) -> None:
+        """No TTGIR op on stock Triton: PTX, as Triton's own partition barriers."""
+        a = p.payload
+        keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
+        ins = [v for k, v in zip(keys, p.operands) if k not in a]
+        regs = iter(f"${i + 1}" for i in range(len(ins)))
+        bar, count = (str(a[k]) if k in a else next(regs) for k in keys)
+        asm = self.b.create_inline_asm(f"bar.{a['kind']} {bar}, {count}; mov.u32 $0, 0;",
+                                       ",".join(["=r"] + ["r"] * len(ins)), ins, [p.result.get_type()], False, 1)
+        p.result.replace_all_uses_with(asm.get_result(0))
+
+    def barriers_kept(self, block: int) -> None:
+        """Deallocations, at the insertion point (before a return), of the barriers allocated in the same block:
+        they keep each barrier's shared memory its own to the end. Otherwise the allocator reuses a barrier's
+        slot once its last use is past, for another barrier or for data, and PTX requires ``mbarrier.inval``
+        before an mbarrier's memory is reused. Each is at its allocation's location."""
+        for alloc_block, value, loc in self.barriers:
+            if alloc_block == block:
+                self.b.set_loc(loc)
+                self.b.create_local_dealloc(value)
+
+
+def build(mod: Any) -> bool:
+    """Build, in place of each placeholder that has a ``@lowers`` method, the ops it stands for; the placeholder
+    is left dead for CSE (:func:`.triton_compat.mark_dead`). Returns whether placeholders remain for the text
+    lowering (:func:`lower`); then built buffers and results carry tags that it reads (:meth:`_Lowering.built`)."""
+    ops = triton_compat.module_ops(mod)
+    found: list[tuple[Any, Optional[_Op]]] = []
+    types: set[str] = set()
+    state = _Build(mod)
+    for op in ops:
+        payload = decode(op.get_str_attr("asm_string")) if op.get_name() == "tt.elementwise_inline_asm" else None
+        if payload is None:
+            found.append((op, None))
+            continue
+        found.append((op, _Op(payload, op, [], op.get_result(0))))
+        if payload["op"] == "buffer_overlap":
+            state.overlaps[payload["spec"]] = payload
+        if payload["op"] in LOWERINGS:
+            _payload_types(payload, types)
+        if payload["op"] == "zeros":
+            types.add(_element(payload["want"]))
+    payloads = [p.payload for _, p in found if p is not None]
+    _check_barriers(payloads)
+    state.tagging = any(p["op"] not in LOWERINGS for p in payloads)
+    state.types = triton_compat.parse_types(mod.context, sorted(types))
+    b = state.b
+    end: dict[int, Any] = {}  # block id -> where an op appended to it now goes: after an op, or an insertion point
+    for k, (op, p) in enumerate(found):
+        name = op.get_name()
+        block = op.get_block()
+        if name == "tt.return" and block is not None and state.barriers:
+            at = end.get(block.id())
+            if at is not None:
+                kind, where = at
+                if kind == "op":
+                    b.set_insertion_point_after(where)
+                else:
+                    b.restore_insertion_point(where)
+                state.barriers_kept(block.id())
+        if name == "tt.func":  # the end of a function (post-order): its values are its own
+            state.values, state.by_result, state.barriers, state.native = _Built(), {}, [], {}
+            continue
+        if p is None or p.name not in LOWERINGS:
+            if block is not None:
+                end[block.id()] = ("op", op)
+            continue
+        if not p.payload["dummy"]:  # read now: a placeholder built before may have replaced one
+            p.operands = [op.get_operand(i) for i in range(op.get_num_operands())]
+        b.set_insertion_point_after(op)
+        b.set_loc(p.result.get_loc())
+        try:
+            LOWERINGS[p.name](state, p)
+        except _MadeOutside as e:
+            fn = next((o.get_str_attr("sym_name") for o, _ in found[k:] if o.get_name() == "tt.func"),
+                      "?")
+            raise ValueError(f"tlx.{p.payload.get('use', p.name)} at {state.where(p)}: its buffer (or descriptor) was "
+                             f"made outside the function {fn}, which was not inlined. TLX buffers can be passed to "
+                             "@triton.jit helpers that are inlined, not to noinline=True ones") from None
+        triton_compat.mark_dead(b, op)
+        end[block.id()] = ("ip", b.get_insertion_point())
+    if any(state.sync):
+        _mark_sync(mod, state)
+    return state.tagging
+
+
+def _mark_sync(mod: Any, state: _Build) -> None:
+    """Put the ``tlx.sync`` reason on the async copies that :mod:`.copy_fallback` makes synchronous. The copy's
+    binding returns no op, so they are found again by a walk: in program order, as they were built (the module
+    has no other async copy before the lowering)."""
+    copies = [op for op in triton_compat.module_ops(mod) if op.get_name() == "ttg.async_copy_global_to_local"]
+    if len(copies) != len(state.sync):
+        raise AssertionError(f"tlx: built {len(state.sync)} async copies, the module has {len(copies)}")
+    for op, why in zip(copies, state.sync):
+        if why:
+            op.get_result(0).set_attr("tlx.sync", state.b.get_string_attr(why))
+
+
 class _Lowering:
     """State while lowering one module: handle types, and the laid-out twin of each result."""
 
     def __init__(self, args: list[tuple[str, str]]) -> None:
         self.names: _Names = _Names()
         self.memdesc: dict[int, str] = {}
-        self.by_result: dict[str, tuple[str, str]] = {}  # dummy i32 result of a view -> (lowered name, type)
-        self.overlaps: dict[int, dict] = {}  # storage_alias_spec id -> its last plan (tlx/alias.py)
-        self.index_map: dict[str, tuple[int, int, int]] = {}  # aliased buffer -> (scale, off, group) of its index
-        self.native: dict[str, tuple[str, str]] = {}  # placeholder result -> (laid-out value, its type)
         self.types: dict[str, str] = {}  # SSA name of each lowered handle -> its type (see ws_outline.py)
-        self.wgmma_a: dict[int, str] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
         self.args = args  # the kernel's (name, type) arguments
         self.fresh = 0
         self.marks: list[str] = []  # location aliases made by :meth:`mark`, appended to the module
         self.text = ""  # the module being lowered (for source locations in errors)
-        self.barriers: list[tuple[str, str, str]] = []  # this function's barrier allocations: (indent, name, type)
         self.desc_ptr: dict[Any, str] = {}  # descriptor (SSA name or slot placeholder id) -> its tensor map's address
 
-    def value(self, name: str, have: str, want: str, lines: list[str], p: Placeholder) -> str:
-        """``name`` (of type ``have``) in type ``want``: the op's own laid-out twin, or a conversion."""
-        if have == want:
-            return name
-        twin = self.native.get(name)
-        if twin is not None and twin[1] == want:
-            return twin[0]
-        self.fresh += 1
-        out = f"%tlx_cvt{self.fresh}"
-        lines.append(f"{p.indent}{out} = ttg.convert_layout {name} : {have} -> {want}{p.loc}")
-        return out
-
-    def result(self, p: Placeholder, value: str, value_type: str, lines: list[str]) -> None:
-        """Give the placeholder's result name the lowered value, converted to the layout users expect."""
-        lines.append(f"{p.indent}{p.result} = ttg.convert_layout {value} : {value_type} -> {p.result_type}{p.loc}")
-        self.native[p.result] = (value, value_type)
+    def built(self, line: str) -> str:
+        """``line`` without the tag :func:`build` puts on the buffers it built, once the tag's ids name that line's
+        result and type (which the ops written as text read by id)."""
+        m = _BUILT_TAG.search(line)
+        if m is None:
+            return line
+        name = line.split("=", 1)[0].strip()
+        ty = line.rsplit(" -> ", 1)[1]
+        ty = ty[:ty.find(" loc(")] if " loc(" in ty else ty
+        for pid in map(int, m["ids"].split(",")):
+            self.names[pid], self.memdesc[pid] = name, ty
+        self.types[name] = ty
+        tag = m[0]
+        return line.replace(f", {tag}", "").replace(f"{tag}, ", "").replace(f" {{{tag}}}", "")
 
     def define(self, pid: int) -> str:
         self.fresh += 1
@@ -247,199 +621,17 @@ class _Lowering:
     def lower(self, p: Placeholder) -> list[str]:
         a, pid, ind, loc = p.payload, p.payload["id"], p.indent, p.loc
         out: list[str] = []
-        if p.op == "anchor":  # a buffer from another function, by SSA value when it names one (see tlx/mem.py)
-            view = self.by_result.get(p.operands[0]) or (self.names[a["src"]], self.memdesc[a["src"]])
-            self.names[pid], self.memdesc[pid] = self.by_result[p.result] = view
-            return []
         h = self.define(pid)
-        lowering = LOWERINGS.get(p.op)
+        lowering = WRITERS.get(p.op)
         if lowering is None:
             raise ValueError(f"tlx: no lowering for placeholder op {p.op!r}")
         lowering(self, p, a, pid, h, ind, loc, out)
-        if pid in self.memdesc:
-            self.types[h] = self.memdesc[pid]
-            if p.result:
-                self.by_result[p.result] = (h, self.memdesc[pid])
         return out
 
-    # One method per placeholder op (``@lowers``): ``a`` is its payload, ``h`` the SSA name it defines,
+    # One method per placeholder op (``@writes``): ``a`` is its payload, ``h`` the SSA name it defines,
     # ``ind`` and ``loc`` its indentation and location; the TTGIR lines go to ``out``.
 
-    @lowers("local_alloc")
-    def _local_alloc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        self.memdesc[pid] = a["type"]
-        mark = f" {{{PLANNED_LAYOUT}}}" if a.get("planned") else ""
-        out.append(f"{ind}{h} = ttg.local_alloc{mark} : () -> {a['type']}{loc}")
-
-    @lowers("alias_spec")
-    def _alias_spec(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """The backing allocation of the spec's members (tlx/alias.py)."""
-        plan = self.overlaps.get(pid)
-        if plan is None:
-            raise ValueError(f"tlx.storage_alias_spec at {source_location(self.text, loc)}: no local_alloc uses "
-                             "it, or its allocations have no common placement; call set_buffer_overlap")
-        self.memdesc[pid] = plan["backing"]
-        out.append(f"{ind}{h} = ttg.local_alloc {{alignment = {plan['align']} : i32}} : () -> {plan['backing']}{loc}")
-
-    @lowers("alias_alloc")
-    def _alias_alloc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """A member: the backing seen with its type, more buffers (tlx/alias.py)."""
-        member = self.overlaps[a["spec"]]["members"][str(pid)]
-        self.memdesc[pid] = member["type"]
-        self.index_map[h] = (member["scale"], member["off"], member["group"])
-        out.append(f"{ind}{h} = ttg.memdesc_reinterpret {self.names[a['spec']]} : {self.memdesc[a['spec']]} -> "
-                   f"{member['type']}{loc}")
-
-    @lowers("buffer_overlap")
-    def _buffer_overlap(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """Nothing to write: the placement it asks for is planned before the lowering (``overlaps``)."""
-
-    @lowers("dump_layout")
-    def _dump_layout(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """The layout convert_to_ttgpuir gave the tensor; stock passes may change it."""
-        aliases = dict(re.findall(r"^(#\w+) = (#ttg\..*)$", self.text, re.M))
-        ty = re.sub(r"#\w+", lambda m: aliases.get(m.group(0), m.group(0)), p.operand_types[0])
-        print(f"tlx.dump_layout at {source_location(self.text, loc)}: {ty} (as converted to TritonGPU, before "
-              "stock layout optimizations)", file=sys.stderr)
-
-    @lowers("memdesc_index")
-    def _memdesc_index(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        self.memdesc[pid] = a["type"]
-        index = p.operands[0]
-        if self.names[a["src"]] in self.index_map:  # buffer i of an aliased member: (i // G) * scale + off + i % G
-            scale, off, group = self.index_map[self.names[a["src"]]]
-            names = [self.temp() for _ in range(7)]
-            out += [f"{ind}{names[0]} = arith.constant {group} : i32{loc}",
-                    f"{ind}{names[1]} = arith.divsi {index}, {names[0]} : i32{loc}",
-                    f"{ind}{names[2]} = arith.remsi {index}, {names[0]} : i32{loc}",
-                    f"{ind}{names[3]} = arith.constant {scale} : i32{loc}",
-                    f"{ind}{names[4]} = arith.muli {names[1]}, {names[3]} : i32{loc}",
-                    f"{ind}{names[5]} = arith.constant {off} : i32{loc}",
-                    f"{ind}{names[6]} = arith.addi {names[4]}, {names[5]} : i32{loc}"]
-            index = self.temp()
-            out.append(f"{ind}{index} = arith.addi {names[6]}, {names[2]} : i32{loc}")
-        out.append(f"{ind}{h} = ttg.memdesc_index {self.names[a['src']]}[{index}] : "
-                   f"{self.memdesc[a['src']]} -> {a['type']}{loc}")
-
-    @lowers("memdesc_subslice", "memdesc_trans", "memdesc_reshape", "memdesc_reinterpret")
-    def _memdesc_view(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        self.memdesc[pid] = a["type"]
-        props = {"memdesc_subslice": f"<{{offsets = array<i32: {', '.join(map(str, a.get('offsets', [])))}>}}> ",
-                 "memdesc_trans": f"<{{order = array<i32: {', '.join(map(str, a.get('order', [])))}>}}> "}
-        out.append(f'{ind}{h} = "ttg.{p.op}"({self.names[a["src"]]}) {props.get(p.op, "")}: '
-                   f"({self.memdesc[a['src']]}) -> {a['type']}{loc}")
-
-    @lowers("async_copy")
-    def _async_copy(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        parts = [self.value(v, t, w, out, p) for v, t, w in zip(p.operands, p.operand_types, a["want"])]
-        src, rest = parts[0], parts[1:]
-        mask = f" mask {rest[0]}" if a["has_mask"] else ""
-        other = f" other {rest[-1]}" if a["has_other"] else ""
-        dst = self.memdesc[a["dst"]]
-        attrs = list(a["cache_attrs"])  # printed by tritium.compat for this Triton
-        if a.get("volatile"):
-            attrs.append("isVolatile = true")
-        if a.get("sync"):  # tlx/copy_fallback.py makes this copy synchronous, and says why
-            attrs.append(f'tlx.sync = "{a["sync"]}"')
-        attr_text = f" {{{', '.join(attrs)}}}" if attrs else ""
-        out.append(f"{ind}{h} = ttg.async_copy_global_to_local {src}, {self.names[a['dst']]}{mask}{other}{attr_text} : "
-                   f"{a['want'][0]} -> {dst[len('!ttg.memdesc'):]}{loc}")
-
-    @lowers("commit_group")
-    def _commit_group(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}{h} = ttg.async_commit_group{loc}")
-
-    @lowers("wait_group")
-    def _wait_group(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}{h} = ttg.async_wait {{num = {a['num']} : i32}}{loc}")
-
-    @lowers("local_load")
-    def _local_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}{h} = ttg.local_load {self.names[a['src']]} : {self.memdesc[a['src']]} -> {a['want']}{loc}")
-        self.result(p, h, a["want"], out)
-
-    @lowers("local_store")
-    def _local_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        value = self.value(p.operands[0], p.operand_types[0], a["want"], out, p)
-        out.append(f"{ind}ttg.local_store {value}, {self.names[a['dst']]} : {a['want']} -> {self.memdesc[a['dst']]}{loc}")
-
-    @lowers("zeros")
-    def _zeros(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """A constant made in the requested register layout."""
-        zero = "0.000000e+00" if a["float"] else "0"
-        out.append(f"{ind}{h} = arith.constant dense<{zero}> : {a['want']}{loc}")
-        self.result(p, h, a["want"], out)
-
-    @lowers("require_layout")
-    def _require_layout(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        self.result(p, self.value(p.operands[0], p.operand_types[0], a["want"], out, p), a["want"], out)
-
-    @lowers("wgmma_a")
-    def _wgmma_a(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """A register A operand shaped unlike the accumulator (mma.async_dot)."""
-        self.wgmma_a[pid] = self.value(p.operands[0], p.operand_types[0], a["a_reg"], out, p)
-
-    @lowers("wgmma")
-    def _wgmma(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        acc = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
-        if "a_op" in a:
-            a_val, a_type = self.wgmma_a[a["a_op"]], a["a_reg"]
-        elif "a_reg" in a:
-            a_val = self.value(p.operands[1], p.operand_types[1], a["a_reg"], out, p)
-            a_type = a["a_reg"]
-        else:
-            a_val, a_type = self.names[a["a"]], self.memdesc[a["a"]]
-        b_val, b_type = self.names[a["b"]], self.memdesc[a["b"]]
-        out.append(f"{ind}{h} = ttng.warp_group_dot {a_val}, {b_val}, {acc} {{inputPrecision = {a['precision']} : i32"
-                   f"{', maxNumImpreciseAcc = %d : i32' % a['imprecise'] if a['imprecise'] else ''}, isAsync = true}} : "
-                   f"{a_type} * {b_type} -> {a['acc']}{loc}")
-        self.result(p, h, a["acc"], out)
-
-    @lowers("wgmma_wait")
-    def _wgmma_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        value = self.value(p.operands[0], p.operand_types[0], a["acc"], out, p)
-        out.append(f"{ind}{h} = ttng.warp_group_dot_wait {value} {{pendings = {a['pendings']} : i32}} : {a['acc']}{loc}")
-        self.result(p, h, a["acc"], out)
-
-    def barriers_kept(self, ret: str) -> list[str]:
-        """Deallocations, before a return, of the barriers allocated in the same block above it: they keep
-        each barrier's shared memory its own to the end. Otherwise the allocator reuses a barrier's slot once
-        its last use is past, for another barrier or for data, and PTX requires ``mbarrier.inval`` before
-        an mbarrier's memory is reused."""
-        ind = ret[:len(ret) - len(ret.lstrip())]
-        return [f"{ind}ttg.local_dealloc {h} : {ty}" for b_ind, h, ty in self.barriers if b_ind == ind]
-
-    @lowers("fence_async_shared")
-    def _fence_async_shared(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}ttng.fence_async_shared {{bCluster = false}}{loc}")
-
-    @lowers("alloc_barriers")
-    def _alloc_barriers(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        self.memdesc[pid] = a["type"]
-        out.append(f"{ind}{h} = ttg.local_alloc : () -> {a['type']}{loc}")
-        self.barriers.append((ind, h, a["type"]))
-        for i in range(int(a["type"].split("<", 1)[1].split("x", 1)[0])):
-            index, bar = self.temp(), self.temp()
-            out.append(f"{ind}{index} = arith.constant {i} : i32{loc}")
-            out.append(f"{ind}{bar} = ttg.memdesc_index {h}[{index}] : {a['type']} -> {a['one']}{loc}")
-            out.append(f"{ind}ttng.init_barrier {bar}, {a['arrive_count']} : {a['one']}{loc}")
-
-    @lowers("barrier_expect")
-    def _barrier_expect(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}ttng.barrier_expect {self.names[a['bar']]}, {a['size']}, {p.operands[0]} : "
-                   f"{self.memdesc[a['bar']]}{loc}")
-
-    @lowers("barrier_wait")
-    def _barrier_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}ttng.wait_barrier {self.names[a['bar']]}, {p.operands[0]}, {p.operands[1]} : "
-                   f"{self.memdesc[a['bar']]}{loc}")
-
-    @lowers("barrier_arrive")
-    def _barrier_arrive(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}ttng.arrive_barrier {self.names[a['bar']]}, {a['count']}, {p.operands[0]} : "
-                   f"{self.memdesc[a['bar']]}{loc}")
-
-    @lowers("tma_load")
+    @writes("tma_load")
     def _tma_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         desc, desc_type = self.descriptor(a)
         *coords, pred = p.operands
@@ -448,7 +640,7 @@ class _Lowering:
                    f"{self.names[a['bar']]}, {pred} : {desc_type}, {self.memdesc[a['bar']]} -> "
                    f"{self.memdesc[a['dst']]}{hinted}")
 
-    @lowers("tma_store", "tma_reduce")
+    @writes("tma_store", "tma_reduce")
     def _tma_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         desc, desc_type = self.descriptor(a)
         head = (f"ttng.async_tma_reduce {a['kind']}, " if p.op == "tma_reduce"
@@ -457,11 +649,11 @@ class _Lowering:
         out.append(f"{ind}{head}{desc}[{', '.join(p.operands)}] {self.names[a['src']]} : "
                    f"{desc_type}, {self.memdesc[a['src']]}{hinted}")
 
-    @lowers("tma_prefetch")
+    @writes("tma_prefetch")
     def _tma_prefetch(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.extend(self.prefetch(p))
 
-    @lowers("bulk_store")
+    @writes("bulk_store")
     def _bulk_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """A TMA store that tlx/tma_llvm.py turns into a bulk copy."""
         size = p.operands[1]
@@ -469,7 +661,7 @@ class _Lowering:
         out.append(f"{ind}ttng.async_tma_copy_local_to_global {desc}[{zero}, {size}] {view} : {a['desc']}, "
                    f"{a['view']}{self.mark(loc, 'bulk_store')}")
 
-    @lowers("bulk_load")
+    @writes("bulk_load")
     def _bulk_load(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         """A TMA load that tlx/tma_llvm.py turns into a bulk copy (tlx/async_copy.py)."""
         size = p.operands[1]
@@ -479,16 +671,12 @@ class _Lowering:
                 f"{ind}ttng.async_tma_copy_global_to_local {desc}[{zero}, {size}] {view}, {self.names[a['bar']]}, "
                 f"{true} : {a['desc']}, {self.memdesc[a['bar']]} -> {a['view']}{self.mark(loc, 'bulk_load')}"]
 
-    @lowers("tma_store_wait")
-    def _tma_store_wait(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        out.append(f"{ind}ttng.async_tma_store_wait {triton_compat.tma_store_wait_attrs(a['pendings'])}{loc}")
-
-    @lowers("alloc_desc")
+    @writes("alloc_desc")
     def _alloc_desc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}{p.result} = ttg.global_scratch_alloc {{alignment = {a['alignment']} : i32, "
                    f"nbytes = {a['nbytes']} : i32}} : {p.result_type}{loc}")
 
-    @lowers("make_desc_slot")
+    @writes("make_desc_slot")
     def _make_desc_slot(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         rank = a["rank"]
         out.extend(self.tensormap_create(ind, loc, p.operands[0], p.operands[1], p.operand_types[1],
@@ -499,31 +687,16 @@ class _Lowering:
         self.types[h] = a["desc_type"]
         self.desc_ptr[pid] = p.operands[0]
 
-    @lowers("reinterpret_desc")
+    @writes("reinterpret_desc")
     def _reinterpret_desc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
                    f"{a['desc_type']}{loc}")
         self.types[h] = a["desc_type"]
         self.desc_ptr[pid] = p.operands[0]
 
-    @lowers("cluster_barrier")
+    @writes("cluster_barrier")
     def _cluster_barrier(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
         out += [f"{ind}{op}{loc}" for op in triton_compat.cluster_barrier_ops(p.result, p.result_type)]
-
-    @lowers("named_barrier")
-    def _named_barrier(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
-        """No TTGIR op on stock Triton: PTX, as Triton's own partition barriers."""
-        keys = ("bar", "count")  # a compile-time value is an immediate, a run-time one an operand
-        ins = [(v, t) for k, v, t in zip(keys, p.operands, p.operand_types) if k not in a]
-        regs = iter(f"${i + 1}" for i in range(len(ins)))
-        bar, count = (str(a[k]) if k in a else next(regs) for k in keys)
-        args = f" {', '.join(v for v, _ in ins)} : {', '.join(t for _, t in ins)}" if ins else ""
-        out.append(f'{ind}{p.result} = tt.elementwise_inline_asm "bar.{a["kind"]} {bar}, {count}; mov.u32 $0, 0;" '
-                   f'{{constraints = "{",".join(["=r"] + ["r"] * len(ins))}", packed_element = 1 : i32, '
-                   f'pure = false}}{args} -> {p.result_type}{loc}')
-
-
-#: Placeholder op -> the _Lowering method that writes its TTGIR.
 
 
 #: Placeholders that :func:`.ws_outline.outline` lowers, once the rest of the module is lowered.
@@ -543,29 +716,28 @@ def _typed_signature(line: str, desc_types: dict[int, str]) -> tuple[str, list[t
     return line[:start + 1] + ", ".join(parts) + line[end:], args
 
 
-def _check_barriers(text: str) -> None:
+def _check_barriers(payloads: list[dict]) -> None:
     """Reject named barriers that Triton itself uses: barrier 0 syncs the kernel's (or the default task's)
     warps, and in a warp-specialized kernel barrier 1 switches tasks and barrier 2 + k syncs partition k.
     Reject a cluster barrier outside the tasks of a warp-specialized kernel: the task warps wait in Triton's
     task switch there and never arrive, so it would hang."""
-    ps = list(placeholders(text))
     regions: dict[int, int] = {}
-    for p in ps:
-        if p.op == "async_task" and not p.payload["default"]:
-            regions[p.payload["region"]] = regions.get(p.payload["region"], 0) + p.payload.get("replicate", 1)
+    for a in payloads:
+        if a["op"] == "async_task" and not a["default"]:
+            regions[a["region"]] = regions.get(a["region"], 0) + a.get("replicate", 1)
     reserved = 2 + max(regions.values()) if regions else 1
-    for p in ps:
-        if p.op == "cluster_barrier" and regions and not p.payload["in_task"]:
-            raise ValueError(f"tlx.cluster_barrier at {p.payload['where']}: outside the async_tasks of a "
+    for a in payloads:
+        if a["op"] == "cluster_barrier" and regions and not a["in_task"]:
+            raise ValueError(f"tlx.cluster_barrier at {a['where']}: outside the async_tasks of a "
                              "warp-specialized kernel the task warps wait in Triton's task switch and never arrive, "
                              "so every thread of the cluster cannot meet; call it in every task instead")
-        if p.op == "named_barrier" and p.payload.get("bar", reserved) < reserved:
+        if a["op"] == "named_barrier" and a.get("bar", reserved) < reserved:
             partitions = "2" if reserved == 3 else f"2-{reserved - 1}"
             users = "the kernel's own barrier (0)" if not regions else (
                 f"Triton's own barriers of this warp-specialized kernel: 0 (default task), 1 (task switch) and "
                 f"{partitions} (one per partition)")
-            kind = "named_barrier_wait" if p.payload["kind"] == "sync" else "named_barrier_arrive"
-            raise ValueError(f"tlx.{kind} at {p.payload['where']}: bar={p.payload['bar']} is one of "
+            kind = "named_barrier_wait" if a["kind"] == "sync" else "named_barrier_arrive"
+            raise ValueError(f"tlx.{kind} at {a['where']}: bar={a['bar']} is one of "
                              f"{users}; use a barrier id in [{reserved}, 15]")
 
 
@@ -598,7 +770,7 @@ class _DescriptorPlan:
         slots: list[Placeholder] = []
         for i, line in enumerate(lines):
             p = parse(line)
-            if p is None:
+            if p is None or p.built:  # a built placeholder names no descriptor
                 continue
             a, where = p.payload, f"tlx.{_TMA_OPS.get(p.op, p.op)} at {source_location(text, p.loc)}"
             if a.get("carried"):
@@ -683,9 +855,7 @@ class _DescriptorPlan:
 def lower(text: str) -> str:
     """Rewrite every TLX placeholder of printed TTGIR into its TritonGPU op(s)."""
     plan = _DescriptorPlan(text)
-    _check_barriers(text)
     state = _Lowering([])
-    state.overlaps = {p.payload["spec"]: p.payload for p in placeholders(text) if p.op == "buffer_overlap"}
     state.types.update(plan.local_types())
     state.text = text
     lines = []
@@ -698,17 +868,11 @@ def lower(text: str) -> str:
             continue
         if line.lstrip().startswith("tt.func"):
             line, state.args = _typed_signature(line, plan.arg_types(line))
-            state.by_result = {}  # SSA names are per function too
             state.names = _Names(re.search(r'@"?([\w.$-]+?)(?:__|"|\()', line).group(1))
-            state.barriers = []
-        if line.lstrip().startswith("tt.return"):
-            lines.extend(state.barriers_kept(line))
+        line = state.built(line)
         p = parse(line)
-        # A printed name is unique only within its region: sibling regions (the two loops of a
-        # static_range, say) reuse names, so a redefined name's laid-out twin no longer applies.
-        for name in SSA_DEF.findall(strip_strings(line)):
-            state.native.pop(name, None)
-            state.by_result.pop(name, None)
+        if p is not None and p.built:  # its ops were built in place (:func:`build`); dead now
+            continue
         if p is None or p.op in _WS_OPS:
             lines.append(line)
             continue

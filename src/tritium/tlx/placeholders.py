@@ -75,7 +75,7 @@ def emit(builder: Any, module: Any, ids: Ids, op: str, *, operands: Sequence[Any
 
 #: A placeholder line of printed TTGIR.
 _LINE = re.compile(r'^(?P<indent>\s*)(?:(?P<res>%[\w.$#-]+) = )?tt\.elementwise_inline_asm "' + PREFIX
-                   + r'(?P<payload>[A-Za-z0-9_=-]+)" \{[^}]*\}(?P<rest>.*?)(?P<loc> loc\(.*\))?$')
+                   + r'(?P<payload>[A-Za-z0-9_=-]+)" (?P<attrs>\{[^}]*\})(?P<rest>.*?)(?P<loc> loc\(.*\))?$')
 
 
 @dataclass
@@ -87,6 +87,7 @@ class Placeholder:
     operand_types: list[str]
     result_type: str
     loc: str
+    built: bool = False  # its ops were built in place, and it is left for CSE (see lowering.build)
 
     @property
     def op(self) -> str:
@@ -104,7 +105,15 @@ def parse(line: str) -> Optional[Placeholder]:
     types = split_types(ins)
     if payload["dummy"]:
         operands, types = [], []
-    return Placeholder(m["indent"], m["res"], payload, operands, types, out.strip(), m["loc"] or "")
+    return Placeholder(m["indent"], m["res"], payload, operands, types, out.strip(), m["loc"] or "",
+                       "pure = true" in m["attrs"])
+
+
+def decode(asm: str) -> Optional[dict]:
+    """The payload of a placeholder's asm string, or ``None`` if it is not one."""
+    if not asm.startswith(PREFIX):
+        return None
+    return json.loads(base64.urlsafe_b64decode(asm[len(PREFIX):]))
 
 
 _PAYLOAD = re.compile('"' + PREFIX + r'(?P<payload>[A-Za-z0-9_=-]+)"')

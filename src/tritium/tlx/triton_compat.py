@@ -14,7 +14,7 @@ public contract TLX needs a few things Triton keeps to itself:
 * the interpreter's globals, tensor handles and AST rewrite (``triton.runtime.interpreter``);
 * how this Triton spells what TLX emits: binding enums, load cache hints, the TMA store wait, cluster
   barriers, TMA loads in PTX, the AMD pass TLX anchors on (:func:`enum_value`,
-  :func:`async_copy_cache_attrs`, :func:`semantic_load`, :func:`tma_store_wait_attrs`, ...).
+  :func:`async_copy_hints`, :func:`semantic_load`, :func:`tma_store_wait`, ...).
 
 Nothing in Triton is patched: kernels without TLX ops are untouched. tests/tlx/test_triton_compat.py
 checks each of these against the installed Triton, and tests/test_private_names.py that no other
@@ -38,16 +38,17 @@ from triton.language.core import _unwrap_if_constexpr
 from triton.runtime import interpreter as _interpreter
 from triton.runtime.interpreter import ASTTransformer, InterpreterBuilder, TensorHandle
 
-from ..compat import TRITON_VERSION, new_pass_manager, run_plain, stock_pass_builder
+from ..compat import TRITON_VERSION, new_pass_manager, parse_module, run_plain, stock_pass_builder
 
 __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_running", "compile_options",
            "dot_input_precision", "builder_state", "kernel_state", "kernel_module", "type_builder", "unflattening_loop_carry",
            "statement_location", "with_statement", "visit_body", "SubRegion", "interpreter_semantic",
            "interpreter_builder", "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer",
-           "enum_value", "CACHE_POLICY", "async_copy_cache_attrs", "semantic_load", "semantic_descriptor_load",
+           "enum_value", "CACHE_POLICY", "async_copy_hints", "async_copy", "semantic_load", "semantic_descriptor_load",
            "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
-           "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait_attrs", "cluster_barrier_ops", "ptx_tma_load",
-           "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy"]
+           "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait", "cluster_barrier_ops", "ptx_tma_load",
+           "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy", "module_ops", "op_builder",
+           "parse_types", "mark_dead", "mbarrier_arrive", "warpgroup_mma"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
 unwrap_if_constexpr = _unwrap_if_constexpr
@@ -211,6 +212,55 @@ def np_dtype(dtype: tl.dtype) -> np.dtype:
 
 
 # --------------------------------------------------------------------------------------------
+# Building TTGIR in place of the placeholders (tlx/lowering.py)
+# --------------------------------------------------------------------------------------------
+def module_ops(mod: ir.module) -> list[ir.operation]:
+    """Every operation of ``mod`` in the binding's walk order: post-order, so ops of one block come in program
+    order and an op with regions after the ops inside them."""
+    ops: list[ir.operation] = []
+    mod.walk(ops.append)
+    return ops
+
+
+def op_builder(context: Any) -> gluon_ir.GluonOpBuilder:
+    """A builder of TritonGPU ops on ``context`` (Gluon's, which binds the ``ttg``/``ttng`` ops)."""
+    return gluon_ir.GluonOpBuilder(context)
+
+
+def parse_types(context: Any, types: Sequence[str]) -> dict[str, ir.type]:
+    """Printed types as ``ir.type``s of ``context``: the bindings build a memdesc or tensor type only from its
+    parts, which a placeholder's payload carries printed, so they are read back through one stub function
+    whose arguments have those types (the bindings parse whole modules only)."""
+    if not types:
+        return {}
+    args = ", ".join(f"%a{i}: {t}" for i, t in enumerate(types))
+    stub = parse_module(f"module {{\n  tt.func private @tlx_types({args}) {{\n    tt.return\n  }}\n}}\n", context)
+    fn = stub.get_function("tlx_types")
+    return {t: fn.args(i).get_type() for i, t in enumerate(types)}
+
+
+def mark_dead(builder: Any, placeholder: ir.operation) -> None:
+    """Leave a placeholder whose ops were built for CSE to remove: the bindings cannot erase an op, and a pure
+    inline asm whose result nothing uses is dead."""
+    placeholder.get_result(0).set_attr("pure", builder.get_bool_attr(True))
+
+
+def mbarrier_arrive(builder: Any, bar: Any, count: int, pred: Any) -> None:
+    """``ttng.arrive_barrier`` on the CTA's own barrier: 3.8's binding takes a CTA mask before the predicate
+    (0: this CTA), 3.6, 3.7 and 3.9's the predicate third (3.9's optional CTA arguments default to this CTA)."""
+    if TRITON_VERSION[:2] == (3, 8):
+        builder.create_mbarrier_arrive(bar, count, 0, pred)
+    else:
+        builder.create_mbarrier_arrive(bar, count, pred)
+
+
+def warpgroup_mma(builder: Any, a: Any, b: Any, acc: Any, precision: int, imprecise: int) -> Any:
+    """An async ``ttng.warp_group_dot`` that adds to ``acc``, with ``precision`` the integer of ``tl.dot``'s input
+    precision; no ``useC`` operand (a null value)."""
+    return builder.create_warpgroup_mma(a, b, acc, ir.value(), ir.INPUT_PRECISION(precision), imprecise, True)
+
+
+# --------------------------------------------------------------------------------------------
 # How this Triton spells what TLX emits
 # --------------------------------------------------------------------------------------------
 def enum_value(x: Any) -> int:
@@ -232,18 +282,27 @@ def _cache_policy(cache_modifier: str, eviction_policy: str) -> Any:
     return _tl_core._normalize_cache_policy(None, cache_modifier or None, eviction_policy or None)
 
 
-def async_copy_cache_attrs(semantic: Any, cache_modifier: str, eviction_policy: str) -> list[str]:
-    """Printed attribute entries of a ``ttg.async_copy_global_to_local`` with these load hints (none for
-    the defaults ``""``).  Raises ``ValueError`` for hints Triton rejects."""
+def async_copy_hints(semantic: Any, cache_modifier: str, eviction_policy: str) -> dict:
+    """The load hints of a ``ttg.async_copy_global_to_local`` as payload entries for :func:`async_copy`: the two
+    enums' integers through 3.8, the hint strings for 3.9's cache policy. Raises ``ValueError`` for hints Triton
+    rejects."""
     cache = enum_value(semantic._str_to_load_cache_modifier(cache_modifier))  # validates, on every version
     evict = enum_value(semantic._str_to_eviction_policy(eviction_policy))
-    if not CACHE_POLICY:
-        return [f"{name} = {value} : i32" for name, value in (("cache", cache), ("evict", evict)) if value]
-    if not cache_modifier and not eviction_policy:
-        return []
-    policy = _cache_policy(cache_modifier, eviction_policy)
-    attr = f"#tt.cache_policy<cache_modifier = {policy.cache_modifier}, eviction_policy = {policy.eviction_policy}>"
-    return [f"cachePolicy = {attr}"]
+    if CACHE_POLICY:
+        return {"cache_modifier": cache_modifier, "eviction_policy": eviction_policy}
+    return {"cache": cache, "evict": evict}
+
+
+def async_copy(builder: Any, dst: Any, src: Any, mask: Any, other: Any, hints: dict, volatile: bool) -> None:
+    """``ttg.async_copy_global_to_local`` of the pointers ``src`` into ``dst`` (``mask``/``other`` ``None`` for
+    none: the binding takes a null value), with the hints of :func:`async_copy_hints`."""
+    mask, other = (ir.value() if v is None else v for v in (mask, other))
+    if CACHE_POLICY:
+        policy = _cache_policy(hints["cache_modifier"], hints["eviction_policy"])._to_ir(builder)
+        builder.create_async_copy_global_to_local(dst, src, mask, other, policy, volatile)
+    else:
+        builder.create_async_copy_global_to_local(dst, src, mask, other, ir.CACHE_MODIFIER(hints["cache"]),
+                                                  ir.EVICTION_POLICY(hints["evict"]), volatile)
 
 
 def semantic_load(semantic: Any, ptr: Any, mask: Any, other: Any, cache_modifier: str, eviction_policy: str,
@@ -307,17 +366,20 @@ def _gluon_tma_store_wait_has_read_only() -> bool:
     return "read_only" in inspect.signature(tma.store_wait).parameters
 
 
-#: Triton 3.9 gave ``ttng.async_tma_store_wait`` a ``read_only`` unit attribute (Gluon's
+#: Triton 3.8 gave ``ttng.async_tma_store_wait`` a ``read_only`` unit attribute (Gluon's
 #: ``tma.store_wait(read_only=True)``): without it the op waits until the stores' writes are done
 #: (PTX ``cp.async.bulk.wait_group``), with it only until they read their shared memory
 #: (``cp.async.bulk.wait_group.read``), which is all 3.6's op does.
 TMA_STORE_WAIT_READ_ONLY: bool = _gluon_tma_store_wait_has_read_only()
 
 
-def tma_store_wait_attrs(pendings: int) -> str:
-    """Printed attributes of a ``ttng.async_tma_store_wait`` that waits until at most ``pendings`` TMA
-    stores still read their shared-memory source."""
-    return f"{{pendings = {pendings} : i32{', read_only' if TMA_STORE_WAIT_READ_ONLY else ''}}}"
+def tma_store_wait(builder: Any, pendings: int) -> None:
+    """A ``ttng.async_tma_store_wait`` until at most ``pendings`` TMA stores still read their shared-memory
+    source (3.9's binding takes ``read_only``, see :data:`TMA_STORE_WAIT_READ_ONLY`)."""
+    if TMA_STORE_WAIT_READ_ONLY:
+        builder.create_async_tma_store_wait(pendings, True)
+    else:
+        builder.create_async_tma_store_wait(pendings)
 
 
 def cluster_barrier_ops(result: str, result_type: str) -> list[str]:

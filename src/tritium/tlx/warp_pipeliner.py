@@ -34,7 +34,7 @@ from typing import Any, Optional
 from tritium import compat
 from tritium.plugins import mlir_pass
 
-from .lowering import lowers
+from .lowering import writes
 from .placeholders import Placeholder
 from .triton_compat import SCHED_BARRIER, ir
 from .ttgir_text import SSA, SSA_DEF, source_location, strip_strings
@@ -61,7 +61,7 @@ _WRITES = ("ttg.local_store", "ttg.async_copy_global_to_local", "amdg.buffer_loa
 ANY = "*"
 
 
-@lowers("warp_pipeline_border")
+@writes("warp_pipeline_border")
 def _border(self: Any, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
     """The fork's border marker, which stock passes keep in place (it has side effects)."""
     prio = f", {PRIORITY} = {a['priority']} : i32" if a.get("priority") is not None else ""
