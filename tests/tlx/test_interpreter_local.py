@@ -175,3 +175,24 @@ def test_bf16_dot_multiplies_numbers():
     z = torch.empty(16, 16)
     bf16_buffer_dot[(1, )](x, z, N=16)
     torch.testing.assert_close(z, x.float() @ x.float().T, atol=1e-4, rtol=1e-4)
+
+
+def test_buffer_indexed_in_a_local_jit_helper():
+    """A kernel defined in a function calls a helper defined there too (the fork's
+    test_buffer_indexing_in_function_call): stock 3.6's interpreter loses the closure (NameError)."""
+
+    @triton.jit
+    def store_and_load(buffers, idx, data):
+        tlx.local_store(buffers[idx], data)
+        return tlx.local_load(buffers[idx])
+
+    @triton.jit
+    def kernel(x_ptr, y_ptr, B: tl.constexpr):
+        offs = tl.arange(0, B)
+        bufs = tlx.local_alloc((B, ), tl.float32, num=tl.constexpr(2))
+        tl.store(y_ptr + offs, store_and_load(bufs, 1, tl.load(x_ptr + offs)) * 2)
+
+    x = torch.rand(64)
+    y = torch.empty(64)
+    kernel[(1, )](x, y, 64)
+    torch.testing.assert_close(y, x * 2)

@@ -86,6 +86,9 @@ def test_interpreter():
     call = interpreter.GridExecutor.__call__  # accept_constexpr_launch_args
     assert call.tritium_constexpr_args
     assert "self._init_args_hst(args_dev, kwargs)" in inspect.getsource(call.__wrapped__)
+    rewrite = interpreter.FunctionRewriter._compile_and_exec  # accept_interpreted_closures
+    assert rewrite.tritium_closures
+    assert "exec(compiled_code, fn_globals, local_namespace)" in inspect.getsource(rewrite.__wrapped__)
     assert callable(getattr(interpreter.InterpretedFunction, "fn", None)) or "self.fn = fn" in \
         inspect.getsource(interpreter.InterpretedFunction.__init__)
     assert isinstance(tc.interpreter_builder(), interpreter.InterpreterBuilder)

@@ -487,3 +487,39 @@ def accept_constexpr_launch_args() -> None:
 
     __call__.tritium_constexpr_args = True
     _interpreter.GridExecutor.__call__ = __call__
+
+
+def accept_interpreted_closures() -> None:
+    """Under ``TRITON_INTERPRET=1``, a kernel sees the variables of the function it was defined in (a local
+    ``@triton.jit`` helper it calls), as when compiling: stock Triton 3.6's interpreter re-executes the
+    kernel's rewritten source against the module's globals only, so such a call raises ``NameError``.
+
+    The rewritten function is defined inside one that takes the closure's values (bound when the kernel is
+    first interpreted), so it closes over them again. Kernels without free variables take the stock path.
+    """
+    stock = _interpreter.FunctionRewriter._compile_and_exec
+    if getattr(stock, "tritium_closures", False):
+        return
+
+    @functools.wraps(stock)
+    def _compile_and_exec(self: Any, transformed_ast: ast.Module) -> Any:
+        closure = {}
+        for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:  # not bound yet: looked up as a global, as stock does
+                pass
+        if not closure:
+            return stock(self, transformed_ast)
+        module = ast.parse(f"def _tritium_closure({', '.join(closure)}):\n    return {self.fn.__name__}")
+        module.body[0].body[:0] = transformed_ast.body
+        namespace: dict = {}
+        fn_globals = self.fn.__globals__
+        for key, value in vars(_interpreter).items():  # as stock: the interpreter's names, where not shadowed
+            fn_globals.setdefault(key, value)
+        exec(compile(module, filename=self.filename, mode="exec"), fn_globals, namespace)
+        return namespace["_tritium_closure"](**closure)
+
+    _compile_and_exec.tritium_closures = True
+    _interpreter.FunctionRewriter._compile_and_exec = _compile_and_exec
+
