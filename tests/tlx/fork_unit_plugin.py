@@ -12,9 +12,9 @@ scripts/fork_unit_tests.py extracts the fork's ``test_tlx_*.py`` into a cache, r
 * ``triton.runtime.fbcode_gating``, a fork-only module that only says whether the run is inside Meta's
   monorepo (it is not), and ``tritium.tlx.tutorials`` from the same commit of the fork.
 
-Tests that cannot run here are skipped by :func:`exclusion`, one rule with a reason each. Every test's
-outcome, and in compile mode how many kernels it compiled and launched and its first compile error, is written as a JSON line to
-``$TRITIUM_FORK_UNIT_RESULTS``: in compile mode nothing launches, so a test that checks computed values
+Tests that cannot run here are skipped by :func:`exclusion`, one rule with a reason each, and tests of what
+tritium refuses on purpose by :data:`REFUSED`. Every test's outcome, and in compile mode how many kernels it
+compiled and launched and its first compile error, is written as a JSON line to ``$TRITIUM_FORK_UNIT_RESULTS``: in compile mode nothing launches, so a test that checks computed values
 fails by construction, and what counts is whether its kernels compiled.
 """
 from __future__ import annotations
@@ -71,6 +71,30 @@ _COMPILE_ONLY = [
     (re.compile(r"\bCompilationError\b"),
      "expects a CompilationError: under the interpreter stock Triton reports a kernel's error as InterpreterError"),
 ]
+
+_REGISTERS = ("tritium refuses registers= on the default task: stock Triton 3.6's ttg.warp_specialize has no "
+              "register request for the default region")
+#: Tests of what tritium refuses on purpose, with its reason (docs/tlx-coverage.md): test function -> (modes, why).
+#: Modes: "compile" (refused when compiling; the interpreter runs them) or "both".
+REFUSED = {
+    "test_default_task_register_budget": ("both", _REGISTERS),
+    "test_default_task_accepts_registers": ("both", _REGISTERS),
+    "test_named_barrier_wait_1warp_async_deadlock_single_proc": (
+        "both", "tritium refuses a named barrier with fewer arrivals than the threads that wait on it (the fork "
+                "lets it hang)"),
+    "test_local_scatter": ("compile", "tritium refuses tlx.local_scatter tiles whose emulation (stock Triton has no "
+                                      "scatter op) would compare more than 65536 elements"),
+    "test_store_ws": ("compile", "tritium refuses warp-specialized kernels with num_ctas > 1"),
+    "test_async_tasks_warp_group_start_ids": (
+        "compile", "tritium refuses warp_group_start_id values other than those stock Triton's warp allocation gives"),
+    "test_require_layout_pins_epilogue_store_amd": (
+        "compile", "tritium refuses tlx.assert_same_layout on a register layout that stock passes choose after "
+                   "TLX's lowering"),
+    "test_local_slice_runtime_offset_compiles_gfx950": (
+        "compile", "a runtime local_slice offset needs the fork's ttg.memdesc_dynamic_subslice (stock 3.6 has none)"),
+    "test_local_slice_runtime_offset_correct_gfx950": (
+        "compile", "a runtime local_slice offset needs the fork's ttg.memdesc_dynamic_subslice (stock 3.6 has none)"),
+}
 
 
 def _fork_api() -> set[str]:
@@ -240,7 +264,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     for item in items:
         fn = getattr(item, "function", None)
-        reason = exclusion(fn, _STATE["fork_api"]) if fn is not None else None
+        modes, refused = REFUSED.get(getattr(item, "originalname", item.name), ("", None))
+        if refused and (modes == "both" or not INTERPRET):
+            reason = refused
+        else:
+            reason = exclusion(fn, _STATE["fork_api"]) if fn is not None else None
         if reason:
             item.add_marker(pytest.mark.skip(reason=EXCLUDED + reason))
 
