@@ -378,9 +378,16 @@ Issue 21 went through the gaps these tests showed:
   `CompilationError` (`get_fp8_format_name` of a non-FP8 dtype: same message) see that instead.
 - Not a TLX API: `test_dot_propagates_accumulator_layout` calls Triton's `semantic.dot` from a Gluon
   kernel; stock's returns a layout-free `block_type` (the fork changed Triton's semantic, not TLX).
+- What the failures above are: `tlx.thread_id`/`tlx.clock64` are NVIDIA-only in tritium (`test_thread_id`,
+  `test_clock64` on gfx950); `local_trans` of a padded shared buffer on the compile path
+  (`test_a4w4_shape_stride_layouts_correctness_gfx950`); stock's interpreter gives `tl.range` indices as
+  Python ints (`(tile_id % N).to(...)` in `test_warp_pipe_bmm_*`), patches `triton.language` process-wide
+  while a kernel runs, so two threads interpreting at once race (`test_async_tasks_thread_safety`), and
+  truncated float32 -> bf16 casts (`test_fp_cast_preserves_layout_...`; tritium rounds them to nearest even
+  since this measurement, `test_casts_to_bf16_round_to_nearest_even`).
 - Not done: loop-carried buffer views raising under the interpreter as they do compiled
   (`test_loop_carry_var_check`; the interpreter runs the loop as Python, with no loop-carried types to
-  compare), and `dump_layout`'s output format."""
+  compare), and `dump_layout`'s CuTe output format."""
 
 def main(argv: list[str]) -> int:
     text = render()
