@@ -196,3 +196,20 @@ def test_buffer_indexed_in_a_local_jit_helper():
     y = torch.empty(64)
     kernel[(1, )](x, y, 64)
     torch.testing.assert_close(y, x * 2)
+
+
+@triton.jit
+def _to_bf16_kernel(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.bfloat16))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_casts_to_bf16_round_to_nearest_even(dtype):
+    """As torch and compiled kernels (the fork's test_fp_cast_preserves_layout_for_equal_width_types_on_cdna4):
+    stock 3.6's interpreter truncated, one ulp off in about half the elements."""
+    x = (torch.linspace(-1.0, 1.0, 1024) * 0.75 + 0.125).to(dtype)
+    x[:3] = torch.tensor([float("inf"), -float("inf"), float("nan")])
+    y = torch.empty(1024, dtype=torch.bfloat16)
+    _to_bf16_kernel[(1, )](x, y, N=1024)
+    torch.testing.assert_close(y, x.to(torch.bfloat16), atol=0, rtol=0, equal_nan=True)

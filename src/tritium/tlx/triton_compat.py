@@ -471,6 +471,29 @@ def accept_bf16_interpreted_dots() -> None:
     InterpreterBuilder.create_dot = create_dot
 
 
+def round_interpreted_bf16_casts() -> None:
+    """Make the interpreter round float32 -> bfloat16 casts to nearest even, as compiled kernels and torch do:
+    stock Triton 3.6 truncates them (``cast_impl`` passes no rounding mode), and every cast to bf16 from another
+    type goes through float32, so fp16 -> bf16 is off by one ulp in about half the elements. Other casts keep
+    the stock path."""
+    stock = InterpreterBuilder.cast_impl
+    if getattr(stock, "tritium_bf16_rounding", False):
+        return
+
+    @functools.wraps(stock)
+    def cast_impl(self: Any, src: Any, dst_type: Any) -> Any:
+        if not (src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16):
+            return stock(self, src, dst_type)
+        bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32)
+        rounded = ((bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+        nan = np.isnan(src.data)
+        rounded[nan] = ((bits[nan] >> 16) | np.uint32(0x40)).astype(np.uint16)  # a quiet NaN stays a NaN
+        return TensorHandle(rounded, tl.bfloat16)
+
+    cast_impl.tritium_bf16_rounding = True
+    InterpreterBuilder.cast_impl = cast_impl
+
+
 def accept_constexpr_launch_args() -> None:
     """Under ``TRITON_INTERPRET=1``, a kernel argument the host passes as a ``tl.constexpr`` object (the fork's
     ``amd_pa_decode`` passes ``BUFFER_DEPTH=tl.constexpr(2)``) reaches the kernel as its value, as when
