@@ -245,7 +245,7 @@ def render() -> str:
               "Every op `tritium.tlx` implements, as its builtin declares it (`Args:` in its docstring says what each "
               "parameter is; `ConstInt`, `Scalar` and `Pred` are in `tlx/args.py`).", ""]
     lines += [f"- `{name}{_signature(op)}`" for name, op in sorted(BUILTINS.items(), key=lambda kv: kv[0].lower())]
-    lines += ["", "## The fork's unit tests", "", UNIT_TESTS_NOTE, ""]
+    lines += ["", "## The fork's unit tests", "", *unit_tests_section(), ""]
     return "\n".join(lines)
 
 
@@ -277,46 +277,89 @@ def _signature(op: Any) -> str:
     return f"({', '.join(params)}) -> {sig.return_annotation}"
 
 
-#: The fork's unit tests are not in its wheel; what running them by hand found (not regenerated).
-UNIT_TESTS_NOTE = """\
-The fork's unit tests (`python/test/unit/language/test_tlx_*.py`) are not in the fbtriton wheel, so the
-harness cannot fetch them from the registry. They were run by hand on 2026-11-30 from the source mirror
-(`/work/.mirror/facebookexperimental+triton/repo`, commit db4666f2 of 2026-08-22, newer than 3.7.4): each
-file extracted with `git show`, `triton.language.extra.tlx` renamed `tritium.tlx`, with a `device`
-fixture answering `"cpu"`, `tests/tlx/fork_conformance.py`'s stand-in driver active for the target, and
-its tutorials package serving `tritium.tlx.tutorials` from the same commit. *compile*: kernels compile
-for the target and nothing launches, so every test that checks computed values fails by construction;
-what it shows is which kernels compile and which IR checks hold. *interp*: `TRITON_INTERPRET=1`.
+UNIT_RESULTS = REPO / "tests" / "data" / "fork_unit_tests.json"
+UNIT_MODES = ("compile sm_90", "compile gfx950", "interp sm_90", "interp gfx950")
 
-| file | compile sm_90 | compile gfx950 | interp |
-|---|---|---|---|
-| test_tlx_amd.py | (AMD only) | 31 passed, 113 failed, 4 errors, 7 skipped | 155 skipped |
-| test_tlx_amd_fa_bwd.py | (AMD only) | 18 passed, 5 failed | 18 passed, 5 skipped |
-| test_tlx_async_load_partial_mask.py | 4 skipped | 4 skipped | 4 skipped |
-| test_tlx_barriers.py | 7 failed, 1 xfailed | 8 skipped | 8 skipped |
-| test_tlx_cluster.py | 14 failed, 10 skipped | 4 failed, 20 skipped | 4 failed, 20 skipped |
-| test_tlx_dot.py | collection error | collection error | collection error |
-| test_tlx_layout.py | 8 passed, 3 failed, 28 skipped | 5 passed, 13 failed, 21 skipped | 3 passed, 2 failed, 34 skipped |
-| test_tlx_memory_ops.py | 28 failed, 14 skipped | 21 failed, 21 skipped | 21 failed, 21 skipped |
-| test_tlx_misc.py | 3 passed, 19 failed, 12 skipped | 3 passed, 7 failed, 24 skipped | 4 passed, 5 failed, 25 skipped |
-| test_tlx_storage_alias.py | 4 passed, 36 failed, 3 skipped | 25 passed, 9 failed, 9 skipped | 32 passed, 2 failed, 9 skipped |
-| test_tlx_tma.py | collection error | collection error | collection error |
-| test_tlx_warp_specialization.py | 1 passed, 19 failed, 2 skipped | 8 failed, 14 skipped | 8 failed, 14 skipped |
+#: What the section says before its table: how the numbers are made (scripts/fork_unit_tests.py).
+UNIT_TESTS_INTRO = """\
+The fork's unit tests (`python/test/unit/language/test_tlx_*.py`), ported by import and run by
+`scripts/fork_unit_tests.py run --write` (which stores tests/data/fork_unit_tests.json; this section is
+rendered from it). They are in no wheel or sdist of the fork: the script extracts them from a git copy of
+the fork's repository (`$TRITIUM_FORK_GIT`) at a pinned commit, with `triton.language.extra.tlx` renamed
+`tritium.tlx` in their imports (the only change), and runs each file with `tests/tlx/fork_unit_plugin.py`:
+a `device` fixture answering `"cpu"`, `tests/tlx/fork_conformance.py`'s stand-in driver for the target,
+tensors asked for on `"cuda"` made on the CPU, and the tutorials they import from the same commit.
+CI has no git copy of the fork, so there `tests/tlx/test_fork_unit_tests.py` (a slice of these tests)
+skips, saying why.
 
-Causes, by frequency: the tests allocate or check on `torch.cuda` (21 of the interpreter failures:
-"Torch not compiled with CUDA enabled") or compare results of kernels that the compile mode does not
-launch; `test_tlx_dot.py` and `test_tlx_tma.py` import fork-only Triton modules
-(`triton.runtime.fbcode_gating`) and cannot be collected on stock Triton; fork Triton options that stock
-Triton rejects (`triton.Config(minRegAutoWS=, maxRegAutoWS=)`, HIP `llvm_fn_attrs` (since accepted: TLX
-declares it as a plugin option; not measured again here), `reverse_local_assignment`,
-`enable_sched_group_barrier`); tests that import the fork's internal
-modules (`tlx.mem_ops`); and ops newer than the 3.7.4 API this table covers (`assume_uniform`,
-`extract_slice`, `update_tensor_descriptor`, `rematerialized_range`, `amd_register_handoff`,
-`amd_sched_barrier`, seen in `test_tlx_amd.py`). `test_tlx_amd.py` also has 28 kernels that do not
-compile on tritium for gfx950 (CompilationError), not classified further here. Run on the H200 (and an
-AMD GPU) they need the fork's conftest and `device` fixture; that has not been done.
+*compile* (sm_90, gfx950): kernels compile for the target and nothing launches; a test counts when it
+passed, or when at least one kernel compiled (or launched from the JIT's cache) and none failed to (a check of computed values cannot pass
+without a launch). *interp*: `TRITON_INTERPRET=1`, the tests' hardware gates answering for the target;
+a test counts when it passed. Each cell is counted / applicable; tests skipped by their own gate (Blackwell,
+gfx1250, the other vendor) and the exclusions below are not applicable."""
 
-Issue 21 went through the gaps these runs showed, one by one (not re-measured as a whole since):
+
+def _unit_cell(counts: dict) -> str:
+    ok, fail = counts.get("ok", 0), counts.get("fail", 0)
+    if not ok + fail:
+        return "—" + (f" ({counts['excluded']} excl.)" if counts.get("excluded") else "")
+    cell = f"{ok}/{ok + fail} ({100 * ok / (ok + fail):.0f}%)"
+    return cell + (f", {counts['excluded']} excl." if counts.get("excluded") else "")
+
+
+def unit_tests_section() -> list[str]:
+    """The section "The fork's unit tests", from the results scripts/fork_unit_tests.py stored."""
+    import json
+    if not UNIT_RESULTS.exists():
+        return [UNIT_TESTS_INTRO, "", "Not measured yet: run `scripts/fork_unit_tests.py run --write`."]
+    data = json.loads(UNIT_RESULTS.read_text())
+    table = data["table"]
+    files = sorted({f for mode in UNIT_MODES for f in table.get(mode, {})})
+    lines = [UNIT_TESTS_INTRO, "", f"Measured on {data['date']} at the fork's commit {data['commit'][:12]}.", "",
+             "| file | " + " | ".join(UNIT_MODES) + " |", "|---|" + "---|" * len(UNIT_MODES)]
+    totals: dict = {mode: defaultdict(int) for mode in UNIT_MODES}
+    for file in files:
+        cells = []
+        for mode in UNIT_MODES:
+            counts = table.get(mode, {}).get(file, {})
+            for k, v in counts.items():
+                totals[mode][k] += v
+            cells.append(_unit_cell(counts))
+        lines.append(f"| {file} | " + " | ".join(cells) + " |")
+    lines.append("| **total** | " + " | ".join(_unit_cell(totals[mode]) for mode in UNIT_MODES) + " |")
+    lines += ["", "### Exclusions", "",
+              "Decided by one rule (`fork_unit_plugin.exclusion`), a reason each; per reason, the tests (a "
+              "parametrized test once) and the modes it applies to:", ""]
+    by_reason: dict = defaultdict(lambda: defaultdict(set))
+    for mode in UNIT_MODES:
+        for file, records in data["results"].get(mode, {}).items():
+            for r in records:
+                if r["counts"] == "excluded":
+                    by_reason[r["reason"]][r["test"].split("::")[-1].split("[")[0]].add(mode)
+    for reason, tests in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        names = ", ".join(f"`{t}`" for t in sorted(tests))
+        lines.append(f"- {reason} ({len(tests)}): {names}")
+    lines += ["", "### Failures", "", "Every test that is applicable and does not count, by mode and error:", ""]
+    for mode in UNIT_MODES:
+        errors: dict = defaultdict(list)
+        for file, records in data["results"].get(mode, {}).items():
+            for r in records:
+                if r["counts"] == "fail":
+                    errors[r["error"]].append(f"{file[len('test_tlx_'):-3]}::{r['test'].split('::')[-1]}")
+        if not errors:
+            lines.append(f"- *{mode}*: none")
+            continue
+        lines.append(f"- *{mode}*:")
+        for error, tests in sorted(errors.items(), key=lambda kv: -len(kv[1])):
+            error = error.replace("|", "\\|").replace("`", "'")
+            lines.append(f"  - {error} ({len(tests)}): " + ", ".join(f"`{t}`" for t in sorted(tests)))
+    lines += ["", UNIT_TESTS_NOTES]
+    return lines
+
+
+#: The gaps issue 21 found in these tests, and what became of each (written by hand).
+UNIT_TESTS_NOTES = """\
+Issue 21 went through the gaps these tests showed:
 - Fixed: `async_task(registers=/num_regs=)` alignment and `async_tasks` arguments are checked before a
   call outside a kernel is refused, as the fork checks them; `buffer_load_to_local` into padded shared
   buffers no longer crashes `tlx.async_copy_fallback`; a `shared_linear` (or any TLX) layout held in a
@@ -324,7 +367,9 @@ Issue 21 went through the gaps these runs showed, one by one (not re-measured as
   go through a tensor `local_alloc` (`test_loop_carried_dot_layout_cleanup_compiles_gfx950`);
   `require_layout` on an epilogue store (`amd_bmm`'s `_C4`) compiles; `@aggregate` classes in the fork's
   style compile and interpret; bf16 `tl.dot` under the interpreter; a device descriptor made before an
-  `async_tasks` region and used in a task (`test_tensor_descriptor_ws_capture`) is made again in the task.
+  `async_tasks` region and used in a task (`test_tensor_descriptor_ws_capture`) is made again in the task;
+  under the interpreter a kernel sees the variables of the function it is defined in (a local `@triton.jit`
+  helper indexing a buffer, `test_buffer_indexing_in_function_call`; stock 3.6 raised `NameError`).
 - Deliberate: `async_task("default", registers=...)` is refused (stock 3.6's `ttg.warp_specialize` has no
   register request for the default region; the fork's `defaultRequestedRegisters` is its own);
   `vote_ballot_sync` on a predicate of `thread_id` gives the full mask under the interpreter, which runs a
@@ -333,9 +378,16 @@ Issue 21 went through the gaps these runs showed, one by one (not re-measured as
   `CompilationError` (`get_fp8_format_name` of a non-FP8 dtype: same message) see that instead.
 - Not a TLX API: `test_dot_propagates_accumulator_layout` calls Triton's `semantic.dot` from a Gluon
   kernel; stock's returns a layout-free `block_type` (the fork changed Triton's semantic, not TLX).
-- Not done: loop-carried buffer views raising under the interpreter as they do compiled, a buffer
-  indexed in a `@triton.jit` helper under the interpreter, `dump_layout`'s output format, and a ported
-  subset of the unit tests in CI with measured pass rates."""
+- What the failures above are: `tlx.thread_id`/`tlx.clock64` are NVIDIA-only in tritium (`test_thread_id`,
+  `test_clock64` on gfx950); `local_trans` of a padded shared buffer on the compile path
+  (`test_a4w4_shape_stride_layouts_correctness_gfx950`); stock's interpreter gives `tl.range` indices as
+  Python ints (`(tile_id % N).to(...)` in `test_warp_pipe_bmm_*`), patches `triton.language` process-wide
+  while a kernel runs, so two threads interpreting at once race (`test_async_tasks_thread_safety`), and
+  truncated float32 -> bf16 casts (`test_fp_cast_preserves_layout_...`; tritium rounds them to nearest even
+  since this measurement, `test_casts_to_bf16_round_to_nearest_even`).
+- Not done: loop-carried buffer views raising under the interpreter as they do compiled
+  (`test_loop_carry_var_check`; the interpreter runs the loop as Python, with no loop-carried types to
+  compare), and `dump_layout`'s CuTe output format."""
 
 def main(argv: list[str]) -> int:
     text = render()

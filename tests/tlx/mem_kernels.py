@@ -99,6 +99,9 @@ def scatter_too_big_kernel(x_ptr, idx_ptr, g_ptr, s_ptr, R: tl.constexpr, C: tl.
 
 ROW_MAJOR_64x32 = tl.constexpr(tlx.shared_linear_layout_encoding(
     [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [1, 0], [2, 0], [4, 0], [8, 0], [16, 0], [32, 0]]))
+#: The same with rows 4..32 XOR-swizzled into the columns: the bases' sums exceed the shape, their bits do not.
+SWIZZLED_64x32 = tl.constexpr(tlx.shared_linear_layout_encoding(
+    [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [1, 0], [2, 0], [4, 2], [8, 4], [16, 8], [32, 16]]))
 #: CuTe thread-value layout: lanes along columns, 4 warps of 16 rows, 16 rows each.
 LANES_ALONG_COLUMNS = tlx.layout(shape=((64, 4), (16, )), stride=((1, 16 * 64), (64, )))
 
@@ -113,6 +116,8 @@ def shared_layouts_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr, KIND: 
         lay: tl.constexpr = tlx.nv_mma_shared_layout_encoding.make_default([R, C], tl.float16)
     elif KIND == "padded":
         lay: tl.constexpr = tlx.padded_shared_layout_encoding.with_identity_for([[C, 8]], [R, C])
+    elif KIND == "linear_xor":
+        lay: tl.constexpr = SWIZZLED_64x32
     else:  # a row-major image with rows 0..R-1, as a shared linear layout held in a global constexpr
         lay: tl.constexpr = ROW_MAJOR_64x32
     buf = tlx.local_alloc((R, C), tl.float16, 2, layout=lay)
@@ -308,3 +313,10 @@ def fork_keywords_kernel(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
     tl.store(y_ptr + 3 * R * C + tl.arange(0, R * C), tlx.local_load(flat))
     tl.store(y_ptr + R * C + tl.arange(0, C)[:, None] * R + tl.arange(0, R)[None, :], tlx.local_load(flipped))
     tl.store(y_ptr + 2 * R * C + offs2d(R, C), tlx.local_load(tlx.local_view(same, 1)))  # its row 1: buffer 1
+
+
+@triton.jit
+def slice_at_runtime_row_kernel(x_ptr, y_ptr, row, R: tl.constexpr, C: tl.constexpr):
+    buf = tlx.local_alloc((R, C), tl.float32, 1)[0]
+    tlx.local_store(buf, tl.load(x_ptr + offs2d(R, C)))
+    tl.store(y_ptr + offs2d(1, C), tlx.local_load(tlx.local_slice(buf, [row, 0], [1, C])))

@@ -221,6 +221,14 @@ def test_buffer_ops_are_amd_only():
         _compile(buffer_ops_kernel, BUFFER_SIG, {"BLOCK": 256}, ("x_ptr", ), "sm90")
 
 
+def test_buffer_atomic_add_names_the_types_it_supports():
+    """As the fork's test_buffer_atomic_rejects_unsupported_i16_gfx950 matches: "supports only"."""
+    from triton.compiler.errors import CompilationError
+    with pytest.raises(CompilationError, match="tlx.buffer_atomic_add supports only f16, bf16, f32, f64, i32 and "
+                                               "i64 values, got int16"):
+        _compile(buffer_ops_kernel, {**BUFFER_SIG, "z_ptr": "*i16"}, {"BLOCK": 256}, ("x_ptr", ), "gfx950")
+
+
 @pytest.mark.parametrize("target", ["sm90", "gfx942", "gfx950"])
 def test_copies_into_views_from_two_calls_of_one_helper_land_in_two_slots(target):
     k, _ = _compile(helper_views_copy_kernel, {"x_ptr": "*fp16", "y_ptr": "*fp16"}, {"BM": 32, "BK": 64},

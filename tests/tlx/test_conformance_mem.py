@@ -14,7 +14,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from interp_shim import interpret_mode
-from mem_kernels import (view_single_kernel, view_rows_kernel, view_swizzled_row_kernel, view_oob_kernel,
+from mem_kernels import (slice_at_runtime_row_kernel, view_single_kernel, view_rows_kernel, view_swizzled_row_kernel, view_oob_kernel,
                          reinterpret_kernel, reinterpret_size_kernel, gather_scatter_kernel, gather_1d_kernel,
                          gather_bad_axis_kernel, scatter_too_big_kernel, shared_layouts_kernel,
                          register_layouts_kernel, bad_layout_kernel, helpers_kernel, _not_inlined, noinline_kernel,
@@ -155,6 +155,7 @@ SHARED_KINDS = {
     "nvmma": "#ttg.nvmma_shared<{swizzlingByteWidth = 64, transposed = false, elementBitWidth = 16}>",
     "padded": "#ttg.padded_shared<[32:+8]",
     "linear": "#ttg.shared_linear<",
+    "linear_xor": "#ttg.shared_linear<{offset = [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16], [1, 0], [2, 0], [4, 2]",
 }
 
 
@@ -307,3 +308,14 @@ def test_misc_ops_compile(target, capfd):
 def test_view_ops_take_the_forks_parameter_names(target):
     ttgir = compile_ttgir(fork_keywords_kernel, HELP_SIG, {"R": 16, "C": 32}, target)
     assert "ttg.memdesc_trans" in ttgir and "ttg.memdesc_subslice" in ttgir
+
+
+@compiled
+def test_local_slice_at_a_runtime_offset_says_why_not():
+    """The fork's test_local_slice_runtime_offset_compiles_gfx950 slices at a kernel argument; stock has no
+    dynamic subslice, so the error says that (not "outside the buffer" with a tensor's repr)."""
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "row": "i32", "R": "constexpr", "C": "constexpr"}
+    with pytest.raises(triton.CompilationError, match="tlx.local_slice: offset must be compile-time ints; a runtime "
+                                                      "offset needs the fork's ttg.memdesc_dynamic_subslice"):
+        compile_ttgir(slice_at_runtime_row_kernel, sig, {"R": 8, "C": 64}, "gfx950")
+

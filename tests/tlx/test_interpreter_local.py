@@ -175,3 +175,41 @@ def test_bf16_dot_multiplies_numbers():
     z = torch.empty(16, 16)
     bf16_buffer_dot[(1, )](x, z, N=16)
     torch.testing.assert_close(z, x.float() @ x.float().T, atol=1e-4, rtol=1e-4)
+
+
+def test_buffer_indexed_in_a_local_jit_helper():
+    """A kernel defined in a function calls a helper defined there too (the fork's
+    test_buffer_indexing_in_function_call): stock 3.6's interpreter loses the closure (NameError)."""
+
+    @triton.jit
+    def store_and_load(buffers, idx, data):
+        tlx.local_store(buffers[idx], data)
+        return tlx.local_load(buffers[idx])
+
+    @triton.jit
+    def kernel(x_ptr, y_ptr, B: tl.constexpr):
+        offs = tl.arange(0, B)
+        bufs = tlx.local_alloc((B, ), tl.float32, num=tl.constexpr(2))
+        tl.store(y_ptr + offs, store_and_load(bufs, 1, tl.load(x_ptr + offs)) * 2)
+
+    x = torch.rand(64)
+    y = torch.empty(64)
+    kernel[(1, )](x, y, 64)
+    torch.testing.assert_close(y, x * 2)
+
+
+@triton.jit
+def _to_bf16_kernel(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs).to(tl.bfloat16))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_casts_to_bf16_round_to_nearest_even(dtype):
+    """As torch and compiled kernels (the fork's test_fp_cast_preserves_layout_for_equal_width_types_on_cdna4):
+    stock 3.6's interpreter truncated, one ulp off in about half the elements."""
+    x = (torch.linspace(-1.0, 1.0, 1024) * 0.75 + 0.125).to(dtype)
+    x[:3] = torch.tensor([float("inf"), -float("inf"), float("nan")])
+    y = torch.empty(1024, dtype=torch.bfloat16)
+    _to_bf16_kernel[(1, )](x, y, N=1024)
+    torch.testing.assert_close(y, x.to(torch.bfloat16), atol=0, rtol=0, equal_nan=True)

@@ -45,7 +45,7 @@ def test_local_gather_scatter_numerics(axis):
     torch.testing.assert_close(g1, x1[idx1.long()])
 
 
-@pytest.mark.parametrize("kind", ["swizzled", "cute", "nvmma", "padded", "linear"])
+@pytest.mark.parametrize("kind", ["swizzled", "cute", "nvmma", "padded", "linear", "linear_xor"])
 def test_explicit_shared_layouts_numerics(kind):
     x, y = torch.randn(64, 32).half(), torch.empty(64, 32, dtype=torch.float16)
     shared_layouts_kernel[(1, )](x, y, R=64, C=32, KIND=kind)

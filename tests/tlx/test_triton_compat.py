@@ -87,6 +87,12 @@ def test_interpreter():
     call = interpreter.GridExecutor.__call__  # accept_constexpr_launch_args
     assert call.tritium_constexpr_args
     assert "self._init_args_hst(args_dev, kwargs)" in inspect.getsource(call.__wrapped__)
+    cast = interpreter.InterpreterBuilder.cast_impl  # round_interpreted_bf16_casts
+    assert cast.tritium_bf16_rounding and list(inspect.signature(cast.__wrapped__).parameters) == ["self", "src",
+                                                                                                   "dst_type"]
+    rewrite = interpreter.FunctionRewriter._compile_and_exec  # accept_interpreted_closures
+    assert rewrite.tritium_closures
+    assert "exec(compiled_code, fn_globals, local_namespace)" in inspect.getsource(rewrite.__wrapped__)
     assert callable(getattr(interpreter.InterpretedFunction, "fn", None)) or "self.fn = fn" in \
         inspect.getsource(interpreter.InterpretedFunction.__init__)
     assert isinstance(tc.interpreter_builder(), interpreter.InterpreterBuilder)

@@ -18,7 +18,8 @@ from .layouts import (amd_mfma_layout, dot_operand_layout, layout, layout_encodi
                       padded_shared_layout_encoding, shared_layout_encoding, shared_linear_layout_encoding,
                       storage_kind, swizzled_layout, swizzled_shared_layout_encoding)
 from .triton_compat import (accept_bf16_interpreted_dots, accept_constexpr_launch_args, accept_fork_aggregates,
-                            accept_fork_load_cache_modifier)
+                            accept_fork_load_cache_modifier, accept_interpreted_closures,
+                            round_interpreted_bf16_casts)
 from .tma import tensor_descriptor_ptr, tensor_descriptor_ptr_type
 from .types import async_token, buffered_tensor, buffered_tensor_type, reuse_group, reuse_group_type, tensor_descriptor
 
@@ -81,3 +82,5 @@ accept_fork_load_cache_modifier()
 accept_fork_aggregates()
 accept_bf16_interpreted_dots()
 accept_constexpr_launch_args()
+accept_interpreted_closures()
+round_interpreted_bf16_casts()

@@ -112,7 +112,7 @@ def buffer_atomic_add(ptr: tl.tensor, offsets: tl.tensor, value: tl.tensor, mask
     _check(_semantic, "buffer_atomic_add", ptr, offsets, mask)
     element = ptr.dtype.element_ty
     if not (element.is_floating() and element.primitive_bitwidth >= 16 or element in (tl.int32, tl.int64)):
-        raise TypeError(f"tlx.buffer_atomic_add supports f16, bf16, f32, f64, i32 and i64 values, got {element}")
+        raise TypeError(f"tlx.buffer_atomic_add supports only f16, bf16, f32, f64, i32 and i64 values, got {element}")
     addresses = _addresses(_semantic, ptr, offsets, _contiguity(contiguity, "buffer_atomic_add"))
     return tl.atomic_add(addresses, value, mask=mask, sem=unwrap_if_constexpr(sem), scope=unwrap_if_constexpr(scope),
                          _semantic=_semantic)

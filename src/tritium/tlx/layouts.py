@@ -16,7 +16,9 @@ Stock ``remove_layout_conversions`` then moves the conversions out of loops.
 from __future__ import annotations
 
 import enum
+import functools
 import math
+import operator
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
@@ -442,7 +444,10 @@ class shared_linear_layout_encoding(shared_layout_encoding):
         return self  # a physical image: the view's memdesc_trans describes the permutation
 
     def resolve(self, shape, dtype):
-        covered = [1 + sum(b[d] for b in self.offset_bases) for d in range(len(self.offset_bases[0]))]
+        # a linear layout XORs its bases (swizzles set bits that lower bases set too): a dimension spans the
+        # power of two above every bit some basis sets
+        covered = [1 << functools.reduce(operator.or_, (b[d] for b in self.offset_bases), 0).bit_length()
+                   for d in range(len(self.offset_bases[0]))]
         if covered != list(shape):
             raise LayoutError(f"tlx.shared_linear_layout_encoding: its bases span {covered}, the buffer is {list(shape)}")
         return self

@@ -92,7 +92,10 @@ def check_local_slice(buf: Any, offset: Any, shape: Any) -> tuple[tuple[int, ...
     have = tuple(buf.shape)
     if len(offset) != len(have) or len(shape) != len(have):
         raise ValueError(f"tlx.local_slice: offset {offset} and shape {shape} must have rank {len(have)}")
-    if any(not args.is_int(o) or o < 0 or o + s > d for o, s, d in zip(offset, shape, have)):
+    if not all(args.is_int(o) for o in offset):
+        raise NotImplementedError("tlx.local_slice: offset must be compile-time ints; a runtime offset needs the "
+                                  "fork's ttg.memdesc_dynamic_subslice, which stock Triton 3.6 does not have")
+    if any(o < 0 or o + s > d for o, s, d in zip(offset, shape, have)):
         raise ValueError(f"tlx.local_slice: slice {offset}+{shape} is outside the buffer {have}")
     return offset, shape
 

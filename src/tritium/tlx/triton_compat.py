@@ -533,6 +533,29 @@ def accept_bf16_interpreted_dots() -> None:
     InterpreterBuilder.create_dot = create_dot
 
 
+def round_interpreted_bf16_casts() -> None:
+    """Make the interpreter round float32 -> bfloat16 casts to nearest even, as compiled kernels and torch do:
+    stock Triton 3.6 truncates them (``cast_impl`` passes no rounding mode), and every cast to bf16 from another
+    type goes through float32, so fp16 -> bf16 is off by one ulp in about half the elements. Other casts keep
+    the stock path."""
+    stock = InterpreterBuilder.cast_impl
+    if getattr(stock, "tritium_bf16_rounding", False):
+        return
+
+    @functools.wraps(stock)
+    def cast_impl(self: Any, src: Any, dst_type: Any) -> Any:
+        if not (src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16):
+            return stock(self, src, dst_type)
+        bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32)
+        rounded = ((bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+        nan = np.isnan(src.data)
+        rounded[nan] = ((bits[nan] >> 16) | np.uint32(0x40)).astype(np.uint16)  # a quiet NaN stays a NaN
+        return TensorHandle(rounded, tl.bfloat16)
+
+    cast_impl.tritium_bf16_rounding = True
+    InterpreterBuilder.cast_impl = cast_impl
+
+
 def accept_constexpr_launch_args() -> None:
     """Under ``TRITON_INTERPRET=1``, a kernel argument the host passes as a ``tl.constexpr`` object (the fork's
     ``amd_pa_decode`` passes ``BUFFER_DEPTH=tl.constexpr(2)``) reaches the kernel as its value, as when
@@ -549,3 +572,39 @@ def accept_constexpr_launch_args() -> None:
 
     __call__.tritium_constexpr_args = True
     _interpreter.GridExecutor.__call__ = __call__
+
+
+def accept_interpreted_closures() -> None:
+    """Under ``TRITON_INTERPRET=1``, a kernel sees the variables of the function it was defined in (a local
+    ``@triton.jit`` helper it calls), as when compiling: stock Triton 3.6's interpreter re-executes the
+    kernel's rewritten source against the module's globals only, so such a call raises ``NameError``.
+
+    The rewritten function is defined inside one that takes the closure's values (bound when the kernel is
+    first interpreted), so it closes over them again. Kernels without free variables take the stock path.
+    """
+    stock = _interpreter.FunctionRewriter._compile_and_exec
+    if getattr(stock, "tritium_closures", False):
+        return
+
+    @functools.wraps(stock)
+    def _compile_and_exec(self: Any, transformed_ast: ast.Module) -> Any:
+        closure = {}
+        for name, cell in zip(self.fn.__code__.co_freevars, self.fn.__closure__ or ()):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:  # not bound yet: looked up as a global, as stock does
+                pass
+        if not closure:
+            return stock(self, transformed_ast)
+        module = ast.parse(f"def _tritium_closure({', '.join(closure)}):\n    return {self.fn.__name__}")
+        module.body[0].body[:0] = transformed_ast.body
+        namespace: dict = {}
+        fn_globals = self.fn.__globals__
+        for key, value in vars(_interpreter).items():  # as stock: the interpreter's names, where not shadowed
+            fn_globals.setdefault(key, value)
+        exec(compile(module, filename=self.filename, mode="exec"), fn_globals, namespace)
+        return namespace["_tritium_closure"](**closure)
+
+    _compile_and_exec.tritium_closures = True
+    _interpreter.FunctionRewriter._compile_and_exec = _compile_and_exec
+
