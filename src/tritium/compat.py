@@ -322,6 +322,8 @@ class OptionResolver(Protocol):
 _option_resolver: Optional[OptionResolver] = None
 _UNRECOGNISED = re.compile(r"Keyword argument (\S+) was specified but unrecognised")
 _orig_pack_args = _jit.JITFunction._pack_args
+#: ``triton.Config.__init__`` below the plugin options' patch: Triton's own, or that wrapped by
+#: :func:`wrap_config_init` (kept across install and uninstall of the launch options).
 _orig_config_init = triton.Config.__init__
 
 
@@ -417,6 +419,23 @@ def uninstall_launch_options(resolver: Optional[OptionResolver] = None) -> None:
         cls.parse_options = original
     _jit.JITFunction._pack_args = _orig_pack_args
     triton.Config.__init__ = _orig_config_init
+
+
+def wrap_config_init(wrap: Callable[[Callable[..., None]], Callable[..., None]]) -> None:
+    """Make ``wrap(init)`` ``triton.Config.__init__``'s base, beneath the plugin options' patch, so that installing
+    and uninstalling the launch options keep it (TLX's acceptance of the fork's ``ctas_per_cga``): two patches
+    of one attribute, each restoring what it found, would drop each other. Wrapping twice with one function
+    is a no-op."""
+    global _orig_config_init
+    mark = getattr(wrap, "__name__", "")
+    if mark in getattr(_orig_config_init, "tritium_wrapped", ()):
+        return
+    base_in_place = triton.Config.__init__ is _orig_config_init
+    wrapped = wrap(_orig_config_init)
+    wrapped.tritium_wrapped = (*getattr(_orig_config_init, "tritium_wrapped", ()), mark)
+    _orig_config_init = wrapped
+    if base_in_place:
+        triton.Config.__init__ = wrapped
 
 
 def launch_options_pristine() -> bool:

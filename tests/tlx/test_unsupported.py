@@ -77,6 +77,18 @@ def test_ctas_per_cga_one_cta_is_the_stock_launch_more_is_skipped_by_the_autotun
         cluster.pre_hook({})
 
 
+def test_ctas_per_cga_survives_the_manager_switching_off_and_on():
+    """TLX's ctas_per_cga sits beneath the plugin options' patch of triton.Config (compat.wrap_config_init), so
+    disabling and enabling the manager, which uninstalls and installs that patch, keeps it."""
+    import tritium.plugins as tp
+    tp.disable()
+    try:
+        assert triton.Config({"BM": 64}, ctas_per_cga=(2, 1, 1)).ctas_per_cga == (2, 1, 1)
+    finally:
+        tp.enable()
+    assert triton.Config({"BM": 64}, num_warps=4, ctas_per_cga=(1, 1, 1)).all_kwargs()["num_warps"] == 4
+
+
 def test_gpu_target_answers_the_forks_backend_query():
     from triton.backends.compiler import GPUTarget
     assert GPUTarget("cuda", 90, 32).is_cuda_backend() and not GPUTarget("hip", "gfx942", 64).is_cuda_backend()

@@ -14,6 +14,8 @@ from typing import Any, Callable, NoReturn
 import triton
 from triton.runtime.errors import OutOfResources
 
+from .. import compat
+
 _STOCK = "stock Triton 3.6 has no path for it (no such op or pass), so tritium cannot provide it"
 _TCGEN05 = ("needs Blackwell (sm_100) tensor memory and tcgen05 instructions; Hopper (sm_90) and AMD CDNA have "
             "neither")
@@ -111,7 +113,6 @@ def _config_init(init: Callable[..., None]) -> Callable[..., None]:
             self.ctas_per_cga = tuple(ctas_per_cga)
             self.pre_hook = _refuse_cluster(size)
 
-    __init__.tritium_ctas_per_cga = True
     return __init__
 
 
@@ -130,8 +131,7 @@ def accept_ctas_per_cga() -> None:
     Fork kernels put it in their autotune configs, which are built when the module is imported; stock
     Triton's ``Config`` would fail there with a bare ``TypeError``.
     """
-    if not getattr(triton.Config.__init__, "tritium_ctas_per_cga", False):
-        triton.Config.__init__ = _config_init(triton.Config.__init__)
+    compat.wrap_config_init(_config_init)
 globals().update(_UNSUPPORTED)
 
 __all__ = ["UnsupportedOp", "REASONS", *REASONS]
