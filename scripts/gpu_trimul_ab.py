@@ -3,7 +3,8 @@ holding ``src/tritium``), each ranked case's mean time per call (CUDA events, fr
 ``tritium bench trimul`` times it) and per-kernel means from the torch profiler, checked against the
 fp32 reference first, and the median host time of a call (from a synchronized start until it returns). Each
 tree runs in its own process. Usage:
-``python scripts/gpu_trimul_ab.py --out results.json TREE [TREE ...]``."""
+``python scripts/gpu_trimul_ab.py --out results.json [--extra N:B:C ...] TREE [TREE ...]`` (``--extra``: unmasked
+normal cases after the ranked ones, left out of the geometric mean)."""
 from __future__ import annotations
 
 import argparse
@@ -19,10 +20,11 @@ try:
     from tritium.ops import TriMul
 except ImportError:  # trees before TriMul moved to the ops floor
     from tritium.kernels import TriMul
-from tritium.kernels.trimul_reference import RANKED_CASES, check_close, make_inputs, reference_model
+from tritium.kernels.trimul_reference import RANKED_CASES, Case, check_close, make_inputs, reference_model
 from tritium.bench.trimul import time_calls
 out = []
-for case in RANKED_CASES:
+extra = [Case(*(int(v) for v in spec.split(":")), True, "normal") for spec in sys.argv[2:]]
+for case in (*RANKED_CASES, *extra):
     seed = case.seqlen * 31 + case.dim + case.bs
     ref = reference_model(case, seed, "cuda")
     fused = TriMul(case.dim).cuda()
@@ -47,7 +49,7 @@ for case in RANKED_CASES:
             fused(x, mask)
             host.append(time.perf_counter() - t0)
     torch.cuda.synchronize()
-    out.append({"label": case.label, "ms": sum(times) / len(times), "check": check, "kernels_ms": kernels,
+    out.append({"label": case.label, "ranked": case in RANKED_CASES, "ms": sum(times) / len(times), "check": check, "kernels_ms": kernels,
                 "host_us": sorted(host)[len(host) // 2] * 1e6})
     print(case.label, round(out[-1]["ms"], 4), "host us", round(out[-1]["host_us"], 1), check, {k: round(v, 4) for k, v in kernels.items()}, flush=True)
 print("JSON" + json.dumps(out))
@@ -58,10 +60,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trees", nargs="+")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--extra", nargs="*", default=[], help="N:B:C cases to time after the ranked ones")
     args = parser.parse_args()
     results = {}
     for tree in args.trees:
-        proc = subprocess.run([sys.executable, "-c", CHILD, tree], capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-c", CHILD, tree, *args.extra], capture_output=True, text=True)
         print(f"== {tree}\n{proc.stdout}{proc.stderr[-3000:]}", flush=True)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("JSON")]
         if lines:
@@ -69,7 +72,8 @@ def main() -> None:
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
     for tree, rows in results.items():
-        print(f"{tree}: geomean {math.exp(sum(math.log(r['ms']) for r in rows) / len(rows)):.4f} ms")
+        ranked = [r for r in rows if r.get("ranked", True)]
+        print(f"{tree}: geomean {math.exp(sum(math.log(r['ms']) for r in ranked) / len(ranked)):.4f} ms (ranked)")
 
 
 if __name__ == "__main__":
