@@ -6,9 +6,9 @@ scripts/fork_unit_tests.py extracts the fork's ``test_tlx_*.py`` into a cache, r
 
 * the ``device`` fixture (``"cpu"``: there is no GPU) and the fork conftest's knob fixtures;
 * the target: ``$TRITIUM_FORK_UNIT_TARGET`` (``sm90`` or ``gfx950``) answers Triton's device queries
-  through fork_conformance's stand-in driver, and, under ``TRITON_INTERPRET=1``, also the tests' hardware
-  gates (``is_hopper_or_newer()``, ``is_hip_cdna4()``, which stock answers ``False`` when interpreting),
-  so the interpreter runs the same tests as the compile mode of that target;
+  through fork_conformance's stand-in driver, and also the tests' hardware gates (``is_hopper_or_newer()``,
+  ``is_hip_cdna4()``), which stock answers ``False`` when interpreting and, from Triton 3.9, whenever no
+  real backend's driver is active (no GPU here), so every mode runs the tests of that target;
 * ``triton.runtime.fbcode_gating``, a fork-only module that only says whether the run is inside Meta's
   monorepo (it is not), and ``tritium.tlx.tutorials`` from the same commit of the fork.
 
@@ -249,9 +249,8 @@ def pytest_configure(config: pytest.Config) -> None:
     recorder = _Recorder()
     wrapped = recorder.wrap(triton.compiler.compiler.compile)
     triton.compiler.compile = triton.compiler.compiler.compile = wrapped
-    if INTERPRET:
-        from triton.runtime import driver
-        it.get_current_target = lambda: driver.active.get_current_target()
+    from triton.runtime import driver
+    it.get_current_target = lambda: driver.active.get_current_target()  # the stand-in's (see the docstring)
     _STATE.update(recorder=recorder, driver=stand_in_driver, fork_api=_fork_api(), out=os.environ.get("TRITIUM_FORK_UNIT_RESULTS"),
                   contexts=[c for c in (on_cpu, no_sync, package, stand_in) if c is not None])
 
