@@ -5,7 +5,9 @@ fp32 reference first (a case that fails is not timed), the mean time per call (C
 ``tritium bench trimul`` times it) and the per-kernel means from the torch profiler. Each path runs in its own
 process under a time limit, so that a hang of one costs only its limit. Usage::
 
-    python scripts/gpu_trimul_fused.py --out results.json [--only 1-7] [--timeout 900]
+    python scripts/gpu_trimul_fused.py --out results.json [--only 1-7] [--extra N:B:C ...] [--timeout 900]
+
+(``--extra``: unmasked normal cases after the ranked ones, by shape; ``--only 0`` times none of the ranked.)
 """
 from __future__ import annotations
 
@@ -21,11 +23,12 @@ CHILD = r"""
 import json, sys, torch
 import tritium
 from tritium.ops import TriMul
-from tritium.kernels.trimul_reference import RANKED_CASES, check_close, make_inputs, reference_model
+from tritium.kernels.trimul_reference import RANKED_CASES, Case, check_close, make_inputs, reference_model
 from tritium.bench.trimul import time_calls
 tritium.knobs.ops.trimul_fused_centering = sys.argv[1] == "fused"
 for number in json.loads(sys.argv[2]):
-    case = RANKED_CASES[number - 1]
+    case = (RANKED_CASES[number - 1] if isinstance(number, int)
+            else Case(*(int(v) for v in number.split(":")), True, "normal"))
     seed = case.seqlen * 31 + case.dim + case.bs
     ref = reference_model(case, seed, "cuda")
     module = TriMul(case.dim).cuda()
@@ -54,13 +57,15 @@ PATHS = ("separate", "fused")
 def case_numbers(spec: str) -> list[int]:
     """``1-7``, ``5-7`` or ``3``: ranked cases by number (1-based)."""
     lo, _, hi = spec.partition("-")
+    if spec == "0":
+        return []
     numbers = list(range(int(lo), int(hi or lo) + 1))
     if not numbers or numbers[0] < 1 or numbers[-1] > 7:
         raise SystemExit(f"--only {spec!r}: ranked cases are numbered 1 to 7")
     return numbers
 
 
-def run_path(path: str, numbers: list[int], timeout: float) -> dict[int, dict]:
+def run_path(path: str, numbers: list, timeout: float) -> dict:
     """One path's rows by case number, from a child process (its output echoed as it ends)."""
     src = str(Path(__file__).resolve().parents[1] / "src")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
@@ -86,9 +91,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", default="1-7", help="ranked cases by number: 1-7, 5-7, 3")
+    parser.add_argument("--extra", nargs="*", default=[], help="N:B:C cases after the ranked ones")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds for each path's process")
     args = parser.parse_args()
-    numbers = case_numbers(args.only)
+    numbers = case_numbers(args.only) + args.extra
     results = {path: run_path(path, numbers, args.timeout) for path in PATHS}
     print("| case | separate ms | fused ms | separate / fused | separate kernels ms | fused kernels ms |")
     print("|---|---|---|---|---|---|")

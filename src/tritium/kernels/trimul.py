@@ -74,7 +74,7 @@ PROJ_REGS = 232
 FUSED_BK = 32
 FUSED_STAGES = 6
 FUSED_REGS = 240
-FUSED_MAX_DIM = 768
+FUSED_MAX_DIM = 448
 
 
 class PairConfig(NamedTuple):
@@ -500,7 +500,9 @@ def fused_centering(C: int) -> bool:
     """Whether a call centres x inside the projection kernel (:func:`trimul_proj_x_kernel`) rather than in
     :func:`trimul_center_kernel`'s pass: ``tritium.knobs.ops.trimul_fused_centering`` when set, else for
     C <= FUSED_MAX_DIM: on the H200 the fused path ran the ranked cases at 0.945 ms geomean against 0.992,
-    faster in six of seven (docs/benchmarks.md, ninth session)."""
+    faster in six of seven (docs/benchmarks.md, ninth session); at N = 512 it was 2.3% faster at C = 384 and
+    0.7% at C = 448, and the separate pass 2.6%, 8.4% and 11.3% faster at C = 512, 640 and 768 (twelfth
+    session)."""
     forced = knobs.ops.trimul_fused_centering
     return C <= FUSED_MAX_DIM if forced is None else forced
 
