@@ -155,11 +155,12 @@ def store_o(acc, l_i, q, q_bufs, r, desc_o, off_b, off_h, start_m, BLOCK_M: tl.c
 
 
 @triton.jit
-def attn_fwd_ws_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_DIM: tl.constexpr,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
-                       CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr):
-    HALF_M: tl.constexpr = BLOCK_M // 2
-    dtype = tlx.dtype_of(desc_q)
+def fwd_tasks(consume: tl.constexpr, desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_DIM: tl.constexpr,
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr,
+              NUM_REGS: tl.constexpr):
+    """The body of both forward kernels, which differ only in their consumers: the buffers, the producer
+    (:func:`produce`) and two replicated 4-warp consumer tasks, each finding its tile and K/V range and then
+    running ``consume``, a @triton.jit function with the signature of :func:`consume_blocks`."""
     q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty, v_empty = fwd_buffers(desc_q, HEAD_DIM, BLOCK_M, BLOCK_N,
                                                                                    NUM_STAGES)
 
@@ -171,33 +172,53 @@ def attn_fwd_ws_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_
             r = tlx.async_task_replica_id()
             off_b, off_h, start_m = tile_coords(H, N_CTX, BLOCK_M, CAUSAL)
             end, mask_from = kv_bounds(start_m, N_CTX, BLOCK_M, BLOCK_N, CAUSAL)
-            offs_m = start_m * BLOCK_M + r * HALF_M + tl.arange(0, HALF_M)
-            qk_scale = sm_scale * LOG2E
-            m_i = tl.full([HALF_M], float("-inf"), tl.float32)
-            l_i = tl.zeros([HALF_M], tl.float32)
-            acc = tl.zeros([HALF_M, HEAD_DIM], tl.float32)
-            q = tlx.local_reshape(q_bufs[r], (HALF_M, HEAD_DIM))
-            tlx.barrier_wait(q_full[r], 0)
-            it = 0
-            for masked in tl.static_range(2):  # the unmasked blocks, then the masked ones (same body)
-                lo = mask_from if masked else 0
-                hi = end if masked else mask_from
-                for start_n in range(lo, hi, BLOCK_N):
-                    s = it % NUM_STAGES
-                    phase = (it // NUM_STAGES) & 1
-                    tlx.barrier_wait(k_full[s], phase)
-                    qk = tlx.async_dot(q, tlx.local_trans(tlx.local_reshape(k_bufs[s], (BLOCK_N, HEAD_DIM))))
-                    qk = tlx.async_dot_wait(0, qk)
-                    tlx.barrier_arrive(k_empty[s])
-                    p, alpha, m_i, l_i = softmax_step(qk, m_i, l_i, qk_scale, offs_m, start_n, N_CTX, BLOCK_N,
-                                                      masked, CAUSAL)
-                    acc = acc * alpha[:, None]
-                    tlx.barrier_wait(v_full[s], phase)
-                    acc = tlx.async_dot(p.to(dtype), tlx.local_reshape(v_bufs[s], (BLOCK_N, HEAD_DIM)), acc)
-                    acc = tlx.async_dot_wait(0, acc)
-                    tlx.barrier_arrive(v_empty[s])
-                    it += 1
-            store_o(acc, l_i, q, q_bufs, r, desc_o, off_b, off_h, start_m, BLOCK_M)
+            consume(r, q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty, v_empty, desc_o, sm_scale, off_b, off_h,
+                    start_m, end, mask_from, N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N, NUM_STAGES, CAUSAL)
+
+
+@triton.jit
+def attn_fwd_ws_hopper(desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_DIM: tl.constexpr,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+                       CAUSAL: tl.constexpr, NUM_REGS: tl.constexpr):
+    """The plain kernel (the module docstring): :func:`fwd_tasks` with :func:`consume_blocks`."""
+    fwd_tasks(consume_blocks, desc_q, desc_k, desc_v, desc_o, sm_scale, H, N_CTX, HEAD_DIM, BLOCK_M, BLOCK_N,
+              NUM_STAGES, CAUSAL, NUM_REGS)
+
+
+@triton.jit
+def consume_blocks(r, q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty, v_empty, desc_o, sm_scale, off_b, off_h,
+                   start_m, end, mask_from, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr):
+    """Consumer r of the plain kernel: S = Q K^T, the softmax and O += P V one K/V block after the other, then
+    the epilogue (:func:`store_o`)."""
+    HALF_M: tl.constexpr = BLOCK_M // 2
+    dtype = tlx.dtype_of(desc_o)
+    offs_m = start_m * BLOCK_M + r * HALF_M + tl.arange(0, HALF_M)
+    qk_scale = sm_scale * LOG2E
+    m_i = tl.full([HALF_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([HALF_M], tl.float32)
+    acc = tl.zeros([HALF_M, HEAD_DIM], tl.float32)
+    q = tlx.local_reshape(q_bufs[r], (HALF_M, HEAD_DIM))
+    tlx.barrier_wait(q_full[r], 0)
+    it = 0
+    for masked in tl.static_range(2):  # the unmasked blocks, then the masked ones (same body)
+        lo = mask_from if masked else 0
+        hi = end if masked else mask_from
+        for start_n in range(lo, hi, BLOCK_N):
+            s = it % NUM_STAGES
+            phase = (it // NUM_STAGES) & 1
+            tlx.barrier_wait(k_full[s], phase)
+            qk = tlx.async_dot(q, tlx.local_trans(tlx.local_reshape(k_bufs[s], (BLOCK_N, HEAD_DIM))))
+            qk = tlx.async_dot_wait(0, qk)
+            tlx.barrier_arrive(k_empty[s])
+            p, alpha, m_i, l_i = softmax_step(qk, m_i, l_i, qk_scale, offs_m, start_n, N_CTX, BLOCK_N, masked, CAUSAL)
+            acc = acc * alpha[:, None]
+            tlx.barrier_wait(v_full[s], phase)
+            acc = tlx.async_dot(p.to(dtype), tlx.local_reshape(v_bufs[s], (BLOCK_N, HEAD_DIM)), acc)
+            acc = tlx.async_dot_wait(0, acc)
+            tlx.barrier_arrive(v_empty[s])
+            it += 1
+    store_o(acc, l_i, q, q_bufs, r, desc_o, off_b, off_h, start_m, BLOCK_M)
 
 
 #: Tiles per head dim: 128-row Q tiles, 128-row K/V tiles, as many K/V stages as shared memory holds.
