@@ -15,6 +15,7 @@ from tritium.plugins.inspection import make_source
 from tritium.kernels import gemm_ws_cooperative_hopper as coop
 from tritium.kernels import gemm_ws_dualk_hopper as dualk
 from tritium.kernels import gemm_ws_pingpong_hopper as pingpong
+from tritium.kernels import partitions
 from tritium.kernels.tiles import WSConfig
 from tritium.tlx import triton_compat
 from tritium.tlx.placeholders import placeholders
@@ -71,7 +72,7 @@ def test_compiles_to_the_persistent_ws_design(name, cfg, dtype):
 
 def test_pingpong_consumers_take_turns_on_named_barriers():
     ptx = compile_gemm("pingpong", pingpong.LARGE).asm["ptx"]
-    turn, threads = pingpong.MMA_TURN.value, pingpong.TURN_THREADS.value
+    turn, threads = pingpong.MMA_TURN.value, partitions.CONSUMER_PAIR_THREADS.value
     waits = re.findall(rf"\bbar(?:rier)?\.sync(?:\.aligned)? \t?({turn}|{turn + 1}), {threads};", ptx)
     arrives = re.findall(rf"\bbar(?:rier)?\.arrive(?:\.aligned)? \t?({turn}|{turn + 1}), {threads};", ptx)
     # Each replica waits for its own turn and hands the other one its turn; replica 1 opens the first.
@@ -141,7 +142,7 @@ def test_dualk_compiles_without_spills(cfg, dtype):
         assert "setmaxnreg" not in ptx
     else:
         assert f"setmaxnreg.inc.sync.aligned.u32 \t{cfg.NUM_REGS};" in ptx
-    full, free, threads = dualk.RED_FULL.value, dualk.RED_FREE.value, dualk.RED_THREADS.value
+    full, free, threads = dualk.RED_FULL.value, dualk.RED_FREE.value, partitions.CONSUMER_PAIR_THREADS.value
     waits = re.findall(rf"\bbar(?:rier)?\.sync(?:\.aligned)? \t?({full}|{free}), {threads};", ptx)
     arrives = re.findall(rf"\bbar(?:rier)?\.arrive(?:\.aligned)? \t?({full}|{free}), {threads};", ptx)
     assert sorted(waits) == [str(full), str(free)] and sorted(arrives) == [str(full), str(free), str(free)]

@@ -35,7 +35,7 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .partitions import load_tiles, store_slice, wait_stage, ws_prologue
+from .partitions import CONSUMER_PAIR_THREADS, store_slice, wait_stage, whole_tile_tasks, ws_prologue
 from .tiles import WSConfig, column_subtiles, grouped_tile, ws_blocks, ws_constexprs, ws_matmul
 
 #: 64x128 tiles (each consumer a 64x128 fp32 accumulator), 6 stages, 2 store slices: 6 x 24 KiB of
@@ -45,8 +45,46 @@ DEFAULT = WSConfig(BM=64, BN=128, NUM_STAGES=6, EPILOGUE_SUBTILES=2)
 #: Named barriers (stock Triton uses 0-3; ping-pong's MMA turns are 8 and 9).
 RED_FULL = tl.constexpr(10)
 RED_FREE = tl.constexpr(11)
-#: Threads taking part in them: both consumer warpgroups.
-RED_THREADS = tl.constexpr(2 * 4 * 32)
+
+
+@triton.jit
+def consume_halves(r: tl.constexpr, my_tiles, a_bufs, b_bufs, c_bufs, full, empty, partial, c_desc, num_pid_m,
+                   num_pid_n, k_tiles, BM: tl.constexpr, BN: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                   NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr):
+    """Consumer r of the dual-K kernel (the module docstring): every tile's ring steps with it % 2 == r, then
+    the reduction through ``partial`` (the scratch of :func:`whole_tile_tasks`) and replica 0's epilogue."""
+    EPI_N: tl.constexpr = BN // EPILOGUE_SUBTILES
+    if r == 0:
+        tlx.named_barrier_arrive(RED_FREE, CONSUMER_PAIR_THREADS)  # the partial buffer starts free
+    stores = 0  # replica 0's TMA stores so far (the store ring's counter)
+    for t in range(0, my_tiles):
+        pid_m, pid_n = grouped_tile(tl.program_id(0) + t * tl.num_programs(0), num_pid_m, num_pid_n, GROUP_SIZE_M)
+        base = t * k_tiles
+        k0 = (r + base) % 2  # my first K step of this tile: ring steps it with it % 2 == r are mine
+        mine = tl.cdiv(k_tiles - k0, 2)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for i in range(0, mine):
+            it = base + k0 + 2 * i
+            s = wait_stage(full, it, NUM_STAGES)
+            acc = tlx.async_dot(a_bufs[s], b_bufs[s], acc)
+            acc = tlx.async_dot_wait(1, acc)  # my previous step retired: its stage can be refilled
+            tlx.barrier_arrive(empty[(it + NUM_STAGES - 2) % NUM_STAGES], pred=i > 0)
+        acc = tlx.async_dot_wait(0, acc)
+        last = tl.maximum(base + k0 + 2 * (mine - 1), 0)
+        tlx.barrier_arrive(empty[last % NUM_STAGES], pred=mine > 0)
+        parts = column_subtiles(acc, BM, BN, EPILOGUE_SUBTILES)
+        if r == 1:
+            tlx.named_barrier_wait(RED_FREE, CONSUMER_PAIR_THREADS)  # replica 0 has read my previous partial
+            for j in tl.static_range(EPILOGUE_SUBTILES):
+                tlx.local_store(partial[j], parts[j])
+            tlx.named_barrier_arrive(RED_FULL, CONSUMER_PAIR_THREADS)
+        else:
+            tlx.named_barrier_wait(RED_FULL, CONSUMER_PAIR_THREADS)
+            for j in tl.static_range(EPILOGUE_SUBTILES):
+                out = (parts[j] + tlx.local_load(partial[j])).to(tlx.dtype_of(c_desc))
+                stores = store_slice(c_desc, c_bufs, stores, 0, out, pid_m, BM, pid_n, BN, j * EPI_N)
+            if t + 1 < my_tiles:  # every slice read: replica 1 waits on this once per tile after the first
+                tlx.named_barrier_arrive(RED_FREE, CONSUMER_PAIR_THREADS)
 
 
 @triton.jit
@@ -60,46 +98,8 @@ def matmul_kernel_ws_dualk(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN
         a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, False, EPI_N, 2, PDL)
     partial = tlx.local_alloc((BM, EPI_N), tl.float32, EPILOGUE_SUBTILES)  # replica 1's tile, by column slice
 
-    with tlx.async_tasks():
-        with tlx.async_task("default"):  # producer
-            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, False)
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
-            r: tl.constexpr = tlx.async_task_replica_id()
-            my_tiles = tl.cdiv(num_tiles - tl.program_id(0), tl.num_programs(0))
-            if r == 0:
-                tlx.named_barrier_arrive(RED_FREE, RED_THREADS)  # the partial buffer starts free
-            stores = 0  # replica 0's TMA stores so far (the store ring's counter)
-            for t in range(0, my_tiles):
-                pid_m, pid_n = grouped_tile(tl.program_id(0) + t * tl.num_programs(0), num_pid_m, num_pid_n,
-                                            GROUP_SIZE_M)
-                base = t * k_tiles
-                k0 = (r + base) % 2  # my first K step of this tile: ring steps it with it % 2 == r are mine
-                mine = tl.cdiv(k_tiles - k0, 2)
-                acc = tl.zeros((BM, BN), dtype=tl.float32)
-                for i in range(0, mine):
-                    it = base + k0 + 2 * i
-                    s = wait_stage(full, it, NUM_STAGES)
-                    acc = tlx.async_dot(a_bufs[s], b_bufs[s], acc)
-                    acc = tlx.async_dot_wait(1, acc)  # my previous step retired: its stage can be refilled
-                    tlx.barrier_arrive(empty[(it + NUM_STAGES - 2) % NUM_STAGES], pred=i > 0)
-                acc = tlx.async_dot_wait(0, acc)
-                last = tl.maximum(base + k0 + 2 * (mine - 1), 0)
-                tlx.barrier_arrive(empty[last % NUM_STAGES], pred=mine > 0)
-                parts = column_subtiles(acc, BM, BN, EPILOGUE_SUBTILES)
-                if r == 1:
-                    tlx.named_barrier_wait(RED_FREE, RED_THREADS)  # replica 0 has read my previous partial
-                    for j in tl.static_range(EPILOGUE_SUBTILES):
-                        tlx.local_store(partial[j], parts[j])
-                    tlx.named_barrier_arrive(RED_FULL, RED_THREADS)
-                else:
-                    tlx.named_barrier_wait(RED_FULL, RED_THREADS)
-                    for j in tl.static_range(EPILOGUE_SUBTILES):
-                        out = (parts[j] + tlx.local_load(partial[j])).to(tlx.dtype_of(c_desc))
-                        stores = store_slice(c_desc, c_bufs, stores, 0, out, pid_m, BM, pid_n, BN, j * EPI_N)
-                    if t + 1 < my_tiles:  # every slice read: replica 1 waits on this once per tile after the first
-                        tlx.named_barrier_arrive(RED_FREE, RED_THREADS)
-            tlx.async_descriptor_store_wait(0)
+    whole_tile_tasks(consume_halves, a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, full, empty, partial, num_pid_m,
+                     num_pid_n, num_tiles, k_tiles, BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES, NUM_REGS)
 
 
 #: Whole BM-row tiles, C in column slices.

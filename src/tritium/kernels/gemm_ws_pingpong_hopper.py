@@ -31,7 +31,7 @@ import triton.language as tl
 
 import tritium.tlx as tlx
 
-from .partitions import load_tiles, mma_steps, release_last, store_subtiles, ws_prologue
+from .partitions import CONSUMER_PAIR_THREADS, mma_steps, release_last, store_subtiles, whole_tile_tasks, ws_prologue
 from .tiles import WSConfig, grouped_tile, ws_blocks, ws_constexprs, ws_matmul
 
 #: 128x128 tiles per consumer (a 128x128 fp32 accumulator: 128 registers per thread), 6 stages,
@@ -42,8 +42,26 @@ SMALL = WSConfig(BM=64, BN=128, NUM_STAGES=6, EPILOGUE_SUBTILES=2)
 
 #: Named barriers MMA_TURN and MMA_TURN + 1 (stock Triton uses 0-3 for its own warp-group syncs).
 MMA_TURN = tl.constexpr(8)
-#: Threads taking part in a turn barrier: both consumer warpgroups.
-TURN_THREADS = tl.constexpr(2 * 4 * 32)
+
+
+@triton.jit
+def consume_turns(r: tl.constexpr, my_tiles, a_bufs, b_bufs, c_bufs, full, empty, scratch, c_desc, num_pid_m,
+                  num_pid_n, k_tiles, BM: tl.constexpr, BN: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                  NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr):
+    """Consumer r of the ping-pong kernel (the module docstring): tiles t with t % 2 == r, each one's MMAs in
+    its turn, then its epilogue (stores 2r and 2r + 1 of the staging ring). It has no ``scratch``."""
+    if r == 1:
+        tlx.named_barrier_arrive(MMA_TURN, CONSUMER_PAIR_THREADS)  # replica 0 goes first
+    stores = 0  # TMA stores issued so far (the store ring's counter)
+    for t in range(r, my_tiles, 2):
+        pid_m, pid_n = grouped_tile(tl.program_id(0) + t * tl.num_programs(0), num_pid_m, num_pid_n, GROUP_SIZE_M)
+        tlx.named_barrier_wait(MMA_TURN + r, CONSUMER_PAIR_THREADS)  # my turn on the tensor cores
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        it, acc = mma_steps(a_bufs, b_bufs, full, empty, t * k_tiles, acc, 0, k_tiles, r, NUM_STAGES, False, 1)
+        if t + 1 < my_tiles:  # all MMAs of this tile issued: the other replica's turn
+            tlx.named_barrier_arrive(MMA_TURN + 1 - r, CONSUMER_PAIR_THREADS)
+        acc = release_last(acc, empty, it, NUM_STAGES)
+        stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m, BM, pid_n, BM, BN, EPILOGUE_SUBTILES)
 
 
 @triton.jit
@@ -52,29 +70,8 @@ def matmul_kernel_ws_pingpong(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
                               EPILOGUE_SUBTILES: tl.constexpr, NUM_REGS: tl.constexpr, PDL: tl.constexpr = False):
     a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_tiles, k_tiles = ws_prologue(
         a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, False, BN // EPILOGUE_SUBTILES, 4, PDL)
-
-    with tlx.async_tasks():
-        with tlx.async_task("default"):  # producer
-            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
-                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, False)
-        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
-            r: tl.constexpr = tlx.async_task_replica_id()
-            my_tiles = tl.cdiv(num_tiles - tl.program_id(0), tl.num_programs(0))
-            if r == 1:
-                tlx.named_barrier_arrive(MMA_TURN, TURN_THREADS)  # replica 0 goes first
-            stores = 0  # TMA stores issued so far (the store ring's counter)
-            for t in range(r, my_tiles, 2):
-                pid_m, pid_n = grouped_tile(tl.program_id(0) + t * tl.num_programs(0), num_pid_m, num_pid_n,
-                                            GROUP_SIZE_M)
-                tlx.named_barrier_wait(MMA_TURN + r, TURN_THREADS)  # my turn on the tensor cores
-                acc = tl.zeros((BM, BN), dtype=tl.float32)
-                it, acc = mma_steps(a_bufs, b_bufs, full, empty, t * k_tiles, acc, 0, k_tiles, r, NUM_STAGES, False,
-                                    1)
-                if t + 1 < my_tiles:  # all MMAs of this tile issued: the other replica's turn
-                    tlx.named_barrier_arrive(MMA_TURN + 1 - r, TURN_THREADS)
-                acc = release_last(acc, empty, it, NUM_STAGES)
-                stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m, BM, pid_n, BM, BN, EPILOGUE_SUBTILES)
-            tlx.async_descriptor_store_wait(0)
+    whole_tile_tasks(consume_turns, a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, full, empty, None, num_pid_m,
+                     num_pid_n, num_tiles, k_tiles, BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES, NUM_REGS)
 
 
 #: Each consumer loads and stores whole BM-row tiles.

@@ -8,6 +8,8 @@ accumulators; the cooperative consumer whole, :func:`consume_units`) run wgmma o
 leaves through shared-memory staging buffers with TMA stores (:func:`store_slice`,
 :func:`store_subtiles`). Every side walks the ring with one counter ``it``, the ring step, and waits for
 its stage with :func:`wait_stage`, the one place that turns a step into a stage and a barrier phase.
+The task sets come whole too: :func:`cooperative_gemm`, and :func:`whole_tile_tasks` for kernels whose
+consumers take whole tiles and bring their own consumer body.
 """
 import triton
 import triton.language as tl
@@ -15,6 +17,9 @@ import triton.language as tl
 import tritium.tlx as tlx
 
 from .tiles import column_subtiles, grouped_tile, sync_grid_dependency
+
+#: Threads of the two 4-warp consumers of :func:`whole_tile_tasks`: the count at the named barriers between them.
+CONSUMER_PAIR_THREADS = tl.constexpr(2 * 4 * 32)
 
 
 @triton.jit
@@ -246,6 +251,28 @@ def cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.c
             consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, tl.program_id(0), num_units, num_pid_m,
                           num_pid_n, k_tiles, k_per_unit, r, BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
                           SPLIT_K, B_K_MAJOR, scale_a_ptr, scale_b_ptr, M, N, ROW_SCALES, COL_SCALES)
+            tlx.async_descriptor_store_wait(0)
+
+
+@triton.jit
+def whole_tile_tasks(consume: tl.constexpr, a_desc, b_desc, c_desc, a_bufs, b_bufs, c_bufs, full, empty, scratch,
+                     num_pid_m, num_pid_n, num_tiles, k_tiles, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                     GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
+                     NUM_REGS: tl.constexpr):
+    """The tasks of a persistent WS GEMM whose consumers multiply whole BM-row tiles (ping-pong, dual-K), after
+    :func:`ws_prologue`: the TMA producer on the default task and two replicated 4-warp consumers, each running
+    ``consume`` over this program's tiles, then draining its last stores. ``consume`` is a @triton.jit function
+    ``(r, my_tiles, a_bufs, b_bufs, c_bufs, full, empty, scratch, c_desc, num_pid_m, num_pid_n, k_tiles, BM, BN,
+    GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES)``; ``scratch`` is the kernel's own shared memory, or None."""
+    with tlx.async_tasks():
+        with tlx.async_task("default"):  # producer
+            load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_tiles, num_pid_m, num_pid_n, k_tiles,
+                       BM, BN, BK, GROUP_SIZE_M, NUM_STAGES, False)
+        with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
+            r: tl.constexpr = tlx.async_task_replica_id()
+            my_tiles = tl.cdiv(num_tiles - tl.program_id(0), tl.num_programs(0))
+            consume(r, my_tiles, a_bufs, b_bufs, c_bufs, full, empty, scratch, c_desc, num_pid_m, num_pid_n, k_tiles,
+                    BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES)
             tlx.async_descriptor_store_wait(0)
 
 
