@@ -49,8 +49,8 @@ for case in (*RANKED_CASES, *extra):
             fused(x, mask)
             host.append(time.perf_counter() - t0)
     torch.cuda.synchronize()
-    out.append({"label": case.label, "ranked": case in RANKED_CASES, "ms": sum(times) / len(times), "check": check, "kernels_ms": kernels,
-                "host_us": sorted(host)[len(host) // 2] * 1e6})
+    out.append({"label": case.label, "ranked": case in RANKED_CASES, "ms": sum(times) / len(times), "check": check,
+                "kernels_ms": kernels, "host_us": sorted(host)[len(host) // 2] * 1e6})
     print(case.label, round(out[-1]["ms"], 4), "host us", round(out[-1]["host_us"], 1), check, {k: round(v, 4) for k, v in kernels.items()}, flush=True)
 print("JSON" + json.dumps(out))
 """

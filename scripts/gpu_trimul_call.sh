@@ -13,11 +13,15 @@ timeout 120 python3 -c "
 import torch
 from tritium.ops import TriMul
 from tritium.kernels.trimul_reference import RANKED_CASES, check_close, make_inputs, reference_model
+problems = 0
 for case in (RANKED_CASES[0], RANKED_CASES[2]):
     ref = reference_model(case, 1, 'cuda'); m = TriMul(case.dim).cuda(); m.load_state_dict(ref.state_dict())
     with torch.no_grad():
-        x, mask = make_inputs(case, 2, 'cuda'); print(case.label, check_close(m(x, mask), ref(x, mask)), flush=True)
-" || { echo "smoke failed: stop"; exit 1; }
+        x, mask = make_inputs(case, 2, 'cuda'); problem = check_close(m(x, mask), ref(x, mask))
+    print(case.label, problem or 'ok', flush=True)
+    problems += problem is not None
+raise SystemExit(problems)
+" || { echo "smoke failed (a hang, an error or a wrong result): stop"; exit 1; }
 echo "== ab $(date +%T)"
 timeout 330 python3 scripts/gpu_trimul_ab.py --out "$OUT/ab.json" . "$@" --extra 256:1:448 512:1:768 2>&1 | grep -v "^  "
 echo "== tests $(date +%T)"

@@ -55,10 +55,10 @@ PATHS = ("separate", "fused")
 
 
 def case_numbers(spec: str) -> list[int]:
-    """``1-7``, ``5-7`` or ``3``: ranked cases by number (1-based)."""
-    lo, _, hi = spec.partition("-")
+    """``1-7``, ``5-7`` or ``3``: ranked cases by number (1-based); ``0``: none."""
     if spec == "0":
         return []
+    lo, _, hi = spec.partition("-")
     numbers = list(range(int(lo), int(hi or lo) + 1))
     if not numbers or numbers[0] < 1 or numbers[-1] > 7:
         raise SystemExit(f"--only {spec!r}: ranked cases are numbered 1 to 7")

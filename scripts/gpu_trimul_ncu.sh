@@ -25,5 +25,6 @@ with torch.no_grad():
   ncu --import "$OUT/$name.ncu-rep" --page details > "$OUT/$name.details.txt" 2>&1
   ncu --import "$OUT/$name.ncu-rep" --page source --print-source sass --csv > "$OUT/$name.sass.csv" 2>&1
   echo "== $tree $CASE"
-  grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Registers Per|Issued Ipc|No Eligible|Warp Cycles Per Issued" "$OUT/$name.details.txt" | head -20
+  grep -E -e "Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput" \
+    -e "Registers Per|Issued Ipc|No Eligible|Warp Cycles Per Issued" "$OUT/$name.details.txt" | head -20
 done
