@@ -61,8 +61,8 @@ MISSING = {
     "reuse_group_ir_type": "the fork's MLIR type of a reuse group, internal to its storage-alias lowering",
     "DummyRegisterLayoutEncoding": "the fork's placeholder register layout, resolved by its own layout pass "
                                    "after inlining",
-    "remote_shmem_store": "a store into another cluster CTA's shared memory (DSMEM, sm_90); TLX kernels here run "
-                          "as a cluster of one CTA",
+    "remote_shmem_store": "a store into another cluster CTA's shared memory (DSMEM, sm_90); clusters launch "
+                          "(ctas_per_cga) and take peer barrier arrives and TMA multicasts, not DSMEM stores yet",
     "async_remote_shmem_store": "asynchronous DSMEM store to another cluster CTA; see remote_shmem_store",
     "async_remote_shmem_copy": "cp.async.bulk from local to another cluster CTA's shared memory; see "
                                "remote_shmem_store",

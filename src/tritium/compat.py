@@ -15,6 +15,8 @@ specialization).  This module gives the rest of tritium the 3.7 contract on both
   ``add_*`` pass builder, so a stage's passes are recorded by name instead of run blindly.
 * :func:`install_launch_options` lets launches, ``triton.Config`` and ``triton.compile`` take the options
   plugins declare, carried on the backend's options object into the stages and the cache keys.
+* :func:`install_cluster_launch` launches kernels compiled for one CTA as clusters of independent CTAs
+  (the fork's ``ctas_per_cga``), through Triton's own launcher.
 * :func:`replace_module_body` makes a print/parse round trip visible to code that still holds
   the old module object.
 
@@ -446,6 +448,57 @@ def wrap_config_init(wrap: Callable[[Callable[..., None]], Callable[..., None]])
     _orig_config_init = wrapped
     if base_in_place:
         triton.Config.__init__ = wrapped
+
+
+# --------------------------------------------------------------------------------------------
+# Clusters of independent CTAs
+# --------------------------------------------------------------------------------------------
+# Triton 3.6-3.9's NVIDIA launcher takes ``(num_warps, num_ctas, shared)`` as the kernel's packed metadata,
+# launches ``gridX * num_ctas`` CTAs along x and, for ``num_ctas > 1``, sets the cluster dimension
+# ``(num_ctas, 1, 1)``. A kernel compiled with ``num_ctas=1`` and launched so runs as clusters of independent
+# programs, each with its own ``program_id``: the fork's ``ctas_per_cga=(n, 1, 1)``, whose grid counts CTAs.
+# The launcher class is wrapped once; a kernel whose metadata lacks the field launches exactly as before.
+_cluster_field: Optional[str] = None
+
+
+def _cluster_x(metadata: Any, field: str) -> int:
+    shape = getattr(metadata, field, None)
+    return int(shape[0]) if shape else 1
+
+
+def install_cluster_launch(field: str) -> None:
+    """Launch every NVIDIA kernel whose compile options hold ``field = (n, 1, 1)`` with ``n > 1`` as clusters of
+    ``n`` CTAs along x, its grid counting CTAs (a multiple of ``n``). Installing again is a no-op."""
+    global _cluster_field
+    from triton.backends.nvidia import driver as nv
+    launcher = nv.CudaLauncher
+    if _cluster_field is not None:
+        if field != _cluster_field:
+            raise ValueError(f"the cluster launch reads {_cluster_field!r} already, not {field!r}")
+        return
+    _cluster_field = field
+    init, call = launcher.__init__, launcher.__call__
+
+    @functools.wraps(init)
+    def __init__(self: Any, src: Any, metadata: Any) -> None:
+        init(self, src, metadata)
+        self.tritium_cluster = _cluster_x(metadata, field)
+        if self.tritium_cluster > 1:
+            self.num_ctas = self.tritium_cluster  # per-CTA scratch: gridX below counts clusters
+
+    @functools.wraps(call)
+    def __call__(self: Any, gridX: int, gridY: int, gridZ: int, stream: Any, function: Any, kernel_metadata: Any,
+                 *rest: Any) -> Any:
+        n = getattr(self, "tritium_cluster", 1)
+        if n > 1:
+            if gridX % n:
+                raise ValueError(f"{field}=({n}, 1, 1): the grid's x size {gridX} is not a multiple of the {n} CTAs "
+                                 "of a cluster (the grid counts CTAs)")
+            gridX //= n
+            kernel_metadata = (kernel_metadata[0], n, *kernel_metadata[2:])
+        return call(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *rest)
+
+    launcher.__init__, launcher.__call__ = __init__, __call__
 
 
 def launch_options_pristine() -> bool:

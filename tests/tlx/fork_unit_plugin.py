@@ -49,8 +49,8 @@ _FORK_ONLY = [
     ("tlx.compiler", "uses the fork's C++ compiler-pass package tlx.compiler"),
     ("gluon.jit", "a Gluon kernel: it tests the fork's changes to Triton itself (semantic.dot), not TLX"),
     ("compile_for_gfx1250", "compiles for gfx1250, which is neither sm_90 nor CDNA (the targets of this port)"),
-    ("ctas_per_cga", "launches a multi-CTA cluster (ctas_per_cga=), the fork's launch path; stock Triton 3.6 "
-                     "launches one CTA per cluster"),
+    ("ctas_per_cga", "launches a multi-CTA cluster (ctas_per_cga=), which runs only on a GPU (compile mode "
+                     "launches nothing)"),
 ]
 #: Host code that needs a real GPU: (regex on the test's source, reason). Device queries, ``synchronize``
 #: and tensors asked for on ``"cuda"`` are answered by the stand-in (:func:`_cuda_on_cpu`).

@@ -168,8 +168,8 @@ def test_cluster_ops_on_amd_are_a_cluster_of_one_workgroup(target):
 
 @compiled
 @pytest.mark.parametrize("case,line,message", [
-    (0, "remote_cta_rank=1", "tlx.barrier_arrive: remote_cta_rank=1 names another CTA of the cluster, but stock "
-     "Triton runs a TLX kernel as a cluster of one CTA (the fork's ctas_per_cga launch option"),
+    (0, "remote_cta_rank=1", "tlx.barrier_arrive: remote_cta_rank=1 names another CTA of the cluster, but the kernel "
+     "runs as clusters of one CTA: launch it with ctas_per_cga=(n, 1, 1)"),
     (1, "barrier_wait(tlx.remote_view", "tlx.barrier_wait does not take a remote_view of an mbarrier"),
     (2, "remote_view(bars[1], 3)", "tlx.remote_view: remote_cta_rank=3 names another CTA of the cluster"),
     (3, "barrier_arrive(tlx.remote_view", "pass the local mbarrier and remote_cta_rank="),

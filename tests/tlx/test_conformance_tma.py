@@ -172,7 +172,7 @@ def _options(x, M, N, OPTION: tl.constexpr):
 
 @pytest.mark.parametrize("option,message", [
     ("cache", "async_descriptor_load: cache_modifier='.cg' has no PTX form on a TMA load"),
-    ("multicast", "async_descriptor_load: multicast_targets needs thread-block clusters"),
+    ("multicast", "async_descriptor_load: multicast_targets names CTAs of a cluster, but the kernel runs as clusters of one CTA"),
     ("bad_policy", "async_descriptor_store: eviction_policy must be one of ['', 'evict_first', 'evict_last']"),
     ("bad_reduce", "async_descriptor_store: store_reduce must be one of"),
 ])

@@ -92,7 +92,7 @@ CASES = {
     "tma_load_block_mismatch": ("ValueError", "descriptor block fp32[16, 16] does not match result buffer"),
     "tma_load_cache_modifier": ("NotImplementedError", "tlx.async_descriptor_load: cache_modifier='.cg' has no PTX"),
     "tma_load_bad_eviction": ("ValueError", "tlx.async_descriptor_load: eviction_policy must be one of"),
-    "tma_load_multicast": ("NotImplementedError", "tlx.async_descriptor_load: multicast_targets needs"),
+    "tma_load_multicast": ("ValueError", "tlx.async_descriptor_load: multicast_targets names CTAs of a cluster, but"),
     "tma_load_into_barrier": ("TypeError", "tlx.async_descriptor_load expects a TLX buffer"),
     "tma_load_offsets_rank": ("ValueError", "tlx.async_descriptor_load: 1 offsets for a rank-2 block"),
     "tma_store_bad_reduce": ("ValueError", "tlx.async_descriptor_store: store_reduce must be one of"),

@@ -64,16 +64,15 @@ def test_no_name_is_both_implemented_and_unsupported():
     assert not shadowed, f"implemented now, remove from tlx/unsupported.py REASONS: {shadowed}"
 
 
-def test_ctas_per_cga_one_cta_is_the_stock_launch_more_is_skipped_by_the_autotuner_with_why():
+def test_ctas_per_cga_along_x_is_a_launch_option_other_shapes_are_skipped_by_the_autotuner_with_why():
     from triton.runtime.errors import OutOfResources
 
-    assert triton.Config({"BM": 64}, num_warps=4, ctas_per_cga=(1, 1, 1)).all_kwargs() == triton.Config(
-        {"BM": 64}, num_warps=4).all_kwargs()
-    cluster = triton.Config({"BM": 64}, ctas_per_cga=(2, 1, 1))  # a fork module's config list still imports
-    assert cluster.ctas_per_cga == (2, 1, 1)
+    assert triton.Config({"BM": 64}, num_warps=4, ctas_per_cga=(2, 1, 1)).all_kwargs()["ctas_per_cga"] == (2, 1, 1)
+    cluster = triton.Config({"BM": 64}, ctas_per_cga=(1, 2, 1))  # a fork module's config list still imports
+    assert cluster.ctas_per_cga == (1, 2, 1) and "ctas_per_cga" not in cluster.all_kwargs()
     # The autotuner calls pre_hook before launching a config and skips configs raising OutOfResources.
-    with pytest.raises(OutOfResources, match=r"asks for 2 CTAs per cluster: ctas_per_cga is the TLX fork's "
-                       r"launch option .* stock Triton 3.6 has no launch path for it"):
+    with pytest.raises(OutOfResources, match=r"ctas_per_cga=\(1, 2, 1\)\) asks for a cluster along y or z: stock "
+                       r"Triton's launcher forms clusters of CTAs along x only"):
         cluster.pre_hook({})
 
 
@@ -83,7 +82,7 @@ def test_ctas_per_cga_survives_the_manager_switching_off_and_on():
     import tritium.plugins as tp
     tp.disable()
     try:
-        assert triton.Config({"BM": 64}, ctas_per_cga=(2, 1, 1)).ctas_per_cga == (2, 1, 1)
+        assert triton.Config({"BM": 64}, ctas_per_cga=(1, 1, 2)).ctas_per_cga == (1, 1, 2)
     finally:
         tp.enable()
     assert triton.Config({"BM": 64}, num_warps=4, ctas_per_cga=(1, 1, 1)).all_kwargs()["num_warps"] == 4

@@ -21,7 +21,8 @@ class PluginOption:
     ``type`` (a type or tuple of types) is checked with ``isinstance``; ``convert``, if given, then turns the
     value into the form passes read (hashable with a stable ``repr``: it is part of the cache key; and accepted
     again, as Triton parses options twice) and may raise ``ValueError`` for a bad value. ``targets`` names the
-    backends it applies to ("cuda", "hip"); empty means all. An option left out of a launch is absent from the options object, so kernels
+    backends it applies to ("cuda", "hip"); empty means all. Elsewhere only the default is accepted (launch code
+    shared between targets may pass it). An option left out of a launch is absent from the options object, so kernels
     that do not use it keep bare Triton's keys: passes read it with :meth:`value`.
     """
     name: str
@@ -59,9 +60,7 @@ class OptionTable:
             if name not in self.by_name or value is None:
                 continue
             plugin, opt = self.by_name[name]
-            if opt.targets and backend not in opt.targets:
-                raise OptionError(f"option {name!r} of plugin {plugin!r} applies to {', '.join(opt.targets)} "
-                                  f"targets only; this compile targets {backend}")
+            elsewhere = bool(opt.targets) and backend not in opt.targets
             if not isinstance(value, opt.type):
                 types = opt.type if isinstance(opt.type, tuple) else (opt.type,)
                 raise OptionError(f"option {name!r} of plugin {plugin!r} expects "
@@ -71,5 +70,8 @@ class OptionTable:
                     value = opt.convert(value)
                 except (TypeError, ValueError) as e:
                     raise OptionError(f"option {name!r} of plugin {plugin!r}: {e}") from e
+            if elsewhere and value != opt.default:  # portable launch code may pass the default everywhere
+                raise OptionError(f"option {name!r} of plugin {plugin!r} applies to {', '.join(opt.targets)} "
+                                  f"targets only; this compile targets {backend}")
             out[name] = value
         return out

@@ -55,10 +55,14 @@ def _register() -> None:
         from tritium.plugins import Plugin, load_plugin
     except ImportError:
         return
+    from tritium import compat
+    from .cluster_launch import CTAS_PER_CGA
     from .fn_attrs import LLVM_FN_ATTRS, fn_attrs_pipeline
     from .pipeline import make_pipelines
     pipelines = {**make_pipelines(), "tlx-llvm-fn-attrs": fn_attrs_pipeline()}
-    load_plugin(Plugin(name="tlx", version=__version__, ops=OPS, pipelines=pipelines, options=[LLVM_FN_ATTRS],
+    compat.install_cluster_launch(CTAS_PER_CGA.name)
+    load_plugin(Plugin(name="tlx", version=__version__, ops=OPS, pipelines=pipelines,
+                       options=[LLVM_FN_ATTRS, CTAS_PER_CGA],
                        auto_pipelines=list(pipelines.values()), content=_source_digest(),
                        description="TLX ops compiled through stock TritonGPU passes"))
 

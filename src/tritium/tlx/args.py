@@ -192,14 +192,15 @@ def bool_mask(mask: Any, op: str, what: str = "boolean") -> None:
     raise TypeError(f"tlx.{op}: mask must be {what}, got {got}")
 
 
-#: Why another CTA of a cluster cannot be named (tlx/cluster.py).
-ONE_CTA = ("stock Triton runs a TLX kernel as a cluster of one CTA (the fork's ctas_per_cga launch option, which "
-           "forms clusters of independent programs, does not exist on stock Triton)")
+#: Why another CTA of a cluster cannot be named without ``ctas_per_cga`` (tlx/cluster_launch.py).
+ONE_CTA = ("the kernel runs as clusters of one CTA: launch it with ctas_per_cga=(n, 1, 1) for clusters of n")
 
 
-def check_remote_rank(rank: Any, op: str, arg: str) -> None:
-    """A remote CTA rank: an int must be 0 (the only CTA); a run-time scalar is 0 when run (the interpreter,
-    which knows its value, checks that too). Shared with tlx/interpreter.py."""
+def check_remote_rank(rank: Any, op: str, arg: str, ctas: int = 1) -> None:
+    """A CTA rank in a cluster of ``ctas``: an int must be below it; a run-time scalar is checked by the
+    interpreter, which knows its value (and runs clusters of one CTA). Shared with tlx/interpreter.py."""
     rank = integer_scalar(rank, op, arg)
-    if not isinstance(rank, tl.tensor) and rank != 0:
-        raise ValueError(f"tlx.{op}: {arg}={rank} names another CTA of the cluster, but {ONE_CTA}")
+    if not isinstance(rank, tl.tensor) and not 0 <= rank < ctas:
+        if ctas == 1:
+            raise ValueError(f"tlx.{op}: {arg}={rank} names another CTA of the cluster, but {ONE_CTA}")
+        raise ValueError(f"tlx.{op}: {arg}={rank} is not a CTA of a cluster of {ctas} (ctas_per_cga)")

@@ -7,7 +7,8 @@ import triton.language as tl
 
 from . import args, layouts
 from .args import ConstInt, Pred, Scalar
-from .core import check_target, executing_warps, memdesc_type, predicate
+from .cluster_launch import cluster_ctas, ptx_link
+from .core import check_target, current_task, executing_warps, memdesc_type, predicate
 from .emit import emit, tlx_builtin
 from .mem import _view
 from .types import buffered_tensor
@@ -55,12 +56,13 @@ def check_barrier_wait(bar: Any, phase: Any, pred: Any) -> None:
     args.scalar_pred(pred, "barrier_wait")
 
 
-def check_barrier_arrive(bar: Any, arrive_count: Any, remote_cta_rank: Any, pred: Any) -> int:
-    """The arrive count; a ``remote_cta_rank`` must name this CTA (:func:`args.check_remote_rank`)."""
+def check_barrier_arrive(bar: Any, arrive_count: Any, remote_cta_rank: Any, pred: Any, ctas: int = 1) -> int:
+    """The arrive count; a ``remote_cta_rank`` must name a CTA of the cluster of ``ctas``
+    (:func:`args.check_remote_rank`)."""
     args.barrier(bar, "barrier_arrive")
     count = args.compile_time_int(arrive_count, "barrier_arrive", "arrive_count")
     if args.unwrap(remote_cta_rank) is not None:
-        args.check_remote_rank(remote_cta_rank, "barrier_arrive", "remote_cta_rank")
+        args.check_remote_rank(remote_cta_rank, "barrier_arrive", "remote_cta_rank", ctas)
     args.scalar_pred(pred, "barrier_arrive")
     return count
 
@@ -96,8 +98,28 @@ def alloc_barriers(num_barriers: ConstInt, arrive_count: ConstInt = 1, _semantic
     check_target(_semantic, "alloc_barriers")
     num, count = check_alloc_barriers(num_barriers, arrive_count)
     one = memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
-    return _view(_semantic, "alloc_barriers", tl.int64, (1, ), BARRIER_LAYOUT, (num, 1), num, barrier=True,
+    bars = _view(_semantic, "alloc_barriers", tl.int64, (1, ), BARRIER_LAYOUT, (num, 1), num, barrier=True,
                  arrive_count=count, one=one)
+    _publish_to_cluster(_semantic, "alloc_barriers")
+    return bars
+
+
+def _publish_to_cluster(_semantic: Any, op: str) -> None:
+    """In a cluster of several CTAs, make the barriers just initialized visible to the peers before any of them
+    can arrive on one or multicast into this CTA (the fork's compiler inserts the same sync): the init fence at
+    cluster scope, then a barrier of the whole cluster, which every thread of every CTA must reach. In a
+    warp-specialized kernel the task warps cannot reach it (tlx/lowering.py), so there the tasks' own
+    ``cluster_barrier`` calls publish the barriers, and this one is dropped."""
+    ctas = cluster_ctas(_semantic)
+    if ctas == 1:
+        return
+    if current_task(_semantic) is not None:
+        raise NotImplementedError(f"tlx.{op}: with ctas_per_cga=({ctas}, 1, 1), allocate barriers outside "
+                                  "async_tasks: their initialization is published to the cluster by a barrier "
+                                  "that every thread of the CTA takes")
+    tl.inline_asm_elementwise("fence.mbarrier_init.release.cluster;\n\tmov.u32 $0, 0;", "=r", [], dtype=tl.int32,
+                              is_pure=False, pack=1, _semantic=_semantic)
+    emit(_semantic, "cluster_barrier", in_task=False, where=statement_location(_semantic), publish=op)
 
 
 @tlx_builtin
@@ -148,8 +170,10 @@ def alloc_warp_barrier(num_barriers: ConstInt, num_warps: ConstInt = 1, num_arri
     check_target(_semantic, "alloc_warp_barrier")
     num, warps, arrivals = check_alloc_warp_barrier(num_barriers, num_warps, num_arrivals)
     one = memdesc_type(_semantic, tl.int64, (1, ), BARRIER_LAYOUT, (1, ))
-    return _view(_semantic, "alloc_barriers", tl.int64, (1, ), BARRIER_LAYOUT, (num, 1), num, barrier=WARP_BARRIER,
+    bars = _view(_semantic, "alloc_barriers", tl.int64, (1, ), BARRIER_LAYOUT, (num, 1), num, barrier=WARP_BARRIER,
                  arrive_count=warps * THREADS_PER_WARP * arrivals, one=one)
+    _publish_to_cluster(_semantic, "alloc_warp_barrier")
+    return bars
 
 
 @tlx_builtin
@@ -159,19 +183,27 @@ def barrier_arrive(bar: buffered_tensor, arrive_count: ConstInt = 1, remote_cta_
     arrives after they synchronize), not once per thread, so a barrier released by two consumer tasks
     is allocated with ``arrive_count=2``. On an ``alloc_warp_barrier`` barrier every thread of the
     executing warps counts, as in the fork. ``remote_cta_rank`` names the CTA of the cluster whose copy of
-    ``bar`` to arrive on; a TLX kernel on stock Triton is a cluster of one CTA, so it is 0 (tlx/cluster.py).
+    ``bar`` to arrive on (any CTA of a ``ctas_per_cga`` cluster; else 0, this CTA).
 
     Args:
         bar: one mbarrier (or a ``remote_view`` of one).
         arrive_count: arrivals this execution counts for.
-        remote_cta_rank: the cluster CTA whose barrier to arrive on (0, this CTA).
+        remote_cta_rank: the cluster CTA whose barrier to arrive on (release semantics at cluster scope).
         pred: skip the arrive where false.
     """
     check_target(_semantic, "barrier_arrive")
-    count = check_barrier_arrive(bar, arrive_count, remote_cta_rank, pred)
+    ctas = cluster_ctas(_semantic)
+    count = check_barrier_arrive(bar, arrive_count, remote_cta_rank, pred, ctas)
     if bar.type.barrier == WARP_BARRIER:
         count *= executing_warps(_semantic) * THREADS_PER_WARP
-    emit(_semantic, "barrier_arrive", operands=[predicate(_semantic, pred)], bar=bar.type.id, count=count)
+    rank = unwrap_if_constexpr(remote_cta_rank)
+    if rank is None or ctas == 1:  # this CTA's own barrier
+        emit(_semantic, "barrier_arrive", operands=[predicate(_semantic, pred)], bar=bar.type.id, count=count)
+        return
+    check_target(_semantic, "barrier_arrive(remote_cta_rank=...)", 90)
+    rank = _semantic.cast(_semantic.to_tensor(rank), tl.int32)
+    emit(_semantic, "remote_arrive", operands=[predicate(_semantic, pred)], bar=bar.type.id, count=count,
+         link=ptx_link(_semantic, rank))
 
 
 def _named_barrier(_semantic: Any, op: str, bar: Any, arrive_count: Any) -> None:

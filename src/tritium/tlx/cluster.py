@@ -1,11 +1,10 @@
 """Thread-block clusters: the CTA's rank and the cluster's size, the cluster barrier, remote mbarrier views.
 
-The fork launches clusters of independent programs through its ``ctas_per_cga`` launch option, which
-stock Triton does not have. Stock Triton forms a cluster only for ``num_ctas > 1``, and then one program
-spans all the cluster's CTAs with every tensor split across them, which TLX's per-CTA shared-memory
-buffers cannot follow. So a TLX kernel on stock Triton is always a cluster of one CTA: the ops below
-read the real cluster registers (rank 0, size 1 at run time) and run the real cluster barrier, and a
-cross-CTA access to any rank but 0 is refused at compile time. AMD CDNA (gfx942, gfx950) has no clusters:
+A TLX kernel launched with ``ctas_per_cga=(n, 1, 1)`` (tlx/cluster_launch.py) runs as clusters of ``n``
+independent programs; without it, as clusters of one CTA. The ops below read the real cluster registers
+and run the real cluster barrier; a compile-time peer rank must be below the cluster's size. Stock Triton's
+own ``num_ctas > 1``, where one program spans the cluster with every tensor split across its CTAs, is
+refused: TLX's per-CTA shared-memory buffers cannot follow it. AMD CDNA (gfx942, gfx950) has no clusters:
 a workgroup is its own cluster of one, so the rank is 0, the size 1 and the cluster barrier the
 workgroup barrier.
 """
@@ -18,6 +17,7 @@ import triton.language as tl
 from . import args, layouts
 from .args import Scalar
 from .barriers import REMOTE_BARRIER, barrier
+from .cluster_launch import cluster_ctas
 from .core import check_target, current_task
 from .emit import emit, tlx_builtin
 from .misc import read_register
@@ -29,7 +29,8 @@ def _is_nvidia(_semantic: Any, op: str) -> bool:
     options = compile_options(_semantic)
     if getattr(options, "num_ctas", 1) != 1:
         raise NotImplementedError(f"tlx.{op}: num_ctas={options.num_ctas} makes one program span the cluster with its "
-                                  f"tensors split across the CTAs, which TLX kernels do not support; {args.ONE_CTA}")
+                                  f"tensors split across the CTAs, which TLX kernels do not support; compile with num_ctas=1 and launch "
+                                  f"with ctas_per_cga=(n, 1, 1) for clusters of n independent CTAs")
     return layouts.cuda_capability(options.arch) is not None
 
 
@@ -92,10 +93,10 @@ def remote_view(local_allocated_buffer: buffered_tensor, remote_cta_rank: Scalar
 
     Args:
         local_allocated_buffer: one mbarrier.
-        remote_cta_rank: the CTA of the cluster (0: a TLX kernel here is a cluster of one CTA).
+        remote_cta_rank: the CTA of the cluster (below its ``ctas_per_cga`` size).
     """
     bar = barrier(local_allocated_buffer, "remote_view")
-    args.check_remote_rank(remote_cta_rank, "remote_view", "remote_cta_rank")
+    args.check_remote_rank(remote_cta_rank, "remote_view", "remote_cta_rank", cluster_ctas(_semantic))
     _is_nvidia(_semantic, "remote_view")
     check_target(_semantic, "remote_view", 90)
     t = bar.type

@@ -656,7 +656,7 @@ def named_barrier_arrive(bar: Any, arrive_count: Any) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Clusters: the interpreter runs each program as a cluster of one CTA, as tritium compiles TLX kernels
+# Clusters: the interpreter runs each program as a cluster of one CTA (it does not model ctas_per_cga)
 # ----------------------------------------------------------------------------------------------
 
 

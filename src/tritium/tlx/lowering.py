@@ -482,6 +482,7 @@ class _Lowering:
         self.marks: list[str] = []  # location aliases made by :meth:`mark`, appended to the module
         self.text = ""  # the module being lowered (for source locations in errors)
         self.desc_ptr: dict[Any, str] = {}  # descriptor (SSA name or slot placeholder id) -> its tensor map's address
+        self.ws = False  # whether the module is warp-specialized (has async_task placeholders)
 
     def built(self, line: str) -> str:
         """``line`` without the tag :func:`build` puts on the buffers it built, once the tag's ids name that line's
@@ -636,9 +637,19 @@ class _Lowering:
         desc, desc_type = self.descriptor(a)
         *coords, pred = p.operands
         hinted = self.mark(loc, f"l2:{a['evict']}") if a.get("evict") else loc
+        if "multicast" in a:
+            hinted = self.mark(hinted, f"multicast:{a['multicast']}")
         out.append(f"{ind}ttng.async_tma_copy_global_to_local {desc}[{', '.join(coords)}] {self.names[a['dst']]}, "
                    f"{self.names[a['bar']]}, {pred} : {desc_type}, {self.memdesc[a['bar']]} -> "
                    f"{self.memdesc[a['dst']]}{hinted}")
+
+    @writes("remote_arrive")
+    def _remote_arrive(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        """An arrive on a peer CTA's copy of a barrier: Triton's own arrive, whose PTX tlx/tma_llvm.py maps to
+        the peer (``mapa``) with the rank :func:`.cluster_launch.ptx_link` passed."""
+        marked = self.mark(loc, f"remote:{a['link']}")
+        out.append(f"{ind}ttng.arrive_barrier {self.names[a['bar']]}, {a['count']}, {p.operands[0]} : "
+                   f"{self.memdesc[a['bar']]}{marked}")
 
     @writes("tma_store", "tma_reduce")
     def _tma_store(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
@@ -696,6 +707,10 @@ class _Lowering:
 
     @writes("cluster_barrier")
     def _cluster_barrier(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
+        if a.get("publish") and self.ws:  # a warp-specialized kernel's tasks publish the barriers themselves
+            if p.result:  # the placeholder's dummy result
+                out.append(f"{ind}{p.result} = arith.constant 0 : {p.result_type}{loc}")
+            return
         out += [f"{ind}{op}{loc}" for op in triton_compat.cluster_barrier_ops(p.result, p.result_type)]
 
 
@@ -726,7 +741,14 @@ def _check_barriers(payloads: list[dict]) -> None:
         if a["op"] == "async_task" and not a["default"]:
             regions[a["region"]] = regions.get(a["region"], 0) + a.get("replicate", 1)
     reserved = 2 + max(regions.values()) if regions else 1
+    tasks_meet = any(a["op"] == "cluster_barrier" and a["in_task"] for a in payloads)
     for a in payloads:
+        if a["op"] == "cluster_barrier" and regions and not a["in_task"] and a.get("publish"):
+            if not tasks_meet:
+                raise ValueError(f"tlx.{a['publish']} at {a['where']}: in clusters of several CTAs (ctas_per_cga) a "
+                                 "warp-specialized kernel publishes its barriers' initialization to the peers in its "
+                                 "tasks: call tlx.cluster_barrier() at the start of every async_task")
+            continue  # the tasks' own cluster barriers publish them (:meth:`_Lowering._cluster_barrier` drops it)
         if a["op"] == "cluster_barrier" and regions and not a["in_task"]:
             raise ValueError(f"tlx.cluster_barrier at {a['where']}: outside the async_tasks of a "
                              "warp-specialized kernel the task warps wait in Triton's task switch and never arrive, "
@@ -858,6 +880,7 @@ def lower(text: str) -> str:
     state = _Lowering([])
     state.types.update(plan.local_types())
     state.text = text
+    state.ws = any(p is not None and p.op == "async_task" for p in map(parse, text.splitlines()))
     lines = []
     for i, line in enumerate(text.splitlines()):
         line = plan.rewrite(i, line, text)

@@ -345,7 +345,8 @@ def async_tasks(*, warp_specialize: bool = True, exclusive: bool = False, no_end
     Args:
         warp_specialize: accepted for the fork's API (a region is always warp-specialized).
         exclusive: the promise that the module has exactly one warp-specialized region (checked).
-        no_ending_cluster_sync: accepted (TLX kernels here run as a cluster of one CTA).
+        no_ending_cluster_sync: accepted; tritium adds no cluster sync at the region's end, so in clusters
+            (``ctas_per_cga``) no CTA may exit while a peer still arrives on or multicasts into it.
         mbarrier_try_wait_suspend_ns: a suspend-time hint for mbarrier waits; see :func:`region_config`.
     """
     return _AsyncTasks(_semantic, region_config(warp_specialize, exclusive, no_ending_cluster_sync,

@@ -26,6 +26,7 @@ from triton.language.core import base_type, builtin
 
 from . import args, barriers, layouts, mem, misc
 from .args import ConstInt, Pred, Scalar
+from .cluster_launch import cluster_ctas, ptx_link
 from .core import check_target, memdesc_type, predicate
 from .emit import emit, tlx_builtin
 from .mem import _buffer
@@ -85,8 +86,9 @@ def _check_tile(desc: Any, buf: Any, offsets: Any, op: str, arg: str) -> None:
 
 
 def check_descriptor_load(desc: Any, result: Any, offsets: Any, barrier: Any, pred: Any, cache_modifier: Any,
-                          eviction_policy: Any, multicast_targets: Any, two_ctas: Any) -> str:
-    """The arguments of ``async_descriptor_load``; returns its eviction policy."""
+                          eviction_policy: Any, multicast_targets: Any, two_ctas: Any, ctas: int = 1) -> str:
+    """The arguments of ``async_descriptor_load`` in a kernel of clusters of ``ctas``; returns its eviction
+    policy."""
     op = "async_descriptor_load"
     cache = args.choice(cache_modifier, ("", ".ca", ".cg", "ca", "cg"), op, "cache_modifier")
     if cache:
@@ -96,9 +98,10 @@ def check_descriptor_load(desc: Any, result: Any, offsets: Any, barrier: Any, pr
     evict = args.choice(eviction_policy, EVICTION_POLICIES, op, "eviction_policy")
     targets = args.unwrap(multicast_targets)
     if targets is not None and len(targets):
-        raise NotImplementedError(f"tlx.{op}: multicast_targets needs thread-block clusters, which TLX on stock "
-                                  "Triton does not launch (num_ctas=1; the fork's ctas_per_cga has no stock "
-                                  "equivalent)")
+        if ctas == 1:
+            raise ValueError(f"tlx.{op}: multicast_targets names CTAs of a cluster, but {args.ONE_CTA}")
+        for i, target in enumerate(targets):
+            args.check_remote_rank(target, op, f"multicast_targets[{i}]", ctas)
     if args.unwrap(two_ctas):
         raise NotImplementedError(f"tlx.{op}: two_ctas=True is the Blackwell 2-CTA mode (.cta_group::2); "
                                   "it needs sm_100 clusters, which stock Triton TLX does not have")
@@ -249,16 +252,31 @@ def async_descriptor_load(desc: tensor_descriptor | tl.tensor_descriptor, result
         pred: skip the load where false.
         cache_modifier: only "" (a TMA load has no cache operator; use eviction_policy).
         eviction_policy: an L2 eviction hint (``"evict_first"``, ``"evict_last"``, ...).
-        multicast_targets, two_ctas: cluster features; refused (a cluster of one CTA).
+        multicast_targets: ranks of the cluster's CTAs (``ctas_per_cga``) that receive the tile, each at
+            ``result``'s place in its shared memory, its bytes counted on its copy of ``barrier``.
+        two_ctas: Blackwell's 2-CTA mode; refused.
     """
     op = "async_descriptor_load"
     check_target(_semantic, op, 90)
+    ctas = cluster_ctas(_semantic)
     hint = _l2_hint(check_descriptor_load(desc, result, offsets, barrier, pred, cache_modifier, eviction_policy,
-                                          multicast_targets, two_ctas))
+                                          multicast_targets, two_ctas, ctas))
+    targets = unwrap_if_constexpr(multicast_targets)
+    if targets is not None and len(targets):
+        hint["multicast"] = ptx_link(_semantic, _cta_mask(_semantic, targets))
     dst, bar = _buffer(result, op), unwrap_if_constexpr(barrier)
     ref = _descriptor(_semantic, desc, dst)
     operands = _offsets(_semantic, offsets) + [predicate(_semantic, pred)]
     _emit_tma(_semantic, "tma_load", ref, operands, dst=dst.type.id, bar=bar.type.id, **hint)
+
+
+def _cta_mask(_semantic: Any, targets: Sequence[Any]) -> tl.tensor:
+    """The i32 bit mask of the ranks ``targets`` (ints or i32 scalars), PTX's ``ctaMask`` of a multicast."""
+    mask = _semantic.to_tensor(0)
+    for target in targets:
+        rank = _semantic.cast(_semantic.to_tensor(unwrap_if_constexpr(target)), tl.int32)
+        mask = _semantic.or_(mask, _semantic.shl(_semantic.to_tensor(1), rank))
+    return mask
 
 
 @tlx_builtin

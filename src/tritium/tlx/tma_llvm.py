@@ -13,7 +13,11 @@ on the LLVM dialect (llir stage, after partitions are inlined) and edits their i
   of the byte count it carries in its innermost coordinate; ``"tlx.ptx:bulk_load"`` likewise turns a
   TMA load into ``cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes`` (``async_load(bulk=True)``);
 * an inline asm whose text starts with ``tlx.ptx:arg:<i>;`` needs the kernel's ``i``-th argument (a
-  host tensor map's address, which TTGIR cannot name) as an extra ``l`` operand, written ``$D``.
+  host tensor map's address, which TTGIR cannot name) as an extra ``l`` operand, written ``$D``;
+* clusters (tlx/cluster_launch.py): an inline asm ``tlx.ptx:val:<n>; mov.b32 $0, $1;`` carries a run-time
+  i32 into PTX that Triton writes; ``"tlx.ptx:remote:<n>"`` makes an mbarrier arrive one on the copy of
+  the barrier in the CTA of rank ``val:<n>`` (``mapa``, release at cluster scope), and
+  ``"tlx.ptx:multicast:<n>"`` a TMA load a multicast to the CTAs of mask ``val:<n>``.
 """
 from __future__ import annotations
 
@@ -29,7 +33,8 @@ MARK = "tlx.ptx:"
 POLICY = "tlxpol"
 #: One ``llvm.inline_asm`` op: result, asm text, constraints, operands, operand types, result type, location.
 _ASM = re.compile(r'^(?P<head>\s*(?:%[\w$.-]+ = )?llvm\.inline_asm [^"]*)"(?P<asm>(?:[^"\\]|\\.)*)", '
-                  r'"(?P<cons>[^"]*)"(?P<ops>[^:]*) : \((?P<types>[^)]*)\) -> (?P<res>.*?)(?P<loc> loc\(.*\))?$')
+                  r'"(?P<cons>[^"]*)"(?P<ops>[^:]*) : \((?P<types>(?:[^()]|\([^()]*\))*)\) -> (?P<res>.*?)'
+                  r'(?P<loc> loc\(.*\))?$')  # an operand type may hold parentheses: !llvm.struct<(ptr<3>, i32)>
 _ALIAS = re.compile(r"^(#[\w$.-]+) = (loc\(.*\))$", re.M)
 
 
@@ -99,23 +104,55 @@ def _args(text: str, upto: int) -> list[str]:
     return [name for name, _ in func_signature(head)[2]]  # the same printed-signature parser as for tt.func
 
 
+def _remote_arrive(asm: str, rank: str) -> str:
+    """Triton's ``@$0 mbarrier.arrive.shared::cta.b64 _, [$1](, count);`` on the barrier's copy in CTA ``rank``."""
+    m = re.fullmatch(r"(@\S+ )mbarrier\.arrive\.shared(?:::cta)?\.b64 _, \[(\$\d+)\](, \d+)?;", asm.strip())
+    if m is None:
+        raise ValueError(f"tlx.barrier_arrive(remote_cta_rank=...): unexpected mbarrier arrive {asm!r}")
+    return (f"{{ .reg .b32 tlxra; mapa.shared::cluster.u32 tlxra, {m[2]}, {rank}; "
+            f"{m[1]}mbarrier.arrive.release.cluster.shared::cluster.b64 _, [tlxra]{m[3] or ''}; }}")
+
+
+def _multicast(asm: str, mask: str) -> str:
+    """Triton's TMA load ``@$0 cp.async.bulk.tensor.Nd.shared::X.global.mbarrier::complete_tx::bytes [..], [..],
+    [..];`` multicast to the CTAs of the 16-bit ``mask``."""
+    m = re.fullmatch(r"(@\S+ )cp\.async\.bulk\.tensor\.(\dd)\.shared::\w+\.global\.mbarrier::complete_tx::bytes "
+                     r"(.*);", asm.strip())
+    if m is None:
+        raise ValueError(f"tlx.async_descriptor_load(multicast_targets=...): unexpected TMA load {asm!r}")
+    return (f"{{ .reg .b16 tlxmc; cvt.u16.u32 tlxmc, {mask}; {m[1]}cp.async.bulk.tensor.{m[2]}.shared::cluster.global."
+            f"mbarrier::complete_tx::bytes.multicast::cluster {m[3]}, tlxmc; }}")
+
+
+_LINK = re.compile(re.escape(MARK) + r"val:(\d+); ")
+
+
 def finish(text: str) -> str:
     """Apply the marks of the module docstring to the printed LLVM-dialect module ``text``."""
     if MARK not in text:
         return text
     aliases = dict(_ALIAS.findall(text))
+    links = {}  # val:<n> -> the SSA value of its inline asm (defined before its users, which it dominates)
+    for line in text.splitlines():
+        m = _ASM.match(line)
+        link = _LINK.match(m["asm"]) if m is not None else None
+        if link is not None:
+            links[link[1]] = m["head"].split("=", 1)[0].strip()
     out, pos = [], 0
     for line in text.splitlines(keepends=True):
         m = _ASM.match(line.rstrip("\n"))
         start, pos = pos, pos + len(line)
         if m is not None and (MARK in m["asm"] or _marks(m["loc"] or "", aliases)):
-            line = _rewrite(m, aliases, text, start) + ("\n" if line.endswith("\n") else "")
+            line = _rewrite(m, aliases, text, start, links) + ("\n" if line.endswith("\n") else "")
         out.append(line)
     return "".join(out)
 
 
-def _rewrite(m: re.Match, aliases: dict[str, str], text: str, pos: int) -> str:
+def _rewrite(m: re.Match, aliases: dict[str, str], text: str, pos: int, links: dict[str, str]) -> str:
     asm, cons, ops, types = m["asm"], m["cons"], m["ops"], m["types"]
+    link = _LINK.match(asm)
+    if link:
+        asm = asm[link.end():]
     arg = re.match(re.escape(MARK) + r"arg:(\d+);", asm)
     if arg:
         name = _args(text, pos)[int(arg.group(1))]
@@ -129,6 +166,11 @@ def _rewrite(m: re.Match, aliases: dict[str, str], text: str, pos: int) -> str:
             asm = _bulk_load(asm)
         elif mark.startswith("l2:") and "bulk.tensor" in asm:
             asm = with_cache_hint(asm, mark[3:])
+        elif mark.startswith(("remote:", "multicast:")) and ("mbarrier.arrive" in asm or "bulk.tensor" in asm):
+            kind, n = mark.split(":")
+            value = f"${cons.count(',') + 1}"
+            asm = _remote_arrive(asm, value) if kind == "remote" else _multicast(asm, value)
+            cons, ops, types = f"{cons},r", f"{ops.rstrip()}, {links[n]}", f"{types}, i32"
     return f'{m["head"]}"{asm}", "{cons}"{ops} : ({types}) -> {m["res"]}{m["loc"] or ""}'
 
 

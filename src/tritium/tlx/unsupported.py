@@ -80,38 +80,43 @@ REASONS: dict[str, str] = {
 
 _UNSUPPORTED = {name: UnsupportedOp(name, why) for name, why in REASONS.items()}
 
-CTAS_PER_CGA = ("ctas_per_cga is the TLX fork's launch option for clusters of independent CTAs (thread-block "
-                "clusters); stock Triton 3.6 has no launch path for it (its num_ctas splits one program over a "
-                "cluster instead), so tritium cannot provide it. A cluster of one CTA, ctas_per_cga=(1, 1, 1), is "
-                "the stock launch and is accepted")
+CTAS_PER_CGA = ("stock Triton's launcher forms clusters of CTAs along x only: tritium launches ctas_per_cga=(n, 1, 1) "
+                "(tlx/cluster_launch.py), not clusters that extend along y or z")
 
 
 class ClusterLaunchUnsupported(OutOfResources):
-    """A config asks for more than one CTA per cluster. An ``OutOfResources``, so that the autotuner
-    skips the config (as it skips one that needs too much shared memory) and tunes over the rest."""
+    """A config asks for a cluster shape Triton's launcher cannot form. An ``OutOfResources``, so that the
+    autotuner skips the config (as it skips one that needs too much shared memory) and tunes over the rest."""
 
-    def __init__(self, required: int, limit: int = 1, name: str = "CTAs per cluster (ctas_per_cga)") -> None:
-        super().__init__(required, limit, name)
+    def __init__(self, shape: tuple, name: str = "CTAs per cluster (ctas_per_cga)") -> None:
+        super().__init__(math.prod(shape), shape[0], name)
+        self.shape = shape
 
     def __str__(self) -> str:
-        return f"triton.Config(ctas_per_cga=...) asks for {self.required} CTAs per cluster: {CTAS_PER_CGA}"
+        return f"triton.Config(ctas_per_cga={self.shape}) asks for a cluster along y or z: {CTAS_PER_CGA}"
 
 
-def _refuse_cluster(size: int) -> Callable[[dict], None]:
+def _refuse_cluster(shape: tuple) -> Callable[[dict], None]:
     def refuse(nargs: dict) -> None:
-        raise ClusterLaunchUnsupported(size)
+        raise ClusterLaunchUnsupported(shape)
 
     return refuse
 
 
 def _config_init(init: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(init)
-    def __init__(self: Any, *args: Any, ctas_per_cga: Any = None, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        size = math.prod(tuple(ctas_per_cga)) if ctas_per_cga is not None else 1
-        if size != 1:  # the config stays in the list; launching it (the autotuner's pre_hook call) refuses
-            self.ctas_per_cga = tuple(ctas_per_cga)
-            self.pre_hook = _refuse_cluster(size)
+    def __init__(self: Any, kwargs: dict, *args: Any, **extra: Any) -> None:
+        # The plugin option moves ctas_per_cga into the meta-parameters (the launch's keywords) while TLX is
+        # loaded; a shape the launcher cannot form stays in the list and is skipped when the autotuner tries it.
+        shape = extra.get("ctas_per_cga", kwargs.get("ctas_per_cga"))
+        launchable = shape is None or tuple(shape)[1:] == (1, 1)
+        if not launchable:
+            kwargs = {k: v for k, v in kwargs.items() if k != "ctas_per_cga"}
+            extra.pop("ctas_per_cga", None)
+        init(self, kwargs, *args, **extra)
+        if not launchable:
+            self.ctas_per_cga = tuple(shape)
+            self.pre_hook = _refuse_cluster(tuple(shape))
 
     return __init__
 
@@ -125,13 +130,16 @@ def accept_fork_target_queries() -> None:
 
 
 def accept_ctas_per_cga() -> None:
-    """Let ``triton.Config`` take the fork's ``ctas_per_cga``: one CTA per cluster is the stock launch;
-    a config with more is kept, and the autotuner skips it with :class:`ClusterLaunchUnsupported`.
+    """Let ``triton.Config`` take every ``ctas_per_cga`` of the fork: an x-only cluster is TLX's launch option
+    (tlx/cluster_launch.py); a config with another shape is kept, and the autotuner skips it with
+    :class:`ClusterLaunchUnsupported`.
 
     Fork kernels put it in their autotune configs, which are built when the module is imported; stock
-    Triton's ``Config`` would fail there with a bare ``TypeError``.
+    Triton's ``Config`` would fail there with a bare ``TypeError`` (and TLX's option with an error).
     """
     compat.wrap_config_init(_config_init)
+
+
 globals().update(_UNSUPPORTED)
 
 __all__ = ["UnsupportedOp", "REASONS", *REASONS]
