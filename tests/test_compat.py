@@ -236,3 +236,22 @@ def test_options_with_plugin_fields_hash_and_print_them(target):
     assert extended.num_warps == 8 and extended.my_opt == ("a", "b") and type(extended).__name__ == type(options).__name__
     assert extended.__dict__ == {**options.__dict__, "my_opt": ("a", "b")}
     assert extended.hash() != options.hash() != compat._with_plugin_options(options, {"my_opt": ()}).hash()
+
+
+def test_the_nvidia_launcher_takes_clusters_by_its_packed_metadata():
+    """compat.install_cluster_launch relies on the launcher's call ``(gridX, gridY, gridZ, stream, function,
+    kernel_metadata, ...)`` with ``kernel_metadata = (num_warps, num_ctas, shared)``, on ``num_ctas`` sizing the
+    per-CTA scratch, and on its C launch multiplying gridX by num_ctas under a cluster dimension (checked on the
+    H200: tests/gpu/test_tlx_clusters_gpu.py)."""
+    import collections
+    from triton.backends.nvidia import compiler as nv_compiler, driver as nv
+    import tritium.tlx  # noqa: F401 - installs the cluster launch
+    params = list(inspect.signature(inspect.unwrap(nv.CudaLauncher.__call__)).parameters)
+    assert params[:6] == ["self", "gridX", "gridY", "gridZ", "stream", "function"]
+    assert params[6] in ("kernel_metadata", "args")  # 3.6: (..., function, *args), args[0] the metadata
+    assert "self.num_ctas" in inspect.getsource(inspect.unwrap(nv.CudaLauncher.__call__))
+    meta = collections.namedtuple("M", "num_warps num_ctas shared")(4, 1, 1024)
+    assert nv_compiler.CUDABackend.pack_metadata(None, meta) == (4, 1, 1024)
+    from pathlib import Path
+    launch = "".join(p.read_text() for p in Path(nv.__file__).parent.glob("driver.*") if p.suffix in (".py", ".c"))
+    assert "gridDimX = gridX * num_ctas" in launch and "clusterDim.x = num_ctas" in launch
