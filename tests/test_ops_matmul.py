@@ -135,7 +135,7 @@ def test_configs_are_built_and_stored_by_field_name():
         plans.WSConfig(128, 128, 5, 2)
     assert plans.Plan("splitk", plans.splitk.DEFAULT).to_json() == ["splitk", {
         "BM": 128, "BN": 128, "NUM_STAGES": 4, "EPILOGUE_SUBTILES": 4, "BK": 64, "GROUP_SIZE_M": 8, "NUM_REGS": 232,
-        "SPLIT_K": 4}]
+        "SPLIT_K": 4, "CLUSTER": 1}]
     assert plans.Plan.from_json(plans.Plan("small", plans.TINY_TILE).to_json()) == plans.Plan("small", plans.TINY_TILE)
     with pytest.raises(ValueError, match="SPLIT_K=4 needs the split-K kernel"):
         plans.coop.constexprs(plans.splitk.DEFAULT)

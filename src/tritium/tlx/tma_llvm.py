@@ -16,7 +16,7 @@ on the LLVM dialect (llir stage, after partitions are inlined) and edits their i
   host tensor map's address, which TTGIR cannot name) as an extra ``l`` operand, written ``$D``;
 * clusters (tlx/cluster_launch.py): an inline asm ``tlx.ptx:val:<n>; mov.b32 $0, $1;`` carries a run-time
   i32 into PTX that Triton writes; ``"tlx.ptx:remote:<n>"`` makes an mbarrier arrive one on the copy of
-  the barrier in the CTA of rank ``val:<n>`` (``mapa``, release at cluster scope), and
+  the barrier in the CTA of rank ``val:<n>`` (``mapa``; release at CTA scope, as CUTLASS arrives), and
   ``"tlx.ptx:multicast:<n>"`` a TMA load a multicast to the CTAs of mask ``val:<n>``.
 """
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _remote_arrive(asm: str, rank: str) -> str:
     if m is None:
         raise ValueError(f"tlx.barrier_arrive(remote_cta_rank=...): unexpected mbarrier arrive {asm!r}")
     return (f"{{ .reg .b32 tlxra; mapa.shared::cluster.u32 tlxra, {m[2]}, {rank}; "
-            f"{m[1]}mbarrier.arrive.release.cluster.shared::cluster.b64 _, [tlxra]{m[3] or ''}; }}")
+            f"{m[1]}mbarrier.arrive.shared::cluster.b64 _, [tlxra]{m[3] or ''}; }}")
 
 
 def _multicast(asm: str, mask: str) -> str:
@@ -132,16 +132,16 @@ def finish(text: str) -> str:
     if MARK not in text:
         return text
     aliases = dict(_ALIAS.findall(text))
-    links = {}  # val:<n> -> the SSA value of its inline asm (defined before its users, which it dominates)
-    for line in text.splitlines():
-        m = _ASM.match(line)
-        link = _LINK.match(m["asm"]) if m is not None else None
-        if link is not None:
-            links[link[1]] = m["head"].split("=", 1)[0].strip()
+    # val:<n> -> the SSA value of its latest inline asm: a link is emitted right before the op it feeds, in its
+    # block, and a task's code may be present once per replica, each copy with its own link.
+    links: dict[str, str] = {}
     out, pos = [], 0
     for line in text.splitlines(keepends=True):
         m = _ASM.match(line.rstrip("\n"))
         start, pos = pos, pos + len(line)
+        link = _LINK.match(m["asm"]) if m is not None else None
+        if link is not None:
+            links[link[1]] = m["head"].split("=", 1)[0].strip()
         if m is not None and (MARK in m["asm"] or _marks(m["loc"] or "", aliases)):
             line = _rewrite(m, aliases, text, start, links) + ("\n" if line.endswith("\n") else "")
         out.append(line)
