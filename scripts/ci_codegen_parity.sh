@@ -2,7 +2,9 @@
 # CI, codegen parity (issue 13): the same TLX kernels compiled by uTLX (the C++ plugin, triton-utlx)
 # and by tritium, both on stock triton 3.8.0, each in its own venv; compare TTGIR and PTX/AMDGCN and
 # check docs/codegen-parity.md is what this run generates (scripts/codegen_parity/compare.py says which
-# differences are allowed). The fork's tutorials come from the fbtriton wheel (scripts/fetch_fork_tlx.sh).
+# differences are allowed). The fork's tutorials come from the fbtriton wheel (scripts/fetch_fork_tlx.sh),
+# the newer ones from a git copy of the fork ($TRITIUM_FORK_GIT, codegen_parity/kernels.py's FORK_GIT); without
+# one (CI) those are skipped and the report keeps their section from the last run that had one.
 # tritium runs from the source tree (PYTHONPATH=src): its package pins the Triton it is tested on.
 # Pass --write to regenerate the report instead of checking it, --prepare to only make the two venvs. A few
 # minutes on 2 cores.

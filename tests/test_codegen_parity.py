@@ -133,3 +133,31 @@ def test_a_failure_in_a_jit_helper_is_recorded_down_to_the_helper():
         recorded = _chain(e)
     assert compare._error_summary(recorded) == \
         "CompilationError: barrier_arrive() got an unexpected keyword argument 'pred'"
+
+
+def _git_dump(tmp: Path, side: str, git: bool) -> Path:
+    """A dump with one wheel case and, where it had a git copy of the fork, one git-sourced case."""
+    d = tmp / side
+    d.mkdir()
+    cases = {}
+    for case in ("fork.amd_gemm_pipelined@gfx942", "fork.main.amd_gemm_pipelined@gfx942")[:2 if git else 1]:
+        (d / f"{case}.ttgir").write_text("module {\n}\n")
+        (d / f"{case}.amdgcn").write_text("ds_write_b128 v0, v[1:4]\n")
+        cases[case] = {"ok": True}
+    (d / "status.json").write_text(json.dumps({"triton": "3.8.0", "git": "c" if git else None, "cases": cases}))
+    return d
+
+
+def test_without_a_git_copy_the_git_section_is_kept_from_the_report(tmp_path):
+    out = tmp_path / "r.md"
+    with_git = ["--utlx", str(_git_dump(tmp_path, "u", True)), "--tritium", str(_git_dump(tmp_path, "t", True)),
+                "--out", str(out)]
+    assert compare.main(with_git) == 0
+    text = out.read_text()
+    assert text.index("| fork.amd_gemm_pipelined |") < text.index(compare.GIT_HEADING) \
+        < text.index("| fork.main.amd_gemm_pipelined |")
+    without = ["--utlx", str(_git_dump(tmp_path, "u2", False)), "--tritium", str(_git_dump(tmp_path, "t2", False)),
+               "--out", str(out), "--check"]
+    assert compare.main(without) == 0 and out.read_text() == text
+    out.write_text(text.split(compare.GIT_HEADING)[0])  # a report from before: nothing to keep
+    assert compare.main(without) == 0 and compare.GIT_HEADING not in out.read_text()

@@ -4,7 +4,11 @@ Run once in uTLX's environment (``--impl utlx``) and once in tritium's (``--impl
 same Triton. Writes ``<out>/<kernel>@<target>.ttgir`` and ``.ptx``/``.amdgcn`` plus ``status.json``
 (per case: compiled, or the error). Usage::
 
-    python -m codegen_parity.dump --impl tritium --out DIR [--tutorials DIR] [NAME ...]
+    python -m codegen_parity.dump --impl tritium --out DIR [--tutorials DIR] [--fork-git GIT_DIR] [NAME ...]
+
+``--tutorials`` is the wheel's tutorials directory; the ``source="git"`` kernels come from a git copy of the
+fork (``--fork-git``, default ``$TRITIUM_FORK_GIT`` or :data:`kernels.FORK_GIT_DEFAULT`), and are skipped,
+saying so, without one.
 """
 from __future__ import annotations
 
@@ -12,15 +16,19 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
+import io
 import json
 import os
+import subprocess
 import sys
+import tarfile
 import tempfile
 import types
 from pathlib import Path
 from typing import Any, Iterator
 
-from .kernels import ALL, TARGET_NAMES, Spec
+from .kernels import (ALL, FORK_GIT_COMMIT, FORK_GIT_DEFAULT, FORK_GIT_ENV, FORK_GIT_TUTORIALS, TARGET_NAMES,
+                      Spec)
 
 FORK_TLX = "triton.language.extra.tlx"
 
@@ -76,15 +84,36 @@ def _stand_in_driver(target: Any) -> Iterator[None]:
         torch.cuda.get_device_capability = capability
 
 
-def load_module(spec: Spec, tutorials: Path | None, target: Any) -> types.ModuleType:
+def git_tutorials(git_dir: Path) -> tuple[Path | None, str]:
+    """The tutorials of :data:`kernels.FORK_GIT_COMMIT`, exported from ``git_dir`` once; or None and why not."""
+    if not git_dir.exists():
+        return None, f"no git copy of the fork at {git_dir} (${FORK_GIT_ENV})"
+    dest = Path(tempfile.gettempdir()) / f"parity-fork-{FORK_GIT_COMMIT[:12]}"
+    if not (dest / FORK_GIT_TUTORIALS).is_dir():
+        try:
+            archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", FORK_GIT_COMMIT,
+                                      FORK_GIT_TUTORIALS], capture_output=True, check=True).stdout
+            tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name))
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(tmp, filter="data")
+            tmp.rename(dest)
+        except (OSError, subprocess.CalledProcessError, tarfile.TarError) as e:
+            return None, f"could not export {FORK_GIT_COMMIT[:12]} from {git_dir}: {e}"
+    return dest / FORK_GIT_TUTORIALS, ""
+
+
+def load_module(spec: Spec, tutorials: dict[str, Path] | None, target: Any) -> types.ModuleType:
+    """``spec``'s module; a fork tutorial from ``tutorials[spec.source]`` (the directory of each source)."""
     if not spec.from_fork:
         return importlib.import_module(spec.module)
     package = f"{FORK_TLX}.tutorials"  # tutorials import each other by this name
     if package not in sys.modules:
         sys.modules[package] = types.ModuleType(package)
-        sys.modules[package].__path__ = [str(tutorials)]
-    path = tutorials / spec.module
+        sys.modules[package].__path__ = [str(tutorials[s]) for s in ("wheel", "git") if s in tutorials]
+    path = tutorials[spec.source] / spec.module
     name = f"{package}.{path.stem.replace('-', '_')}"
+    if spec.source == "git" and "wheel" in tutorials and (tutorials["wheel"] / spec.module).is_file():
+        name += "_git"  # a newer copy of a wheel tutorial: the wheel's keeps the name the others import
     if name in sys.modules:
         return sys.modules[name]
     loader = importlib.util.spec_from_file_location(name, path)
@@ -116,7 +145,7 @@ def source(spec: Spec, module: types.ModuleType) -> Any:
     return ASTSource(fn, signature, constexprs, attrs)
 
 
-def compile_one(spec: Spec, target_tuple: tuple, tutorials: Path | None) -> dict:
+def compile_one(spec: Spec, target_tuple: tuple, tutorials: dict[str, Path] | None) -> dict:
     import triton
     from triton.backends.compiler import GPUTarget
 
@@ -142,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--impl", choices=("utlx", "tritium"), required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--tutorials", type=Path, help="the TLX fork's tutorials directory")
+    parser.add_argument("--tutorials", type=Path, help="the TLX fork's tutorials directory (the wheel's)")
+    parser.add_argument("--fork-git", type=Path, default=Path(os.environ.get(FORK_GIT_ENV) or FORK_GIT_DEFAULT),
+                        help="a git copy of the fork, for the kernels newer than the wheel")
     parser.add_argument("names", nargs="*", help="only these kernels (report names)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="parity-cache-"))
@@ -151,19 +182,25 @@ def main(argv: list[str] | None = None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     status_file = args.out / "status.json"
-    status = {"impl": args.impl, "triton": triton.__version__, "cases": {}}
+    tutorials = {"wheel": args.tutorials} if args.tutorials else {}
+    git, why = git_tutorials(args.fork_git)
+    if git:
+        tutorials["git"] = git
+    status = {"impl": args.impl, "triton": triton.__version__, "git": FORK_GIT_COMMIT if git else None,
+              "cases": {}}
     if args.names and status_file.is_file():  # a partial run updates the cases it compiles
         status["cases"] = json.loads(status_file.read_text())["cases"]
     for spec in ALL:
         if args.names and spec.name not in args.names:
             continue
-        if spec.from_fork and (args.tutorials is None or not (args.tutorials / spec.module).is_file()):
-            print(f"{spec.name}: skipped, {spec.module} is not in the tutorials directory", flush=True)
+        if spec.from_fork and (spec.source not in tutorials or not (tutorials[spec.source] / spec.module).is_file()):
+            print(f"{spec.name}: skipped, {spec.module} is not in the {spec.source} tutorials"
+                  f"{' (' + why + ')' if spec.source == 'git' and why else ''}", flush=True)
             continue
         for t in spec.targets:
             case = f"{spec.name}@{TARGET_NAMES[t]}"
             try:
-                result = compile_one(spec, t, args.tutorials)
+                result = compile_one(spec, t, tutorials)
             except Exception as e:  # recorded per case: the report shows what failed and why
                 message = _chain(e)
                 status["cases"][case] = {"ok": False, "error": message[:4000]}

@@ -7,7 +7,7 @@ on both sides. Specializations mirror what the JIT sees for 16-byte aligned tens
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 SM90 = ("cuda", 90, 32)
@@ -17,6 +17,8 @@ TARGET_NAMES = {SM90: "sm90", GFX942: "gfx942", GFX950: "gfx950"}
 
 #: Kernels whose codegen must match uTLX's exactly (issue 13: the AMD GEMM family).
 MUST_MATCH = ("tritium.gemm_pipelined_amd", "fork.amd_gemm_pipelined", "fork.amd_gemm_pipelined_kpack2",
+              "fork.amd_gemm_pipelined_kpack2_bk128", "fork.main.amd_gemm_pipelined",
+              "fork.main.amd_gemm_pipelined_kpack2", "fork.main.amd_gemm_pipelined_kpack2_bk128",
               "fork.amd_gemm_gfx942", "fork.amd_bmm_gfx942", "fork.amd_addmm_gfx942")
 
 _GEMM_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
@@ -39,6 +41,8 @@ class Spec:
         aligned: arguments the JIT would mark divisible by 16.
         options: compile options (``num_warps``...).
         targets: ``(backend, arch, warp_size)`` tuples.
+        source: where a fork tutorial comes from: ``wheel`` (fbtriton's) or ``git`` (a git copy of the fork
+            at :data:`FORK_GIT_COMMIT`; CI has none, so these cases are not compiled there).
     """
     name: str
     module: str
@@ -48,6 +52,7 @@ class Spec:
     aligned: tuple = ()
     options: dict = field(default_factory=dict)
     targets: tuple = (SM90, )
+    source: str = "wheel"
 
     @property
     def from_fork(self) -> bool:
@@ -144,6 +149,10 @@ FORK = (
     # buffer swizzle assumes kWidth 4; the operand's own layout comes after accelerate_matmul (issue 21)
     _gemm("fork.amd_gemm_pipelined_kpack2", "amd_gemm_pipelined.py", "matmul_kernel_pipelined_mi300",
           _tiles(32, 32, 64, 1, 2), (GFX942, ), 4, kpack=2, matrix_instr_nonkdim=16, waves_per_eu=0),
+    # the autotuner's kpack=2 config with a 64 x 128 A and a 128 x 64 B: the planner gives both buffers one
+    # encoding, and only A is K-contiguous (issue 21)
+    _gemm("fork.amd_gemm_pipelined_kpack2_bk128", "amd_gemm_pipelined.py", "matmul_kernel_pipelined_mi300",
+          _tiles(64, 64, 128, 4, 2), (GFX942, ), 4, kpack=2, matrix_instr_nonkdim=16, waves_per_eu=0),
 )
 
 def _gfx942_family(name: str, kernel: str, extra_sig: dict, extra_aligned: tuple) -> Spec:
@@ -152,12 +161,22 @@ def _gfx942_family(name: str, kernel: str, extra_sig: dict, extra_aligned: tuple
     tiles = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "NUM_BUFFERS": 2, "NUM_XCDS": 8}
     return Spec(f"fork.{name}", f"{name}.py", kernel, sig, tiles,
                 ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", *extra_aligned), {"num_warps": 4, "waves_per_eu": 0},
-                (GFX942, ))
+                (GFX942, ), "git")
 
 
-#: The fork's CDNA3 GEMM family. Newer than the fbtriton wheel, so not in CI: compared when a
-#: tutorials directory from the fork's source holds them (``dump --tutorials``).
-FORK_SOURCE_ONLY = (
+#: Where ``source="git"`` tutorials come from: a git copy of the fork (``$TRITIUM_FORK_GIT``, else the default
+#: below) at this commit (main of 2026-08-22, as in scripts/fork_unit_tests.py), newer than the fbtriton wheel.
+FORK_GIT_ENV = "TRITIUM_FORK_GIT"
+FORK_GIT_DEFAULT = "/work/.mirror/facebookexperimental+triton/repo"
+FORK_GIT_COMMIT = "db4666f22c1f8b206584c3f06e3b4a0ff035989e"
+FORK_GIT_TUTORIALS = "third_party/tlx/tutorials"
+
+#: Tutorials from the fork's git source. CI has no git copy: there the report keeps these rows from its last
+#: run with one. The main branch's amd_gemm_pipelined (its loop and buffer indexing are rewritten since the
+#: wheel) in the configs of its wheel rows, and the CDNA3 GEMM family.
+FORK_GIT = (
+    *(replace(spec, name=f"fork.main.{spec.name[len('fork.'):]}", source="git")
+      for spec in FORK if spec.module == "amd_gemm_pipelined.py"),
     _gfx942_family("amd_gemm_gfx942", "matmul_kernel_gfx942",
                    {"strides": {n: "i32" for n in ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm",
                                                    "stride_cn")}}, ("stride_am", "stride_bk", "stride_cm")),
@@ -172,4 +191,4 @@ FORK_SOURCE_ONLY = (
                    ("bias_ptr", "stride_am", "stride_bk", "stride_biasm", "stride_cm")),
 )
 
-ALL = TRITIUM + OPS + FORK + FORK_SOURCE_ONLY
+ALL = TRITIUM + OPS + FORK + FORK_GIT

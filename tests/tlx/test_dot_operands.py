@@ -81,3 +81,46 @@ def test_a_buffer_with_a_transposed_view_keeps_its_layout():
         "    tt.return", "    %t = ttg.memdesc_trans %v {order = array<i32: 1, 0>} : !ttg.memdesc<64x32xf16, #shared, "
         "#smem, mutable> -> !ttg.memdesc<32x64xf16, #shared2, #smem, mutable> loc(#loc6)\n    tt.return")
     assert "#ttg.swizzled_shared<{vec = 4, perPhase = 2, maxPhase = 8" in operand_buffer_layouts(text)
+
+
+def _two_buffers(extra: str = "") -> str:
+    """A (64x32, K contiguous) and B (32x64, N contiguous) planned with one encoding, as the planner does when
+    their swizzles coincide; only the loads say which operand each is."""
+    a, b = "!ttg.memdesc<64x32xf16, #shared, #smem, mutable>", "!ttg.memdesc<32x64xf16, #shared, #smem, mutable>"
+    return f"""#mma = {MFMA3}
+#shared = #ttg.swizzled_shared<{{vec = 4, perPhase = 1, maxPhase = 8, order = [1, 0]}}>
+#smem = #ttg.shared_memory
+module {{
+  tt.func public @k() {{
+    %A = ttg.local_alloc {{tlx.planned_layout}} : () -> !ttg.memdesc<1x64x32xf16, #shared, #smem, mutable> loc(#loc1)
+    %B = ttg.local_alloc {{tlx.planned_layout}} : () -> !ttg.memdesc<1x32x64xf16, #shared, #smem, mutable> loc(#loc2)
+    %a = ttg.memdesc_index %A[%c0] : !ttg.memdesc<1x64x32xf16, #shared, #smem, mutable> -> {a} loc(#loc3)
+    %b = ttg.memdesc_index %B[%c0] : !ttg.memdesc<1x32x64xf16, #shared, #smem, mutable> -> {b} loc(#loc4)
+    ttg.local_store %x, %a : {BLOCKED} -> {a} loc(#loc5)
+    %la = ttg.local_load %a : {a} -> {DOT} loc(#loc6)
+    %lb = ttg.local_load %b : {b} -> {DOT_B.replace("64x32", "32x64")} loc(#loc7){extra}
+    tt.return loc(#loc8)
+  }} loc(#loc9)
+}}
+"""
+
+
+def test_buffers_sharing_a_planned_encoding_each_get_their_operand_layout():
+    """The fork's amd_gemm_pipelined at 64 x 64 x 128, kpack=2: A takes kWidth 8 as its vector, B (not
+    K-contiguous on CDNA3) no swizzle, each in the lines of its own views, loads and stores."""
+    out = operand_buffer_layouts(_two_buffers()).splitlines()
+    a_enc = "#ttg.swizzled_shared<{vec = 8, perPhase = 2, maxPhase = 4, order = [1, 0]}>"
+    b_enc = "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>"
+    for i in (5, 7, 9, 10):
+        assert a_enc in out[i] and "#shared," not in out[i], out[i]
+    for i in (6, 8, 11):
+        assert b_enc in out[i] and "#shared," not in out[i], out[i]
+
+
+def test_buffers_sharing_an_encoding_keep_it_where_a_use_is_not_traced():
+    """A buffer view passed on (here into a loop) would carry the old encoding past the rewrite: keep both."""
+    extra = ("\n    %r = scf.for %i = %c0 to %n step %c1 iter_args(%v = %b) -> (!ttg.memdesc<32x64xf16, #shared, "
+             "#smem, mutable>)  : i32 {\n      scf.yield %v : !ttg.memdesc<32x64xf16, #shared, #smem, mutable>\n"
+             "    } loc(#loc10)")
+    out = operand_buffer_layouts(_two_buffers(extra))
+    assert "vec = 8" not in out and "vec = 1," not in out and "tlx.planned_layout" not in out

@@ -9,7 +9,10 @@ row of banks). :func:`operand_buffer_layouts` does the same for each planned buf
 ``local_load`` feeds one dot operand (``tlx.planned_layout`` on its ``ttg.local_alloc``, set by the
 lowering, then removed) and that no transposed, reshaped or reinterpreted view derives from. With
 ``kpack=2``, ``amd_gemm_pipelined`` on gfx942 then has uTLX's 8 ``ds_write`` and 72 ``ds_read`` instead of
-16 and 80.
+16 and 80. Buffers the planner gave one encoding that feed different operands (its 64 x 128 A and 128 x 64 B
+at ``BLOCK_K=128``) get a layout each, written into the lines of each allocation, its views and their
+uses, where every use is one the rewrite can follow (:func:`_buffers_of`); the fork types each allocation
+on its own.
 
 **Loads carried round a loop.**
 Fork kernels load the next iteration's operands from LDS at the end of an iteration and carry them in
@@ -166,6 +169,76 @@ def operand_swizzle(op_idx: int, k_width: int, shape: list[int], order: list[int
     return k_width, per_phase, max_phase
 
 
+def _load_target(m: re.Match, aliases: dict[str, str]) -> tuple:
+    """``(dot groups or None, buffer shape, element bits)`` of a :data:`_MEMDESC_LOAD` match."""
+    dot = _DOT.search(aliases.get(m["res"], m["res"]))
+    shape = [int(x) for x in m["shape"].split("x")[-2:]]
+    return dot.groups() if dot else None, tuple(shape), int(re.search(r"\d+", m["elem"]).group(0))
+
+
+def _operand_layout(m: re.Match, use: Optional[tuple], aliases: dict[str, str]) -> Optional[str]:
+    """The operand layout for a :data:`_SWIZZLED` alias ``m`` whose loads all are ``use`` (None: keep it)."""
+    if use is None or use[0] is None:
+        return None
+    (op_idx, parent, k_width), shape, bits = use
+    order = [int(x) for x in m.group(5).split(",")]
+    vec, per_phase, max_phase = operand_swizzle(int(op_idx), int(k_width), list(shape), order, bits,
+                                                aliases.get(parent, parent))
+    return (f"#ttg.swizzled_shared<{{vec = {vec}, perPhase = {per_phase}, maxPhase = {max_phase}, "
+            f"order = [{m.group(5)}]}}>")
+
+
+#: Ops that may use a buffer (or a view of it) whose encoding :func:`_buffers_of` gives per allocation: each
+#: takes one buffer and says its type on its own line, so re-encoding that line re-encodes that use.
+_BUFFER_USERS = ("ttg.memdesc_index", "ttg.memdesc_subslice", "ttg.local_load", "ttg.local_store",
+                 "ttg.local_dealloc", "ttg.async_copy_global_to_local", "amdg.buffer_load_to_local")
+_OP = re.compile(r"^\s*(?:%[\w$.#:-]+(?:, %[\w$.#:-]+)* = )?([\w.]+)")
+
+
+def _buffers_of(lines: list[str], enc: str) -> Optional[dict[int, list[int]]]:
+    """Each planned allocation of shared encoding ``enc`` (its line) with the lines of it and its views
+    (``memdesc_index``/``subslice``) and their uses; None when a line naming ``enc`` is not one of them, or
+    uses a buffer other than by :data:`_BUFFER_USERS`, or two of them, or a view's name is not unique."""
+    token = re.compile(re.escape(enc) + r"(?![\w$.-])")
+    defined: dict[str, int] = {}
+    for line in lines:
+        if d := SSA_DEF.match(line.strip()):
+            defined[d.group(1)] = defined.get(d.group(1), 0) + 1
+    owner: dict[str, int] = {}
+    out: dict[int, list[int]] = {}
+    for i, line in enumerate(lines):
+        text = strip_strings(line).strip()
+        if text.startswith("#"):
+            continue
+        d = SSA_DEF.match(text)
+        if PLANNED_LAYOUT in text and re.search(r"= ttg\.local_alloc\b", text) and token.search(text):
+            owner[d.group(1)] = i
+            out[i] = [i]
+            continue
+        users = {owner[n] for n in SSA.findall(text[d.end():] if d else text) if n in owner}
+        if not users:
+            if token.search(text):
+                return None
+            continue
+        op = _OP.match(text)
+        if len(users) != 1 or not op or op.group(1) not in _BUFFER_USERS:
+            return None
+        alloc, = users
+        if op.group(1) in ("ttg.memdesc_index", "ttg.memdesc_subslice"):
+            if defined[d.group(1)] != 1:
+                return None
+            owner[d.group(1)] = alloc
+        out[alloc].append(i)
+    return out
+
+
+def _load_use(lines: list[str], users: list[int], aliases: dict[str, str]) -> Optional[tuple]:
+    """What every ``local_load`` among ``users`` reads into, when they agree (None otherwise)."""
+    targets = {_load_target(m, aliases) if (m := _MEMDESC_LOAD.search(lines[i])) else None
+               for i in users if _OP.match(strip_strings(lines[i]).strip()).group(1) == "ttg.local_load"}
+    return targets.pop() if len(targets) == 1 else None
+
+
 def operand_buffer_layouts(text: str) -> str:
     """``text`` with each planned buffer that feeds one dot operand in that operand's layout, and the
     planner's marks removed."""
@@ -185,22 +258,22 @@ def operand_buffer_layouts(text: str) -> str:
     for line in lines:
         m = _MEMDESC_LOAD.search(line)
         if m and m["enc"] in planned:
-            dot = _DOT.search(aliases.get(m["res"], m["res"]))
-            shape = [int(x) for x in m["shape"].split("x")[-2:]]
-            bits = int(re.search(r"\d+", m["elem"]).group(0))
-            uses.setdefault(m["enc"], set()).add((dot.groups() if dot else None, tuple(shape), bits))
+            uses.setdefault(m["enc"], set()).add(_load_target(m, aliases))
     for i, line in enumerate(lines):
         m = _SWIZZLED.match(line)
-        if not m or m.group(1) not in uses or m.group(1) in other or len(uses[m.group(1)]) != 1:
+        if not m or m.group(1) not in uses or m.group(1) in other:
             continue
-        (dot, shape, bits), = uses[m.group(1)]
-        if dot is None:
+        if len(uses[m.group(1)]) == 1:
+            layout = _operand_layout(m, next(iter(uses[m.group(1)])), aliases)
+            if layout:
+                lines[i] = f"{m.group(1)} = {layout}"
             continue
-        order = [int(x) for x in m.group(5).split(",")]
-        vec, per_phase, max_phase = operand_swizzle(int(dot[0]), int(dot[2]), list(shape), order, bits,
-                                                    aliases.get(dot[1], dot[1]))
-        lines[i] = (f"{m.group(1)} = #ttg.swizzled_shared<{{vec = {vec}, perPhase = {per_phase}, "
-                    f"maxPhase = {max_phase}, order = [{m.group(5)}]}}>")
+        for users in (_buffers_of(lines, m.group(1)) or {}).values():
+            # allocations sharing the planner's encoding but feeding different operands: one layout each
+            layout = _operand_layout(m, _load_use(lines, users, aliases), aliases)
+            token = re.compile(re.escape(m.group(1)) + r"(?![\w$.-])")
+            for j in users if layout else ():
+                lines[j] = token.sub(layout, lines[j])
     return "\n".join(line.replace(f" {{{PLANNED_LAYOUT}}}", "") for line in lines) + "\n"
 
 
