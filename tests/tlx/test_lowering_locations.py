@@ -1,6 +1,6 @@
 """Source locations survive the TLX lowering: each op built or written in place of a placeholder keeps the
-placeholder's location, and the arguments of loop bodies keep theirs through the text lowering's round trip
-(printed, they carry none), so a TLX op's TTGIR (and the PTX ``.loc`` after it) points at the kernel line that
+placeholder's location, and the arguments of loop bodies keep theirs through the round trips of the text
+lowering and the copy fallback (printed, they carry none), so a TLX op's TTGIR (and the PTX ``.loc`` after it) points at the kernel line that
 called it and no location names the lowering's temporary file."""
 from __future__ import annotations
 
@@ -141,8 +141,8 @@ def test_every_op_of_a_tlx_call_carries_its_line(ws_compiled, op):
 def _header_names(ir: str) -> list[list[str]]:
     """The argument names of every ``scf.for`` header (induction variable, then iter_args), without the
     printer's ``_N`` suffix: a name comes from the argument's name location, ``%argN`` from none."""
-    return [[re.sub(r"_\d+$", "", n) for n in re.findall(r"(%[\w$.-]+) = ", line.split(":")[0].split("scf.for", 1)[1])]
-            for line in ir.splitlines() if re.search(r"\bscf\.for %", line)]
+    headers = (re.search(r"\bscf\.for (.*?)(?: -> \(| : )", line) for line in ir.splitlines())
+    return [[re.sub(r"_\d+$", "", n) for n in re.findall(r"(%[\w$.-]+) = ", h.group(1))] for h in headers if h]
 
 
 def test_loop_arguments_keep_their_locations_through_the_lowering(ws_compiled):
@@ -176,3 +176,22 @@ def test_ptx_line_info_points_at_the_tlx_call(ws_compiled, instruction):
         elif re.search(rf"(?:^|\s){re.escape(instruction)}[.:\s]", text):
             seen.add(line)
     assert seen == {_line_of(ws_kernel, PTX_EXPECTED[instruction])}
+
+
+def test_loop_arguments_keep_their_locations_through_the_copy_fallback():
+    """tlx/copy_fallback.py rewrites a module as text too when it makes copies synchronous (here: strides
+    that the JIT does not mark divisible by 16)."""
+    from async_copy_kernels import TILE, unaligned_gemm
+
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", **{n: "i32" for n in (
+        "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")}}
+    consts = {**TILE, "stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
+    sig.update({n: "constexpr" for n in consts})
+    with pytest.warns(UserWarning, match="runs as a synchronous copy"):
+        _, report = pipeline_report(unaligned_gemm, sig, SM90, constexprs=consts, options={"num_warps": 4},
+                                    aligned=("a_ptr", "b_ptr", "c_ptr"), diff_around=("tlx.async_copy_fallback", ))
+    stage = report.stage("ttgir")
+    key = next(k for k in stage.snapshots if k.startswith("after ") and "tlx.async_copy_fallback" in k)
+    before, after = stage.snapshots["before" + key[len("after"):]], stage.snapshots[key]
+    assert before != after and _header_names(before) and all(n != "%arg" for h in _header_names(before) for n in h)
+    assert _header_names(after) == _header_names(before)

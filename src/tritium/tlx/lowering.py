@@ -470,38 +470,6 @@ def _mark_sync(mod: Any, state: _Build) -> None:
             op.get_result(0).set_attr("tlx.sync", state.b.get_string_attr(why))
 
 
-#: Attribute of the constants that carry a block argument's location through the printed module (its index).
-_ARG_LOC = "tlx.arg_loc"
-
-
-def keep_argument_locations(mod: Any) -> None:
-    """Before the module is printed for :func:`lower`: put, at the start of every block with arguments but a
-    function's, a dead constant at each argument's location. The printer writes no location for the
-    arguments of a loop body (``scf.for %k = ...``), so parsed back they would name the temporary file and
-    lose their names; :func:`restore_argument_locations` reads them back from the constants."""
-    ops = triton_compat.module_ops(mod)
-    functions = {op.get_region(i).id() for op in ops if op.get_name() == "tt.func" for i in range(op.get_num_regions())}
-    blocks: dict[int, Any] = {}
-    for op in ops:
-        block = op.get_block()
-        if block is not None and block.get_num_arguments() and block.get_parent().id() not in functions:
-            blocks.setdefault(block.id(), block)
-    b = triton_compat.op_builder(mod.context)
-    for block in blocks.values():
-        b.set_insertion_point_to_start(block)
-        for i in range(block.get_num_arguments()):
-            b.set_loc(block.arg(i).get_loc())
-            b.get_int32(0).set_attr(_ARG_LOC, b.get_string_attr(str(i)))
-
-
-def restore_argument_locations(mod: Any) -> None:
-    """After :func:`lower`'s text is parsed: each block argument gets back the location its constant
-    (:func:`keep_argument_locations`) carried; the constants are dead, left for the canonicalizer."""
-    for op in triton_compat.module_ops(mod):
-        if op.get_name() == "arith.constant" and op.get_str_attr(_ARG_LOC) is not None:
-            op.get_block().arg(int(op.get_str_attr(_ARG_LOC))).set_loc(op.get_result(0).get_loc())
-
-
 class _Lowering:
     """State while lowering one module: handle types, and the laid-out twin of each result."""
 

@@ -18,7 +18,7 @@ from . import triton_compat
 from .diagnostics import reporting_stage
 from .dot_operands import dot_operand_layouts
 from .copy_fallback import amd_coalesce_async_copy, async_copy_fallback
-from .lowering import build, keep_argument_locations, lower, restore_argument_locations
+from .lowering import build, lower
 from .placeholders import is_tlx_module
 from .tma_llvm import finish_tma
 from .triton_compat import ir
@@ -42,9 +42,9 @@ def lower_placeholders(mod: ir.module, ctx: Any) -> ir.module:
     """TLX placeholders -> TritonGPU ops (needs the conversion's layouts, so runs right after it): built in place
     where the bindings can (:func:`.lowering.build`), the rest written as text (:func:`.lowering.lower`)."""
     if build(mod):
-        keep_argument_locations(mod)
+        triton_compat.keep_argument_locations(mod)
         lowered = compat.parse_module(lower(mod.str()), mod.context)
-        restore_argument_locations(lowered)
+        triton_compat.restore_argument_locations(lowered)
         return lowered
     return mod
 
