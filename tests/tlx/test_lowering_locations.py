@@ -1,5 +1,7 @@
-"""Source locations survive the TLX lowering: each op built in place of a placeholder keeps the placeholder's
-location, so a TLX op's TTGIR (and the PTX ``.loc`` after it) points at the kernel line that called it."""
+"""Source locations survive the TLX lowering: each op built or written in place of a placeholder keeps the
+placeholder's location, and the arguments of loop bodies keep theirs through the round trips of the text
+lowering and the copy fallback (printed, they carry none), so a TLX op's TTGIR (and the PTX ``.loc`` after it) points at the kernel line that
+called it and no location names the lowering's temporary file."""
 from __future__ import annotations
 
 import inspect
@@ -12,6 +14,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 import tritium.tlx as tlx
+from tritium.plugins.inspection import pipeline_report
 from tritium.tlx.ttgir_text import source_location
 
 SM90 = GPUTarget("cuda", 90, 32)
@@ -29,12 +32,61 @@ def located_kernel(out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BLOCK), tlx.local_load(tlx.local_view(buf, 0)))
 
 
-def _line_of(tag: str) -> int:
-    lines, start = inspect.getsourcelines(located_kernel.fn)
+@triton.jit
+def ws_kernel(a_desc, c_desc, out_ptr, K, BM: tl.constexpr, BK: tl.constexpr):
+    """A producer task TMA-loads A tiles that the default task multiplies by their transpose (async_dot), then
+    stores through shared memory by TMA and reads back with local_load: built ops, text-lowered TMA ops and
+    outlined tasks, with loops in both tasks."""
+    a_bufs = tlx.local_alloc((BM, BK), tl.float16, 2)  # line: a_bufs
+    c_bufs = tlx.local_alloc((BM, BM), tl.float16, 1)  # line: c_bufs
+    full = tlx.alloc_barriers(num_barriers=2, arrive_count=1)  # line: full
+    empty = tlx.alloc_barriers(num_barriers=2, arrive_count=1)  # line: empty
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            acc = tl.zeros((BM, BM), tl.float32)
+            for k in range(0, K, BK):
+                s = (k // BK) % 2
+                tlx.barrier_wait(tlx.local_view(full, s), (k // BK // 2) & 1)  # line: wait full
+                a = tlx.local_view(a_bufs, s)
+                acc = tlx.async_dot(a, tlx.local_trans(a), acc)  # line: async_dot
+                acc = tlx.async_dot_wait(0, acc)  # line: async_dot_wait
+                tlx.barrier_arrive(tlx.local_view(empty, s))  # line: arrive empty
+            c = tlx.local_view(c_bufs, 0)
+            tlx.local_store(c, acc.to(tl.float16))  # line: local_store
+            tlx.fence_async_shared()  # line: fence
+            tlx.async_descriptor_store(c_desc, c, [0, 0])  # line: tma store
+            tlx.async_descriptor_store_wait(0)  # line: store wait
+            offs = tl.arange(0, BM)
+            tl.store(out_ptr + offs[:, None] * BM + offs[None, :], tlx.local_load(c))  # line: local_load
+        with tlx.async_task(num_warps=1, registers=24):
+            for k in range(0, K, BK):
+                s = (k // BK) % 2
+                tlx.barrier_wait(tlx.local_view(empty, s), ((k // BK // 2) & 1) ^ 1)  # line: wait empty
+                bar = tlx.local_view(full, s)
+                tlx.barrier_expect_bytes(bar, BM * BK * 2)  # line: expect
+                tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, s), [0, k], bar,  # line: tma load
+                                          eviction_policy="evict_last")
+
+
+WS_SIGNATURE = {"a_desc": "tensordesc<fp16[64, 64]>", "c_desc": "tensordesc<fp16[64, 64]>", "out_ptr": "*fp16",
+                "K": "i32", "BM": "constexpr", "BK": "constexpr"}
+WS_CONSTS = {"BM": 64, "BK": 64}
+
+
+def _line_of(kernel, tag: str) -> int:
+    lines, start = inspect.getsourcelines(kernel.fn)
     return start + next(i for i, line in enumerate(lines) if line.rstrip().endswith(f"# line: {tag}"))
 
 
-#: TTGIR op -> the TLX call whose line it must carry.
+def _op_lines(ttgir: str, op: str) -> list[str]:
+    return [line for line in ttgir.splitlines() if re.match(rf"^\s*(?:%\S+ = )?{re.escape(op)}\b", line)]
+
+
+def _where(ttgir: str, line: str) -> str:
+    return source_location(ttgir, re.search(r" loc\(.*\)$", line).group(0))
+
+
+#: TTGIR op -> the TLX call whose line it must carry (located_kernel).
 EXPECTED = {"ttng.init_barrier": "alloc_barriers", "ttg.local_dealloc": "alloc_barriers",
             "ttng.arrive_barrier": "barrier_arrive", "ttng.wait_barrier": "barrier_wait",
             "ttng.fence_async_shared": "fence_async_shared"}
@@ -45,7 +97,101 @@ def test_a_tlx_op_keeps_its_kernel_line(op):
     k = triton.compile(ASTSource(located_kernel, {"out_ptr": "*fp32"}, {"BLOCK": 128}), target=SM90,
                        options={"num_warps": 4})
     ttgir = k.asm["ttgir"]
-    found = [line for line in ttgir.splitlines() if re.match(rf"^\s*(?:%\S+ = )?{re.escape(op)}\b", line)]
+    found = _op_lines(ttgir, op)
     assert found, f"{op} is not in the TTGIR"
-    loc = re.search(r" loc\(.*\)$", found[0]).group(0)
-    assert source_location(ttgir, loc) == f"{located_kernel.fn.__code__.co_filename}:{_line_of(EXPECTED[op])}"
+    path = located_kernel.fn.__code__.co_filename
+    assert _where(ttgir, found[0]) == f"{path}:{_line_of(located_kernel, EXPECTED[op])}"
+
+
+#: TTGIR op -> the TLX calls of ws_kernel whose lines its instances carry, all of them and no other.
+WS_EXPECTED = {
+    "ttg.local_alloc": ("a_bufs", "c_bufs", "full", "empty"),
+    "ttng.init_barrier": ("full", "empty"),
+    "ttg.local_dealloc": ("full", "empty"),
+    "ttng.wait_barrier": ("wait full", "wait empty"),
+    "ttg.memdesc_trans": ("async_dot", ),
+    "ttng.warp_group_dot": ("async_dot", ),
+    "ttng.warp_group_dot_wait": ("async_dot_wait", ),
+    "ttng.arrive_barrier": ("arrive empty", ),
+    "ttg.local_store": ("local_store", ),
+    "ttg.local_load": ("local_load", ),
+    "ttng.fence_async_shared": ("fence", ),
+    "ttng.async_tma_copy_local_to_global": ("tma store", ),  # text lowerings from here
+    "ttng.async_tma_store_wait": ("store wait", ),
+    "ttng.barrier_expect": ("expect", ),
+    "ttng.async_tma_copy_global_to_local": ("tma load", ),  # under the L2 hint's name location
+}
+
+
+@pytest.fixture(scope="module")
+def ws_compiled():
+    return pipeline_report(ws_kernel, WS_SIGNATURE, SM90, constexprs=WS_CONSTS, options={"num_warps": 4},
+                           diff_around=("tlx.lower_placeholders", ))
+
+
+@pytest.mark.parametrize("op", sorted(WS_EXPECTED))
+def test_every_op_of_a_tlx_call_carries_its_line(ws_compiled, op):
+    ttgir = ws_compiled[0].asm["ttgir"]
+    found = _op_lines(ttgir, op)
+    assert found, f"{op} is not in the TTGIR"
+    path = ws_kernel.fn.__code__.co_filename
+    assert {_where(ttgir, line) for line in found} == {f"{path}:{_line_of(ws_kernel, t)}" for t in WS_EXPECTED[op]}
+
+
+def _header_names(ir: str) -> list[list[str]]:
+    """The argument names of every ``scf.for`` header (induction variable, then iter_args), without the
+    printer's ``_N`` suffix: a name comes from the argument's name location, ``%argN`` from none."""
+    headers = (re.search(r"\bscf\.for (.*?)(?: -> \(| : )", line) for line in ir.splitlines())
+    return [[re.sub(r"_\d+$", "", n) for n in re.findall(r"(%[\w$.-]+) = ", h.group(1))] for h in headers if h]
+
+
+def test_loop_arguments_keep_their_locations_through_the_lowering(ws_compiled):
+    stage = ws_compiled[1].stage("ttgir")
+    key = next(k for k in stage.snapshots if k.startswith("after ") and "tlx.lower_placeholders" in k)
+    before, after = stage.snapshots["before" + key[len("after"):]], stage.snapshots[key]
+    assert _header_names(before) == [["%k", "%acc"], ["%k"]]
+    assert _header_names(after) == _header_names(before)
+    assert "tritium-" not in after and ".mlir\"" not in after
+
+
+def test_no_location_names_a_temporary_file(ws_compiled):
+    k = ws_compiled[0]
+    for asm in ("ttgir", "llir", "ptx"):
+        assert "tritium-" not in k.asm[asm] and ".mlir\"" not in k.asm[asm], asm
+    assert _header_names(k.asm["ttgir"])[1] == ["%k"]  # the producer's loop, which no stock pass rewrites
+
+
+#: PTX instruction -> the TLX call of ws_kernel on whose line the ``.loc`` before it is.
+PTX_EXPECTED = {"wgmma.mma_async": "async_dot", "fence.proxy.async": "fence", "mbarrier.arrive.expect_tx": "expect",
+                "cp.async.bulk.tensor.2d.global.shared": "tma store", "cp.async.bulk.tensor.2d.shared": "tma load"}
+
+
+@pytest.mark.parametrize("instruction", sorted(PTX_EXPECTED))
+def test_ptx_line_info_points_at_the_tlx_call(ws_compiled, instruction):
+    ptx, line, seen = ws_compiled[0].asm["ptx"], None, set()
+    for text in ptx.splitlines():
+        m = re.match(r"\s*\.loc\s+\d+\s+(\d+)\s", text)
+        if m:
+            line = int(m.group(1))
+        elif re.search(rf"(?:^|\s){re.escape(instruction)}[.:\s]", text):
+            seen.add(line)
+    assert seen == {_line_of(ws_kernel, PTX_EXPECTED[instruction])}
+
+
+def test_loop_arguments_keep_their_locations_through_the_copy_fallback():
+    """tlx/copy_fallback.py rewrites a module as text too when it makes copies synchronous (here: strides
+    that the JIT does not mark divisible by 16)."""
+    from async_copy_kernels import TILE, unaligned_gemm
+
+    sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", **{n: "i32" for n in (
+        "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn")}}
+    consts = {**TILE, "stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
+    sig.update({n: "constexpr" for n in consts})
+    with pytest.warns(UserWarning, match="runs as a synchronous copy"):
+        _, report = pipeline_report(unaligned_gemm, sig, SM90, constexprs=consts, options={"num_warps": 4},
+                                    aligned=("a_ptr", "b_ptr", "c_ptr"), diff_around=("tlx.async_copy_fallback", ))
+    stage = report.stage("ttgir")
+    key = next(k for k in stage.snapshots if k.startswith("after ") and "tlx.async_copy_fallback" in k)
+    before, after = stage.snapshots["before" + key[len("after"):]], stage.snapshots[key]
+    assert before != after and _header_names(before) and all(n != "%arg" for h in _header_names(before) for n in h)
+    assert _header_names(after) == _header_names(before)

@@ -42,7 +42,10 @@ def lower_placeholders(mod: ir.module, ctx: Any) -> ir.module:
     """TLX placeholders -> TritonGPU ops (needs the conversion's layouts, so runs right after it): built in place
     where the bindings can (:func:`.lowering.build`), the rest written as text (:func:`.lowering.lower`)."""
     if build(mod):
-        return compat.parse_module(lower(mod.str()), mod.context)
+        triton_compat.keep_argument_locations(mod)
+        lowered = compat.parse_module(lower(mod.str()), mod.context)
+        triton_compat.restore_argument_locations(lowered)
+        return lowered
     return mod
 
 

@@ -48,7 +48,8 @@ __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_
            "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
            "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait", "cluster_barrier_ops", "ptx_tma_load",
            "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy", "module_ops", "op_builder",
-           "parse_types", "mark_dead", "mbarrier_arrive", "warpgroup_mma"]
+           "parse_types", "mark_dead", "keep_argument_locations", "restore_argument_locations", "mbarrier_arrive",
+           "warpgroup_mma"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
 unwrap_if_constexpr = _unwrap_if_constexpr
@@ -243,6 +244,39 @@ def mark_dead(builder: Any, placeholder: ir.operation) -> None:
     """Leave a placeholder whose ops were built for CSE to remove: the bindings cannot erase an op, and a pure
     inline asm whose result nothing uses is dead."""
     placeholder.get_result(0).set_attr("pure", builder.get_bool_attr(True))
+
+
+#: Attribute of the constants that carry a block argument's location through the printed module (its index).
+_ARG_LOC = "tlx.arg_loc"
+
+
+def keep_argument_locations(mod: Any) -> None:
+    """Before a module is printed to be edited as text and parsed back (tlx/pipeline.py, tlx/copy_fallback.py):
+    put, at the start of every block with arguments but a function's, a dead constant at each argument's
+    location. The printer writes no location for the arguments of a loop body (``scf.for %k = ...``), so parsed
+    back they would name the temporary file and lose their names; :func:`restore_argument_locations` reads
+    them back from the constants."""
+    ops = module_ops(mod)
+    functions = {op.get_region(i).id() for op in ops if op.get_name() == "tt.func" for i in range(op.get_num_regions())}
+    blocks: dict[int, Any] = {}
+    for op in ops:
+        block = op.get_block()
+        if block is not None and block.get_num_arguments() and block.get_parent().id() not in functions:
+            blocks.setdefault(block.id(), block)
+    b = op_builder(mod.context)
+    for block in blocks.values():
+        b.set_insertion_point_to_start(block)
+        for i in range(block.get_num_arguments()):
+            b.set_loc(block.arg(i).get_loc())
+            b.get_int32(0).set_attr(_ARG_LOC, b.get_string_attr(str(i)))
+
+
+def restore_argument_locations(mod: Any) -> None:
+    """After the edited text is parsed back: each block argument gets back the location its constant
+    (:func:`keep_argument_locations`) carried; the constants are dead, left for the canonicalizer."""
+    for op in module_ops(mod):
+        if op.get_name() == "arith.constant" and op.get_str_attr(_ARG_LOC) is not None:
+            op.get_block().arg(int(op.get_str_attr(_ARG_LOC))).set_loc(op.get_result(0).get_loc())
 
 
 def mbarrier_arrive(builder: Any, bar: Any, count: int, pred: Any) -> None:
