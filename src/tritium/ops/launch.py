@@ -139,9 +139,12 @@ class Call:
                                  for x, ok in zip((a, b), self.in_place))
             self.blocks = tuple(tuple(blk) for blk in variant.descriptor_blocks(plan.config))
             self.templates = [None, None, None]  # the first host TensorDescriptor of each operand
-            tiles = triton.cdiv(M, plan.config.BM) * triton.cdiv(N, plan.config.BN) * variant.units(plan.config)
+            cluster = getattr(plan.config, "CLUSTER", 1)  # CTAs of a cluster sharing B: the grid counts CTAs
+            tiles = triton.cdiv(M, plan.config.BM * cluster) * triton.cdiv(N, plan.config.BN) * variant.units(plan.config)
             sms = sm_count(a.device)
-            self.grid = (variant.programs(M, N, K, plan.config, sms) if variant.programs else min(sms, tiles), 1, 1)
+            self.grid = (variant.programs(M, N, K, plan.config, sms) if variant.programs
+                         else min(sms // cluster, tiles) * cluster, 1, 1)
+            self.cluster = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
         else:
             self.c_dtype, self.c_shape, self.zero = out_dtype, (M, N), False
             self.in_place = (pointer_in_place(a), pointer_in_place(b))
@@ -216,6 +219,7 @@ class Call:
         consts = {**self.variant.constexprs(self.plan.config), **self.call_constexprs, "PDL": self.pdl,
                   "launch_pdl": self.pdl}
         if self.variant.tma:
+            consts.update(self.cluster)
             return [*(self._host_descriptor(i, t) for i, t in enumerate((a, b, c))), self.M, self.N, self.K,
                     *extra], consts
         align = pipelined._stride_align(self.strides[0][0], self.strides[1][0], self.K, self.N)
