@@ -326,3 +326,13 @@ def test_scaled_matmul_strided_scales_no_backward_and_empty_problems():
     assert scaled_matmul(a[:0].detach(), b, sa[:0], sb).shape == (0, 24)
     z = scaled_matmul(a[:, :0].detach(), b[:0], sa, sb, torch.float16)
     assert z.shape == (20, 24) and z.dtype == torch.float16 and not z.any()
+
+
+def test_a_cluster_plan_runs_as_one_cta_programs_under_the_interpreter():
+    """The interpreter runs clusters of one CTA, so a plan whose CTAs would share B in pairs runs unpaired."""
+    from tritium.ops.launch import call_for
+    assert plans.LARGE_PLAN.config.CLUSTER == 2
+    a, b = _operands(300, 260, 96, torch.float16, False)
+    call = call_for(plans.LARGE_PLAN, a, b, torch.float16)
+    assert call.plan.config.CLUSTER == 1
+    assert _rel_err(call(a, b), a, b) < 1e-2

@@ -159,6 +159,29 @@ def cluster_tile(unit, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr, rank):
 
 
 @triton.jit
+def unit_range(lo, num_units, num_pid_m, num_pid_n, CLUSTER: tl.constexpr):
+    """``(first, end, step)`` of the work units of the program whose first unit is ``lo`` (its program id, or
+    stream-K's): its own, or with ``CLUSTER=2`` its pair's, the tile pairs sharing B (:func:`cluster_tile`)."""
+    if CLUSTER == 2:
+        return lo // 2, tl.cdiv(num_pid_m, 2) * num_pid_n, tl.num_programs(0) // 2
+    return lo, num_units, tl.num_programs(0)
+
+
+@triton.jit
+def unit_tile(unit, num_pid_m, num_pid_n, k_per_unit, k_tiles, GROUP_SIZE_M: tl.constexpr, SPLIT_K: tl.constexpr,
+              CLUSTER: tl.constexpr, rank):
+    """``(pid_m, pid_n, k_lo, k_hi)`` of work unit ``unit``: its tile in grouped order (:func:`grouped_tile`; with
+    ``CLUSTER=2`` this CTA's tile of the pair, :func:`cluster_tile`) and its K steps (all of them, or with
+    ``SPLIT_K`` > 1 the unit % SPLIT_K-th of the ``k_per_unit``-step slices)."""
+    if CLUSTER == 2:
+        pid_m, pid_n = cluster_tile(unit, num_pid_m, num_pid_n, GROUP_SIZE_M, rank)
+    else:
+        pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
+    k_lo = (unit % SPLIT_K) * k_per_unit
+    return pid_m, pid_n, k_lo, min(k_lo + k_per_unit, k_tiles)
+
+
+@triton.jit
 def load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles,
                BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
                NUM_STAGES: tl.constexpr, SPLIT_A: tl.constexpr, SPLIT_K: tl.constexpr = 1,
@@ -169,19 +192,17 @@ def load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m
     is a pair of tiles sharing B, taken by the pair of CTAs of a cluster (:func:`load_cluster_steps`)."""
     k_per_unit = tl.cdiv(k_tiles, SPLIT_K)
     it = 0
-    if CLUSTER == 2:
-        rank = tlx.cluster_cta_rank()
-        pairs = tl.cdiv(num_pid_m, 2) * num_pid_n
-        for unit in range(tl.program_id(0) // 2, pairs, tl.num_programs(0) // 2):
-            pid_m, pid_n = cluster_tile(unit, num_pid_m, num_pid_n, GROUP_SIZE_M, rank)
-            it = load_cluster_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, rank, k_tiles, BM,
-                                    BN, BK, NUM_STAGES)
-    else:
-        for unit in range(tl.program_id(0), num_units, tl.num_programs(0)):
-            pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
-            k_lo = (unit % SPLIT_K) * k_per_unit
-            it = load_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, k_lo,
-                            min(k_lo + k_per_unit, k_tiles), BM, BN, BK, NUM_STAGES, SPLIT_A, B_K_MAJOR)
+    rank = tlx.cluster_cta_rank() if CLUSTER == 2 else 0
+    first, end, step = unit_range(tl.program_id(0), num_units, num_pid_m, num_pid_n, CLUSTER)
+    for unit in range(first, end, step):
+        pid_m, pid_n, k_lo, k_hi = unit_tile(unit, num_pid_m, num_pid_n, k_per_unit, k_tiles, GROUP_SIZE_M, SPLIT_K,
+                                             CLUSTER, rank)
+        if CLUSTER == 2:
+            it = load_cluster_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, rank, k_hi, BM, BN,
+                                    BK, NUM_STAGES)
+        else:
+            it = load_steps(a_desc, b_desc, a_bufs, b_bufs, full, empty, it, pid_m, pid_n, k_lo, k_hi, BM, BN, BK,
+                            NUM_STAGES, SPLIT_A, B_K_MAJOR)
 
 
 @triton.jit
@@ -260,30 +281,21 @@ def consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, lo, num_units, nu
     HALF_M: tl.constexpr = BM // 2
     it = 0
     stores = 0  # TMA stores issued so far (the store ring's counter)
-    if CLUSTER == 2:
-        rank = tlx.cluster_cta_rank()
-        for unit in range(lo // 2, tl.cdiv(num_pid_m, 2) * num_pid_n, tl.num_programs(0) // 2):
-            pid_m, pid_n = cluster_tile(unit, num_pid_m, num_pid_n, GROUP_SIZE_M, rank)
-            acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-            it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, 0, k_tiles, r, NUM_STAGES, True, 1, False,
-                                rank ^ 1)
-            acc = release_last(acc, empty, it, NUM_STAGES, rank ^ 1)
-            stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, pid_m * BM + r * HALF_M, 1, pid_n, HALF_M,
-                                    BN, EPILOGUE_SUBTILES)
-    else:
-        for unit in range(lo, num_units, tl.num_programs(0)):
-            pid_m, pid_n = grouped_tile(unit // SPLIT_K, num_pid_m, num_pid_n, GROUP_SIZE_M)
-            k_lo = (unit % SPLIT_K) * k_per_unit
-            acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
-            it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, min(k_lo + k_per_unit, k_tiles), r,
-                                NUM_STAGES, True, 1, B_K_MAJOR)
-            acc = release_last(acc, empty, it, NUM_STAGES)
-            off_m = pid_m * BM + r * HALF_M
-            if scale_a_ptr is not None:
-                acc = scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, pid_n * BN, M, N, HALF_M, BN, ROW_SCALES,
-                                 COL_SCALES)
-            stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, off_m, 1, pid_n, HALF_M, BN, EPILOGUE_SUBTILES,
-                                    SPLIT_K > 1)
+    rank = tlx.cluster_cta_rank() if CLUSTER == 2 else 0
+    peer = rank ^ 1 if CLUSTER == 2 else None  # releases each stage in the pair's other CTA too
+    first, end, step = unit_range(lo, num_units, num_pid_m, num_pid_n, CLUSTER)
+    for unit in range(first, end, step):
+        pid_m, pid_n, k_lo, k_hi = unit_tile(unit, num_pid_m, num_pid_n, k_per_unit, k_tiles, GROUP_SIZE_M, SPLIT_K,
+                                             CLUSTER, rank)
+        acc = tl.zeros((HALF_M, BN), dtype=tl.float32)
+        it, acc = mma_steps(a_bufs, b_bufs, full, empty, it, acc, k_lo, k_hi, r, NUM_STAGES, True, 1, B_K_MAJOR, peer)
+        acc = release_last(acc, empty, it, NUM_STAGES, peer)
+        off_m = pid_m * BM + r * HALF_M
+        if scale_a_ptr is not None:
+            acc = scale_tile(acc, scale_a_ptr, scale_b_ptr, off_m, pid_n * BN, M, N, HALF_M, BN, ROW_SCALES,
+                             COL_SCALES)
+        stores = store_subtiles(c_desc, c_bufs, stores, 2 * r, acc, off_m, 1, pid_n, HALF_M, BN, EPILOGUE_SUBTILES,
+                                SPLIT_K > 1)
     return it, stores
 
 
