@@ -110,3 +110,23 @@ def test_warp_specialized_kernels_publish_their_barriers_in_every_task():
                          options={"num_warps": 4, **PAIR}).asm["ptx"]
     assert ptx.count("barrier.cluster.wait") == 2  # one per task; the one after the allocation is dropped
     assert "mbarrier.arrive.shared::cluster.b64" in ptx
+
+
+def test_the_interpreter_refuses_clusters_of_several_ctas():
+    """Under TRITON_INTERPRET=1 every program runs alone, so a cluster op in a launch with ctas_per_cga > 1 says so
+    (run in a fresh process: the interpreter is chosen when triton is imported)."""
+    import os
+    import subprocess
+    code = ("import torch, cluster_kernels as ck\n"
+            "out = torch.zeros(8, 2, dtype=torch.int32)\n"
+            "ck.cluster_registers[(8,)](out)\n"
+            "assert out.tolist() == [[0, 1]] * 8\n"
+            "try:\n"
+            "    ck.cluster_registers[(8,)](out, ctas_per_cga=(2, 1, 1))\n"
+            "except Exception as e:\n"
+            "    print(e)\n")
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert "tlx.cluster_cta_rank: the TLX interpreter runs each program as a cluster of one CTA, so " \
+           "ctas_per_cga=(2, 1, 1) needs the GPU" in out.stdout + out.stderr, out.stderr[-2000:]

@@ -668,19 +668,30 @@ class RemoteBarrier:
         self.bar = bar
 
 
+def _one_cta(op: str) -> None:
+    """Refuse a cluster op in a launch with clusters of several CTAs: the interpreter runs each program alone."""
+    shape = triton_compat.interpreter_launch_option("ctas_per_cga", None)
+    if shape is not None and math.prod(shape) > 1:
+        raise NotImplementedError(f"tlx.{op}: the TLX interpreter runs each program as a cluster of one CTA, so "
+                                  f"ctas_per_cga={tuple(shape)} needs the GPU")
+
+
 def _own_cta(rank: Any, op: str, arg: str) -> None:
     """The compile path's rank check, also of a run-time rank, whose value is known here."""
+    _one_cta(op)
     args.check_remote_rank(rank, op, arg)
     args.check_remote_rank(_as_int(rank), op, arg)
 
 
 @interprets
 def cluster_cta_rank() -> tl.tensor:
+    _one_cta("cluster_cta_rank")
     return _scalar(0, tl.int32)
 
 
 @interprets
 def cluster_size_1d() -> tl.tensor:
+    _one_cta("cluster_size_1d")
     return _scalar(1, tl.int32)
 
 
@@ -764,6 +775,8 @@ def async_descriptor_load(desc: Any, result: Any, offsets: Sequence[Any], barrie
                           cache_modifier: str = "", eviction_policy: str = "",
                           multicast_targets: Sequence[Any] = [], two_ctas: bool = False) -> None:
     """Read the tile now; it lands (and its bytes count on ``barrier``) when the barrier is waited on."""
+    if multicast_targets:
+        _one_cta("async_descriptor_load")
     evict = tma.check_descriptor_load(desc, result, offsets, barrier, pred, cache_modifier, eviction_policy,
                                       multicast_targets, two_ctas)
     dst, bar = _value(result), _value(barrier)

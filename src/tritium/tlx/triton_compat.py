@@ -45,7 +45,7 @@ __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_
            "statement_location", "with_statement", "visit_body", "SubRegion", "interpreter_semantic",
            "interpreter_builder", "interpreter_program", "np_dtype", "TensorHandle", "ASTTransformer",
            "enum_value", "CACHE_POLICY", "async_copy_hints", "async_copy", "semantic_load", "semantic_descriptor_load",
-           "interpreter_masked_load", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
+           "interpreter_masked_load", "interpreter_launch_option", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
            "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait", "cluster_barrier_ops", "ptx_tma_load",
            "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy", "module_ops", "op_builder",
            "parse_types", "mark_dead", "keep_argument_locations", "restore_argument_locations", "mbarrier_arrive",
@@ -362,19 +362,25 @@ def interpreter_masked_load(builder: Any, ptrs: Any, mask: Any) -> Any:
     return builder.create_masked_load(ptrs, mask, None, *([None] * hints), False)
 
 
-def interpreter_num_warps(default: int = 4) -> int:
-    """``num_warps`` of the ``TRITON_INTERPRET=1`` launch running on this thread (Triton's default if none).
+def interpreter_launch_option(name: str, default: Any) -> Any:
+    """Launch option ``name`` of the ``TRITON_INTERPRET=1`` launch running on this thread (``default`` if none).
 
-    The interpreter ignores launch options, so it is read from the launching ``InterpretedFunction.run``
-    frame; the TLX interpreter needs it to count the threads of a named barrier.
+    The interpreter ignores launch options, so they are read from the launching ``InterpretedFunction.run``
+    frame: the TLX interpreter needs ``num_warps`` to count the threads of a named barrier, and refuses clusters
+    of several CTAs (``ctas_per_cga``), which it does not model.
     """
     from triton.runtime.interpreter import InterpretedFunction
     frame = sys._getframe(1)
     while frame is not None:
         if frame.f_code is InterpretedFunction.run.__code__:
-            return int(frame.f_locals.get("kwargs", {}).get("num_warps", default))
+            return frame.f_locals.get("kwargs", {}).get(name, default)
         frame = frame.f_back
     return default
+
+
+def interpreter_num_warps(default: int = 4) -> int:
+    """``num_warps`` of the interpreted launch (:func:`interpreter_launch_option`)."""
+    return int(interpreter_launch_option("num_warps", default))
 
 
 #: Triton >= 3.8 names a variable's IR values (``create_name_loc``) through ``value._set_name(builder,
