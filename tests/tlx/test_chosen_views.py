@@ -136,3 +136,23 @@ def test_fork_hopper_gemm_ws_in_pairs_of_ctas_compiles(tmp_path, monkeypatch):
     ptx, = [p.read_text() for p in _hopper_gemm_ws_pair(patched, tmp_path / "patched", monkeypatch)]
     assert "multicast::cluster" in ptx and "mapa.shared::cluster" in ptx
     assert re.search(r"selp\.b32\s+%r\d+, 0, 16384, %p\d+;", ptx)  # rows 0 or 128 of the 256 x 64 B tile
+
+
+@triton.jit
+def _member_choice(out_ptr, c, B: tl.constexpr):
+    spec = tlx.storage_alias_spec(buffer_size_bytes=4 * B * B * 2)
+    a = tlx.local_alloc((B, B), tl.float16, 2, reuse=spec)
+    b = tlx.local_alloc((B, B), tl.float16, 2, reuse=spec)
+    spec.set_buffer_overlap(tlx.reuse_group(a, b, group_type=tlx.reuse_group_type.distinct))
+    if c > 0:
+        m = a
+    else:
+        m = b
+    offs = tl.arange(0, B)[:, None] * B + tl.arange(0, B)[None, :]
+    tl.store(out_ptr + offs, tlx.local_load(tlx.local_view(m, 1)))
+
+
+def test_indexing_a_choice_of_aliased_allocations_placed_differently_is_refused():
+    with pytest.raises(Exception, match=r"tlx\.local_view at .*test_chosen_views\.py:\d+: the buffers are chosen by a "
+                                        r"run-time if among allocations of a storage_alias_spec placed differently"):
+        _compile(_member_choice, {"out_ptr": "*fp16", "c": "i32", "B": "constexpr"}, SM90, B=32)
