@@ -394,11 +394,11 @@ class _Build:
                                        ",".join(["=r"] + ["r"] * len(ins)), ins, [p.result.get_type()], False, 1)
         p.result.replace_all_uses_with(asm.get_result(0))
 
-    def merge(self, op: Any, before: list, at: Optional[tuple[str, Any]]) -> None:
+    def merge(self, op: Any, found: list, k: int, at: Optional[tuple[str, Any]]) -> None:
         """Views chosen by a run-time condition: results of the ``scf.if`` (or, once the canonicalizer has turned
         an ``if`` choosing between views made before it into one, of the ``arith.select``) ``op`` that are the
         dummies of a view in both branches. The ``if`` is rebuilt to yield the branches' memdescs too (before
-        ``op``, at ``at``: where :func:`build` appends to its block; ``before`` is the walk up to ``op``), a
+        ``op``, at ``at``: where :func:`build` appends to its block; ``op`` is ``found[k]`` of its walk), a
         select becomes such an ``if``, and the memdesc it yields is the chosen view (:meth:`_anchor`): a memdesc
         result of ``scf.if`` is what Triton's shared-memory alias analysis joins, as it does for loops."""
         b = self.b
@@ -416,7 +416,8 @@ class _Build:
             return
         regions = [op.get_region(0).id(), op.get_region(1).id()]
         yields: list[Any] = [None, None]
-        for o in reversed(before):
+        for j in range(k - 1, -1, -1):  # the if's own yields end its regions, just before it in the walk
+            o = found[j][0]
             if o.get_name() == "scf.yield" and o.get_block().get_parent().id() in regions:
                 yields[regions.index(o.get_block().get_parent().id())] = o
                 if all(yields):
@@ -449,8 +450,8 @@ class _Build:
     def chosen(self, dummy: Any, view: Any, then: Any, other: Any) -> None:
         """``view`` (a memdesc chosen between ``then`` and ``other``) is the view of the placeholder result ``dummy``.
         The text lowering names built buffers by a tag on their one-line op, so there it is first seen through a
-        reinterpret to its own type (which the canonicalizer folds). An index into aliased buffers (index_map)
-        follows the candidates' placement, when they agree."""
+        subslice at offset 0 to its own type (no instructions; 3.8+ refuse a reinterpret of a subview). An index
+        into aliased buffers (index_map) follows the candidates' placement, when they agree."""
         if self.tagging:
             rank = len(re.match(r"!ttg\.memdesc<((?:\d+x)+)", str(view.get_type()))[1].rstrip("x").split("x"))
             view = self.b.create_memdesc_subslice(view.get_type(), view, [0] * rank)
@@ -514,7 +515,7 @@ def build(mod: Any) -> bool:
             state.values, state.by_result, state.barriers, state.native = _Built(), {}, [], {}
             continue
         if name in ("scf.if", "arith.select") and op.get_num_results():
-            state.merge(op, [o for o, _ in found[:k]], end.get(block.id()))
+            state.merge(op, found, k, end.get(block.id()))
         if p is None or p.name not in LOWERINGS:
             if block is not None:
                 end[block.id()] = ("op", op)

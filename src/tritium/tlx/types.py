@@ -79,7 +79,8 @@ class buffered_tensor_type(base_type):
         return f"TLXB{self.element_ty.mangle()}S{shape}A{alloc}N{self.num}I{self.id}{'M' if self.barrier else ''}B"
 
 
-#: Makes the view an ``if`` yields, ``(semantic, "file:line" of the if, handle, type) -> buffered_tensor``: registered by tlx/mem.py.
+#: Makes the view an ``if`` yields, ``(semantic, "file:line" of the if, handle, type) -> buffered_tensor``;
+#: tlx/mem.py registers it.
 _IF_RESULT: List[Callable[[Any, str, ir.value, buffered_tensor_type], "buffered_tensor"]] = []
 
 
