@@ -163,6 +163,7 @@ class _Build:
         self.native: dict[int, Any] = {}  # id of a converted result -> the laid-out value it converts
         self.wgmma_a: dict[int, Any] = {}  # wgmma_a placeholder id -> its operand in the wgmma A layout
         self.sync: list[Optional[str]] = []  # per built async copy, in program order: why it must be synchronous
+        self.mixed: set[int] = set()  # id of a chosen view (see merge) of aliased buffers placed unlike
 
     def type(self, printed: str) -> Any:
         return self.types[printed]
@@ -221,8 +222,14 @@ class _Build:
 
     @lowers("anchor")
     def _anchor(self, p: _Op) -> None:
-        """A buffer from another function, by SSA value when it names one (see tlx/mem.py)."""
+        """A buffer from another function, by SSA value when it names one, or the one a run-time ``if`` chose
+        (see tlx/mem.py and :meth:`merge`)."""
         view = self.by_result.get(p.operands[0].id())
+        if view is None and "chosen" in p.payload:
+            raise ValueError(f"tlx: the buffer view chosen by the run-time if at {p.payload['chosen']} does not come "
+                             "from an scf.if whose branches both yield a view (a branch that returns makes the if "
+                             "jumps between blocks, which tritium does not follow); choose the view in an if "
+                             "without a return, or index the buffers by a run-time value")
         self.define(p.payload["id"], view if view is not None else self.values[p.payload["src"]], p.result)
 
     @lowers("dump_layout")
@@ -235,6 +242,10 @@ class _Build:
     def _memdesc_index(self, p: _Op) -> None:
         a, b = p.payload, self.b
         src, index = self.values[a["src"]], p.operands[0]
+        if src.id() in self.mixed:
+            raise ValueError(f"tlx.local_view at {self.where(p)}: the buffers are chosen by a run-time if among "
+                             "allocations of a storage_alias_spec placed differently, and where buffer i lies in "
+                             "the shared backing is fixed when compiling; index each allocation in its branch")
         if src.id() in self.index_map:  # buffer i of an aliased member: (i // G) * scale + off + i % G
             scale, off, group = self.index_map[src.id()]
             g = b.get_int32(group)
@@ -383,6 +394,74 @@ class _Build:
                                        ",".join(["=r"] + ["r"] * len(ins)), ins, [p.result.get_type()], False, 1)
         p.result.replace_all_uses_with(asm.get_result(0))
 
+    def merge(self, op: Any, found: list, k: int, at: Optional[tuple[str, Any]]) -> None:
+        """Views chosen by a run-time condition: results of the ``scf.if`` (or, once the canonicalizer has turned
+        an ``if`` choosing between views made before it into one, of the ``arith.select``) ``op`` that are the
+        dummies of a view in both branches. The ``if`` is rebuilt to yield the branches' memdescs too (before
+        ``op``, at ``at``: where :func:`build` appends to its block; ``op`` is ``found[k]`` of its walk), a
+        select becomes such an ``if``, and the memdesc it yields is the chosen view (:meth:`_anchor`): a memdesc
+        result of ``scf.if`` is what Triton's shared-memory alias analysis joins, as it does for loops."""
+        b = self.b
+        if op.get_name() == "arith.select":
+            then, other = self.by_result.get(op.get_operand(1).id()), self.by_result.get(op.get_operand(2).id())
+            if then is None or other is None:
+                return
+            b.set_insertion_point_after(op)
+            chosen = b.create_if_op([then.get_type()], op.get_operand(0), True)
+            for block, view in ((chosen.get_then_block(), then), (chosen.get_else_block(), other)):
+                b.set_insertion_point_to_end(block)
+                b.create_yield_op([view])
+            b.set_insertion_point_after(chosen.get_operation())
+            self.chosen(op.get_result(0), chosen.get_result(0), then, other)
+            return
+        regions = [op.get_region(0).id(), op.get_region(1).id()]
+        yields: list[Any] = [None, None]
+        for j in range(k - 1, -1, -1):  # the if's own yields end its regions, just before it in the walk
+            o = found[j][0]
+            if o.get_name() == "scf.yield" and o.get_block().get_parent().id() in regions:
+                yields[regions.index(o.get_block().get_parent().id())] = o
+                if all(yields):
+                    break
+        views = []
+        for i in range(op.get_num_results()):
+            then = self.by_result.get(yields[0].get_operand(i).id())
+            other = self.by_result.get(yields[1].get_operand(i).id())
+            if then is not None and other is not None:
+                views.append((i, then, other))
+        if not views:
+            return
+        b.set_loc(op.get_result(0).get_loc())
+        for o in yields:  # the text lowering drops built placeholders, whose dummies the branches yield
+            for i, _, _ in views:
+                b.set_insertion_point_to_start(o.get_block())
+                o.get_block().replace_use_in_block_with(o.get_operand(i), b.get_int32(0))
+        if at is None:
+            b.set_insertion_point_to_start(op.get_block())
+        elif at[0] == "op":
+            b.set_insertion_point_after(at[1])
+        else:
+            b.restore_insertion_point(at[1])
+        n = op.get_num_results()
+        new = triton_compat.if_with_more_results(b, op, yields, [t for _, t, _ in views], [e for _, _, e in views])
+        b.set_insertion_point_after(new.get_operation())
+        for j, (i, then, other) in enumerate(views):
+            self.chosen(new.get_result(i), new.get_result(n + j), then, other)
+
+    def chosen(self, dummy: Any, view: Any, then: Any, other: Any) -> None:
+        """``view`` (a memdesc chosen between ``then`` and ``other``) is the view of the placeholder result ``dummy``.
+        The text lowering names built buffers by a tag on their one-line op, so there it is first seen through a
+        subslice at offset 0 to its own type (no instructions; 3.8+ refuse a reinterpret of a subview). An index
+        into aliased buffers (index_map) follows the candidates' placement, when they agree."""
+        if self.tagging:
+            rank = len(re.match(r"!ttg\.memdesc<((?:\d+x)+)", str(view.get_type()))[1].rstrip("x").split("x"))
+            view = self.b.create_memdesc_subslice(view.get_type(), view, [0] * rank)
+        self.by_result[dummy.id()] = view
+        placed = {self.index_map.get(then.id()), self.index_map.get(other.id())}
+        if len(placed) == 1 and None not in placed:
+            self.index_map[view.id()] = placed.pop()
+        elif placed != {None}:
+            self.mixed.add(view.id())
+
     def barriers_kept(self, block: int) -> None:
         """Deallocations, at the insertion point (before a return), of the barriers allocated in the same block:
         they keep each barrier's shared memory its own to the end. Otherwise the allocator reuses a barrier's
@@ -435,6 +514,8 @@ def build(mod: Any) -> bool:
         if name == "tt.func":  # the end of a function (post-order): its values are its own
             state.values, state.by_result, state.barriers, state.native = _Built(), {}, [], {}
             continue
+        if name in ("scf.if", "arith.select") and op.get_num_results():
+            state.merge(op, found, k, end.get(block.id()))
         if p is None or p.name not in LOWERINGS:
             if block is not None:
                 end[block.id()] = ("op", op)
@@ -872,6 +953,29 @@ class _DescriptorPlan:
     def local_types(self) -> dict[str, str]:
         """Types of retyped descriptors, for ``ttg.warp_specialize`` captures (arguments get theirs from the signature)."""
         return {name: want for name, (_, want) in self.retype.items()}
+
+
+#: An ``arith.select`` between two views (see :func:`selects_as_ifs`).
+_VIEW_SELECT = re.compile(r"^(?P<ind>\s*)(?P<res>%[\w$.#-]+) = arith\.select (?P<cond>%[\w$.#-]+), "
+                          r"(?P<then>%[\w$.#-]+), (?P<other>%[\w$.#-]+) : (?P<type>!ttg\.memdesc<.*?>)"
+                          r"(?P<loc> loc\(.*\))?$")
+
+
+def selects_as_ifs(text: str) -> str:
+    """``text`` (printed TTGIR) with each ``arith.select`` between two memdescs written as the ``scf.if`` it came
+    from. The canonicalizer turns an ``if`` choosing between views made before it into a select, but Triton's
+    shared-memory alias analysis knows no select of memdescs (it asserts); it joins the views an ``scf.if``
+    yields (or, after ``convert-scf-to-cf``, a block argument receives)."""
+    out = []
+    for line in text.splitlines():
+        m = _VIEW_SELECT.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        ind, ty, loc = m["ind"], m["type"], m["loc"] or ""
+        out += [f"{ind}{m['res']} = scf.if {m['cond']} -> ({ty}) {{", f"{ind}  scf.yield {m['then']} : {ty}{loc}",
+                f"{ind}}} else {{", f"{ind}  scf.yield {m['other']} : {ty}{loc}", f"{ind}}}{loc}"]
+    return "\n".join(out) + "\n"
 
 
 def lower(text: str) -> str:

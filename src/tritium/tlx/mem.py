@@ -12,7 +12,7 @@ from .args import BUFFER, BUFFERS, MBARRIER, MBARRIERS, ConstInt, Scalar
 from .core import memdesc_type
 from .emit import emit, tensor_type, tlx_builtin
 from .triton_compat import compile_options, kernel_state, statement_location, type_builder, unwrap_if_constexpr
-from .types import buffered_tensor, buffered_tensor_type, method_op
+from .types import buffered_tensor, buffered_tensor_type, if_result_view, method_op
 
 
 def _buffer(x: Any, op: str, _semantic: Any = None, one: bool = False) -> buffered_tensor:
@@ -260,6 +260,17 @@ def _anchored(_semantic: Any, buf: Any, op: str) -> Any:
     ty = buffered_tensor_type(t.element_ty, t.shape, t.layout, t.alloc_shape, t.num, pid, t.memdesc, t.barrier)
     ty.origin = t.origin
     return _made_here(_semantic, buffered_tensor(buf.handle, ty))
+
+
+@if_result_view
+def _chosen(_semantic: Any, where: str, handle: Any, t: buffered_tensor_type) -> buffered_tensor:
+    """The view an ``if`` yields, its buffer chosen by the branch taken: a new view, an ``anchor`` on the ``if``'s
+    result made where the variable gets it, which the lowering resolves to the ``scf.if`` it retypes to yield the
+    branches' memdescs (lowering.py, ``_Build.merge``). Every op then names it by id, as any view."""
+    pid, _ = emit(_semantic, "anchor", operands=[tl.tensor(handle, tl.int32)], src=0, use="if", chosen=where)
+    ty = buffered_tensor_type(t.element_ty, t.shape, t.layout, t.alloc_shape, t.num, pid, t.memdesc, t.barrier)
+    ty.origin = f"{where} (chosen by a run-time if)"
+    return _made_here(_semantic, buffered_tensor(handle, ty))
 
 
 def _view(_semantic: Any, op: str, dtype: tl.dtype, shape: Sequence[int], layout: Any, alloc_shape: Sequence[int],

@@ -18,7 +18,7 @@ from . import triton_compat
 from .diagnostics import reporting_stage
 from .dot_operands import dot_operand_layouts
 from .copy_fallback import amd_coalesce_async_copy, async_copy_fallback
-from .lowering import build, lower
+from .lowering import build, lower, selects_as_ifs
 from .placeholders import is_tlx_module
 from .tma_llvm import finish_tma
 from .triton_compat import ir
@@ -47,6 +47,16 @@ def lower_placeholders(mod: ir.module, ctx: Any) -> ir.module:
         triton_compat.restore_argument_locations(lowered)
         return lowered
     return mod
+
+
+@mlir_pass(name="tlx.view_selects")
+def view_selects(mod: ir.module, ctx: Any) -> Any:
+    """Selects between views (views chosen by a run-time ``if``) as ``scf.if``s again, before the shared-memory
+    analyses of the LLVM stage (:func:`.lowering.selects_as_ifs`); a module without one is left as it is."""
+    if not any(op.get_name() == "arith.select" and str(op.get_result(0).get_type()).startswith("!ttg.memdesc")
+               for op in triton_compat.module_ops(mod)):
+        return None
+    return compat.parse_module(selects_as_ifs(mod.str()), mod.context)
 
 
 #: Stock pass that gives every ``!tt.tensordesc`` its shared encoding (NVIDIA only).
@@ -101,6 +111,7 @@ def make_pipeline(family: str) -> Pipeline:
         # TMA PTX that stock TTGIR cannot ask for (tlx/tma_llvm.py), once partitions are in the kernel.
         p.insert("llir", finish_tma, after="nvidia.ttnvgpuir.warp_specialize_to_llvm")
     p.insert("ttgir", lower_placeholders, async_copy_fallback, after="ttir.convert_to_ttgpuir")
+    p.insert("llir", view_selects, at="start")
     for name in disabled:
         p.disable("ttgir", name)
     if family == "hip":

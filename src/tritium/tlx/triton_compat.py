@@ -26,7 +26,7 @@ import ast
 import functools
 import inspect
 import sys
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import triton.language as tl
@@ -119,6 +119,30 @@ def unflattening_loop_carry() -> bool:
         frame = frame.f_back
     return (frame is not None and frame.f_code.co_name in _LOOP_VISITORS
             and isinstance(frame.f_locals.get("self"), CodeGenerator))
+
+
+#: The CodeGenerator methods that give an ``if``'s results their values (``scf.if``, or branches to a block).
+_IF_VISITORS = ("visit_if_scf", "visit_if_top_level")
+
+
+def if_result() -> Optional[tuple[Any, str]]:
+    """``(semantic, "file:line" of the if)`` when the value a type's ``_unflatten_ir`` is building is a result of
+    an ``if`` (found as in :func:`unflattening_loop_carry`), else ``None``. The builder then inserts after the
+    ``if``, where the variable gets its new value."""
+    frame = sys._getframe(2)
+    while frame is not None and "unflatten" in frame.f_code.co_name:
+        frame = frame.f_back
+    gen = frame.f_locals.get("self") if frame is not None and frame.f_code.co_name in _IF_VISITORS else None
+    if not isinstance(gen, CodeGenerator):
+        return None
+    return gen.semantic, f"{gen.file_name}:{gen.begin_line + frame.f_locals['node'].lineno}"
+
+
+def comparing_if_branches() -> bool:
+    """Whether a type's ``__eq__`` is Triton's check that an ``if``'s branches (or a branch and the value
+    before the ``if``) give a variable the same type: the caller of ``__eq__``."""
+    frame = sys._getframe(2)
+    return frame.f_code.co_name == "visit_then_else_blocks" and isinstance(frame.f_locals.get("self"), CodeGenerator)
 
 
 def kernel_module(semantic: Any) -> Any:
@@ -277,6 +301,30 @@ def restore_argument_locations(mod: Any) -> None:
     for op in module_ops(mod):
         if op.get_name() == "arith.constant" and op.get_str_attr(_ARG_LOC) is not None:
             op.get_block().arg(int(op.get_str_attr(_ARG_LOC))).set_loc(op.get_result(0).get_loc())
+
+
+def if_with_more_results(builder: Any, old: ir.operation, yields: Sequence[ir.operation], then_more: Sequence[Any],
+                         else_more: Sequence[Any]) -> Any:
+    """A copy of the ``scf.if`` ``old``, built at the builder's insertion point (before ``old``), that also yields
+    ``then_more``/``else_more``; returns it (an ``ir.IfOp``). The bindings retype no op and erase none, so
+    ``old``'s blocks (their ``yields``, then and else) move into the copy and get the operands appended; ``old``
+    is left with blocks yielding the copy's results, which replace its own, dead for the canonicalizer."""
+    n = old.get_num_results()
+    types = [old.get_result(i).get_type() for i in range(n)] + [v.get_type() for v in then_more]
+    new = builder.create_if_op(types, old.get_operand(0), True)
+    for region, empty in ((0, new.get_then_block()), (1, new.get_else_block())):
+        yields[region].get_block().move_before(empty)
+        empty.erase()
+    for more, yielded in ((then_more, new.get_then_yield()), (else_more, new.get_else_yield())):
+        for value in more:
+            yielded.append_operand(value)
+    results = [new.get_result(i) for i in range(n)]
+    for region in range(2):
+        builder.create_block_with_parent(old.get_region(region), [])
+        builder.create_yield_op(results)
+    for i, value in enumerate(results):
+        old.get_result(i).replace_all_uses_with(value)
+    return new
 
 
 def mbarrier_arrive(builder: Any, bar: Any, count: int, pred: Any) -> None:

@@ -49,16 +49,22 @@ class buffered_tensor_type(base_type):
         self.origin = ""  # the kernel line that made the view, so two views that print alike can be told apart
 
     def _unflatten_ir(self, handles: List[ir.value], cursor: int) -> Tuple["buffered_tensor", int]:
-        carried = triton_compat.unflattening_loop_carry()
-        return buffered_tensor(handles[cursor], loop_carried_type(self) if carried else self), cursor + 1
+        if triton_compat.unflattening_loop_carry():
+            return buffered_tensor(handles[cursor], loop_carried_type(self)), cursor + 1
+        chosen = triton_compat.if_result()
+        if chosen is not None:  # a view chosen by the branch taken: a new view, of the if's result
+            return _IF_RESULT[0](*chosen, handles[cursor], self), cursor + 1
+        return buffered_tensor(handles[cursor], self), cursor + 1
 
     def _flatten_ir_types(self, builder: ir.builder, out: List[ir.type]) -> None:
         out.append(builder.get_int32_ty())  # a buffer is a dummy i32 in TTIR
 
     def __eq__(self, other: Any) -> bool:
         # The id is part of the type: a loop that rebinds a buffer variable to another buffer is a
-        # type change, which Triton reports, instead of silently using the first buffer.
-        return type(self) is type(other) and self.id == other.id and self.memdesc == other.memdesc
+        # type change, which Triton reports, instead of silently using the first buffer. The branches of
+        # an ``if`` may pick different views of one type: the ``if`` yields a new view (``_unflatten_ir``).
+        return (type(self) is type(other) and self.memdesc == other.memdesc
+                and (self.id == other.id or (self.barrier == other.barrier and triton_compat.comparing_if_branches())))
 
     def __str__(self) -> str:
         buffers = f"{self.num} x " if self.num else ""
@@ -71,6 +77,17 @@ class buffered_tensor_type(base_type):
         shape = "_".join(map(str, self.shape))
         alloc = "_".join(map(str, self.alloc_shape))
         return f"TLXB{self.element_ty.mangle()}S{shape}A{alloc}N{self.num}I{self.id}{'M' if self.barrier else ''}B"
+
+
+#: Makes the view an ``if`` yields, ``(semantic, "file:line" of the if, handle, type) -> buffered_tensor``;
+#: tlx/mem.py registers it.
+_IF_RESULT: List[Callable[[Any, str, ir.value, buffered_tensor_type], "buffered_tensor"]] = []
+
+
+def if_result_view(make: Callable[[Any, str, ir.value, buffered_tensor_type], "buffered_tensor"]) -> Callable:
+    """Register ``make`` as the maker of the views ``if``s yield (this floor imports no op family)."""
+    _IF_RESULT[:] = [make]
+    return make
 
 
 class loop_carried_type(buffered_tensor_type):
