@@ -99,17 +99,17 @@ def _ws_pair(out_ptr, MEET: tl.constexpr):
 
 
 def test_warp_specialized_kernels_publish_their_barriers_in_every_task():
-    """The task warps wait in Triton's task switch outside the tasks, so there the tasks' own cluster barriers
-    publish the initialization; without them the kernel is refused, naming the op."""
-    with pytest.raises(Exception, match=r"tlx.alloc_barriers at .*: in clusters of several CTAs \(ctas_per_cga\) a "
-                                        r"warp-specialized kernel publishes .* call tlx.cluster_barrier\(\) at the start "
-                                        r"of every async_task"):
-        triton.compile(ASTSource(_ws_pair, {"out_ptr": "*i32", "MEET": "constexpr"}, {"MEET": False}), target=SM90,
-                       options={"num_warps": 4, **PAIR})
-    ptx = triton.compile(ASTSource(_ws_pair, {"out_ptr": "*i32", "MEET": "constexpr"}, {"MEET": True}), target=SM90,
-                         options={"num_warps": 4, **PAIR}).asm["ptx"]
-    assert ptx.count("barrier.cluster.wait") == 2  # one per task; the one after the allocation is dropped
-    assert "mbarrier.arrive.shared::cluster.b64" in ptx
+    """The task warps wait in Triton's task switch outside the tasks, so there every task opens with a cluster
+    barrier that publishes the initialization (the one after the allocation is dropped); the kernel's own cluster
+    barriers come on top."""
+    for meet, waits in ((False, 2), (True, 4)):
+        ptx = triton.compile(ASTSource(_ws_pair, {"out_ptr": "*i32", "MEET": "constexpr"}, {"MEET": meet}),
+                             target=SM90, options={"num_warps": 4, **PAIR}).asm["ptx"]
+        assert ptx.count("barrier.cluster.wait") == waits, meet
+        assert "mbarrier.arrive.shared::cluster.b64" in ptx
+    ptx = triton.compile(ASTSource(_ws_pair, {"out_ptr": "*i32", "MEET": "constexpr"}, {"MEET": False}), target=SM90,
+                         options={"num_warps": 4}).asm["ptx"]
+    assert "barrier.cluster" not in ptx  # a kernel of one-CTA clusters publishes nothing
 
 
 def test_the_interpreter_refuses_clusters_of_several_ctas():

@@ -310,8 +310,8 @@ def cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.c
     drain of their last stores), each with NUM_REGS registers a thread. A ``with tlx.async_tasks()`` region
     in a helper compiles as it does in the kernel. With ``CLUSTER=2`` (launched with ``ctas_per_cga=(2, 1, 1)``)
     the two CTAs of a cluster share their B tiles (:func:`load_cluster_steps`); every task meets the cluster
-    first, so that the barriers are initialized in both CTAs, and last, so that no CTA exits while its peer may
-    still release a stage in it."""
+    last, so that no CTA exits while its peer may still release a stage in it (TLX opens each task with the
+    meeting that publishes the barriers)."""
     tl.static_assert(CLUSTER == 1 or (SPLIT_K == 1 and not B_K_MAJOR and scale_a_ptr is None),
                      "cooperative_gemm: CLUSTER=2 takes 16-bit operands without K slices")
     a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units, k_tiles = ws_prologue(
@@ -324,16 +324,12 @@ def cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.c
 
     with tlx.async_tasks():
         with tlx.async_task("default"):  # producer
-            if CLUSTER > 1:
-                tlx.cluster_barrier()
             load_tiles(a_desc, b_desc, a_bufs, b_bufs, full, empty, num_units, num_pid_m, num_pid_n, k_tiles, BM, BN,
                        BK, GROUP_SIZE_M, NUM_STAGES, True, SPLIT_K, B_K_MAJOR, CLUSTER)
             if CLUSTER > 1:
                 tlx.cluster_barrier()
         with tlx.async_task(num_warps=4, num_regs=NUM_REGS, replicate=2):  # consumers
             r: tl.constexpr = tlx.async_task_replica_id()
-            if CLUSTER > 1:
-                tlx.cluster_barrier()
             consume_units(a_bufs, b_bufs, c_bufs, full, empty, c_desc, tl.program_id(0), num_units, num_pid_m,
                           num_pid_n, k_tiles, k_per_unit, r, BM, BN, GROUP_SIZE_M, NUM_STAGES, EPILOGUE_SUBTILES,
                           SPLIT_K, B_K_MAJOR, scale_a_ptr, scale_b_ptr, M, N, ROW_SCALES, COL_SCALES, CLUSTER)

@@ -8,11 +8,11 @@ import triton.language as tl
 from . import args, layouts
 from .args import ConstInt, Pred, Scalar
 from .cluster_launch import cluster_ctas, ptx_link
-from .core import check_target, current_task, executing_warps, memdesc_type, predicate
+from .core import CLUSTER_PUBLISHED, check_target, current_task, executing_warps, memdesc_type, predicate
 from .emit import emit, tlx_builtin
 from .mem import _view
 from .types import buffered_tensor
-from .triton_compat import compile_options, statement_location, unwrap_if_constexpr
+from .triton_compat import compile_options, kernel_state, statement_location, unwrap_if_constexpr
 
 #: One i64 per barrier, unswizzled (as Gluon's ``MBarrierLayout``).
 BARRIER_LAYOUT = layouts.SwizzledSharedLayout(1, 1, 1, (0, ))
@@ -108,8 +108,8 @@ def _publish_to_cluster(_semantic: Any, op: str) -> None:
     """In a cluster of several CTAs, make the barriers just initialized visible to the peers before any of them
     can arrive on one or multicast into this CTA (the fork's compiler inserts the same sync): the init fence at
     cluster scope, then a barrier of the whole cluster, which every thread of every CTA must reach. In a
-    warp-specialized kernel the task warps cannot reach it (tlx/lowering.py), so there the tasks' own
-    ``cluster_barrier`` calls publish the barriers, and this one is dropped."""
+    warp-specialized kernel the task warps cannot reach it (tlx/lowering.py), so there every task opens with a
+    cluster barrier instead (tlx/tasks.py), and this one is dropped."""
     ctas = cluster_ctas(_semantic)
     if ctas == 1:
         return
@@ -120,6 +120,7 @@ def _publish_to_cluster(_semantic: Any, op: str) -> None:
     tl.inline_asm_elementwise("fence.mbarrier_init.release.cluster;\n\tmov.u32 $0, 0;", "=r", [], dtype=tl.int32,
                               is_pure=False, pack=1, _semantic=_semantic)
     emit(_semantic, "cluster_barrier", in_task=False, where=statement_location(_semantic), publish=op)
+    kernel_state(_semantic)[CLUSTER_PUBLISHED] = True
 
 
 @tlx_builtin

@@ -16,6 +16,9 @@ from . import layouts
 from .triton_compat import builder_state, compile_options, type_builder, unwrap_if_constexpr
 
 REGION = "ws_region"  # in builder_state: the async_tasks region being built (tlx/tasks.py)
+#: In kernel_state: barriers were initialized for a cluster of several CTAs (tlx/barriers.py), so every task of
+#: a warp-specialized region opens with a cluster barrier that publishes them (tlx/tasks.py).
+CLUSTER_PUBLISHED = "cluster_published"
 
 
 def check_target(_semantic: Any, op: str, min_cap: int = 80) -> None:

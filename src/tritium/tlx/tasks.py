@@ -24,8 +24,8 @@ from .args import describe, is_int
 from . import core
 from .core import check_target
 from .emit import emit, tlx_builtin
-from .triton_compat import (SubRegion, builder_state, compile_options, kernel_state, unwrap_if_constexpr, visit_body,
-                            with_statement)
+from .triton_compat import (SubRegion, builder_state, compile_options, kernel_state, statement_location,
+                            unwrap_if_constexpr, visit_body, with_statement)
 
 _MODULE_STATE = "ws_state"  # in kernel_state: regions seen so far
 
@@ -320,6 +320,8 @@ class _AsyncTask:
         self.replica = replica
         self.scope = SubRegion(self.semantic)
         self.body = self.semantic.builder.create_block()
+        if kernel_state(self.semantic).get(core.CLUSTER_PUBLISHED):  # the barriers reach the peer CTAs first
+            emit(self.semantic, "cluster_barrier", in_task=True, where=statement_location(self.semantic))
 
     def _close(self) -> None:
         self.scope.restore_insertion_point()
