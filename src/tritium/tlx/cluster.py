@@ -29,9 +29,19 @@ def _is_nvidia(_semantic: Any, op: str) -> bool:
     options = compile_options(_semantic)
     if getattr(options, "num_ctas", 1) != 1:
         raise NotImplementedError(f"tlx.{op}: num_ctas={options.num_ctas} makes one program span the cluster with its "
-                                  f"tensors split across the CTAs, which TLX kernels do not support; compile with num_ctas=1 and launch "
-                                  f"with ctas_per_cga=(n, 1, 1) for clusters of n independent CTAs")
+                                  "tensors split across the CTAs, which TLX kernels do not support; compile with "
+                                  "num_ctas=1 and launch with ctas_per_cga=(n, 1, 1) for clusters of n independent "
+                                  "CTAs")
     return layouts.cuda_capability(options.arch) is not None
+
+
+def _cluster_register(_semantic: Any, op: str, register: str, workgroup: int) -> tl.tensor:
+    """The i32 cluster register ``register`` on NVIDIA, or its value ``workgroup`` on AMD (a workgroup is its own
+    cluster of one)."""
+    if not _is_nvidia(_semantic, op):
+        return _semantic.to_tensor(workgroup)
+    check_target(_semantic, op, 90)
+    return read_register(_semantic, f"mov.u32 $0, {register};", "=r", tl.int32)
 
 
 @tlx_builtin
@@ -40,10 +50,7 @@ def cluster_cta_rank(_semantic: Any = None) -> tl.tensor:
 
     Args:
     """
-    if not _is_nvidia(_semantic, "cluster_cta_rank"):
-        return _semantic.to_tensor(0)
-    check_target(_semantic, "cluster_cta_rank", 90)
-    return read_register(_semantic, "mov.u32 $0, %cluster_ctarank;", "=r", tl.int32)
+    return _cluster_register(_semantic, "cluster_cta_rank", "%cluster_ctarank", 0)
 
 
 @tlx_builtin
@@ -52,10 +59,7 @@ def cluster_size_1d(_semantic: Any = None) -> tl.tensor:
 
     Args:
     """
-    if not _is_nvidia(_semantic, "cluster_size_1d"):
-        return _semantic.to_tensor(1)
-    check_target(_semantic, "cluster_size_1d", 90)
-    return read_register(_semantic, "mov.u32 $0, %cluster_nctarank;", "=r", tl.int32)
+    return _cluster_register(_semantic, "cluster_size_1d", "%cluster_nctarank", 1)
 
 
 @tlx_builtin

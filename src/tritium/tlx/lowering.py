@@ -774,10 +774,7 @@ class _Lowering:
         out.extend(self.tensormap_create(ind, loc, p.operands[0], p.operands[1], p.operand_types[1],
                                          p.operands[2:2 + rank], p.operands[2 + rank:],
                                          _TensorMap.of(a["desc_type"], a["fill"])))
-        out.append(f"{ind}{h} = ttng.reinterpret_tensor_descriptor {p.operands[0]} : {p.operand_types[0]} to "
-                   f"{a['desc_type']}{loc}")
-        self.types[h] = a["desc_type"]
-        self.desc_ptr[pid] = p.operands[0]
+        self._reinterpret_desc(p, a, pid, h, ind, loc, out)  # the descriptor is the slot, seen as its type
 
     @writes("reinterpret_desc")
     def _reinterpret_desc(self, p: Placeholder, a: dict, pid: int, h: str, ind: str, loc: str, out: list[str]) -> None:
