@@ -457,7 +457,8 @@ def wrap_config_init(wrap: Callable[[Callable[..., None]], Callable[..., None]])
 # launches ``gridX * num_ctas`` CTAs along x and, for ``num_ctas > 1``, sets the cluster dimension
 # ``(num_ctas, 1, 1)``. A kernel compiled with ``num_ctas=1`` and launched so runs as clusters of independent
 # programs, each with its own ``program_id``: the fork's ``ctas_per_cga=(n, 1, 1)``, whose grid counts CTAs.
-# The launcher class is wrapped once; a kernel whose metadata lacks the field launches exactly as before.
+# The launcher class is wrapped once; a kernel whose metadata lacks the field launches exactly as before. A
+# compiled kernel's metadata gives the field as a tuple, as it was given.
 _cluster_field: Optional[str] = None
 
 
@@ -499,6 +500,17 @@ def install_cluster_launch(field: str) -> None:
         return call(self, gridX, gridY, gridZ, stream, function, kernel_metadata, *rest)
 
     launcher.__init__, launcher.__call__ = __init__, __call__
+    from triton.compiler.compiler import CompiledKernel
+    kernel_init = CompiledKernel.__init__
+
+    @functools.wraps(kernel_init)
+    def compiled_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        kernel_init(self, *args, **kwargs)
+        shape = getattr(self.metadata, field, None)
+        if isinstance(shape, list):  # the metadata's JSON made a list of the option's tuple (the fork gives a tuple)
+            self.metadata = self.metadata._replace(**{field: tuple(shape)})
+
+    CompiledKernel.__init__ = compiled_init
 
 
 def launch_options_pristine() -> bool:

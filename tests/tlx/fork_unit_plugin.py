@@ -13,7 +13,9 @@ scripts/fork_unit_tests.py extracts the fork's ``test_tlx_*.py`` into a cache, r
   monorepo (it is not), and ``tritium.tlx.tutorials`` from the same commit of the fork.
 
 Tests that cannot run here are skipped by :func:`exclusion`, one rule with a reason each, and tests of what
-tritium refuses on purpose by :data:`REFUSED`. Every test's outcome, and in compile mode how many kernels it
+tritium refuses on purpose by :data:`REFUSED`. Clusters (``ctas_per_cga=``) compile in compile mode as on the GPU;
+a test that asks for a cluster along y or z, which tritium's option refuses, fails there with the option's error
+(a gap of tritium's, counted as a failure, not excluded). Every test's outcome, and in compile mode how many kernels it
 compiled and launched and its first compile error, is written as a JSON line to ``$TRITIUM_FORK_UNIT_RESULTS``: in compile mode nothing launches, so a test that checks computed values
 fails by construction, and what counts is whether its kernels compiled.
 """
@@ -49,8 +51,6 @@ _FORK_ONLY = [
     ("tlx.compiler", "uses the fork's C++ compiler-pass package tlx.compiler"),
     ("gluon.jit", "a Gluon kernel: it tests the fork's changes to Triton itself (semantic.dot), not TLX"),
     ("compile_for_gfx1250", "compiles for gfx1250, which is neither sm_90 nor CDNA (the targets of this port)"),
-    ("ctas_per_cga", "launches a multi-CTA cluster (ctas_per_cga=), which runs only on a GPU (compile mode "
-                     "launches nothing)"),
 ]
 #: Host code that needs a real GPU: (regex on the test's source, reason). Device queries, ``synchronize``
 #: and tensors asked for on ``"cuda"`` are answered by the stand-in (:func:`_cuda_on_cpu`).
@@ -61,8 +61,11 @@ _NEEDS_GPU = [
     (re.compile(r"\bsubprocess\b|\bmultiprocessing\b"),
      "runs the fork's code in a child process (an unported import of triton.language.extra.tlx)"),
 ]
-#: Under the interpreter only: checks of what only a compiler makes (the compile modes run them).
+#: Under the interpreter only: what only a compiler makes or a GPU launches (the compile modes run them).
 _COMPILE_ONLY = [
+    (re.compile(r"\bctas_per_cga\b"),
+     "launches a multi-CTA cluster (ctas_per_cga=): the interpreter runs clusters of one CTA, and refuses cluster "
+     "ops in such a launch"),
     (re.compile(r"\.asm\b"), "checks the compiled IR (.asm), which the interpreter does not make"),
     (re.compile(r"\bASTSource\b|\btriton\.compile\b|\.warmup\("),
      "compiles a kernel itself (ASTSource, triton.compile, warmup), which the interpreter does not"),

@@ -31,7 +31,7 @@ def pair_exchange(options: dict, target=SM90):
 def test_peer_arrive_and_multicast_reach_ptx_and_barriers_are_published_to_the_cluster():
     k = pair_exchange(PAIR)
     ptx = k.asm["ptx"]
-    assert k.metadata.ctas_per_cga in ((2, 1, 1), [2, 1, 1])
+    assert k.metadata.ctas_per_cga == (2, 1, 1)  # a tuple, as given (the fork's), not the JSON's list
     # The arrive on the peer's barrier: its address mapped into the peer's shared memory, released at cluster scope.
     assert re.search(r"mapa\.shared::cluster\.u32 (\w+), %r\d+, %r\d+; @%p\d+ "
                      r"mbarrier\.arrive\.shared::cluster\.b64 _, \[\1\];", ptx)
@@ -41,6 +41,20 @@ def test_peer_arrive_and_multicast_reach_ptx_and_barriers_are_published_to_the_c
     # Each alloc_barriers: the init fence at cluster scope, then a barrier of the whole cluster.
     assert ptx.count("fence.mbarrier_init.release.cluster;") == 2 and ptx.count("barrier.cluster.wait") == 2
     assert "tlx.ptx" not in ptx  # the links' marks are gone
+
+
+def test_a_launch_with_ctas_per_cga_compiles_as_triton_compile_does():
+    """kernel[grid](..., ctas_per_cga=) under the stand-in driver of scripts/fork_unit_tests.py's compile modes: the
+    option reaches the compile, as on the GPU."""
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    import fork_conformance as fc
+    with fc.device_stand_in(fc.SM90) as stand_in:
+        desc = TensorDescriptor.from_tensor(torch.zeros(256, 64, dtype=torch.float16), [64, 64])
+        k = ck.pair_exchange[(4,)](desc, torch.empty(4 * 2 * 64 * 64, dtype=torch.float16), BLOCK=64, **PAIR)
+        assert stand_in.launched
+    assert k.metadata.ctas_per_cga == (2, 1, 1) and k.metadata.num_ctas == 1
+    assert "multicast::cluster" in k.asm["ptx"]
 
 
 def test_without_ctas_per_cga_peers_are_refused():
@@ -96,6 +110,25 @@ def _ws_pair(out_ptr, MEET: tl.constexpr):
                 tlx.cluster_barrier()
             tlx.barrier_wait(bars[0], 0)
             tl.store(out_ptr + tl.program_id(0), 1)
+
+
+@triton.jit
+def _ws_rank_before_tasks(out_ptr):
+    rank = tlx.cluster_cta_rank()
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(out_ptr, rank)
+        with tlx.async_task(num_warps=4):
+            tl.store(out_ptr + 1, rank)
+
+
+def test_a_register_read_before_the_tasks_is_passed_to_them():
+    """cluster_cta_rank() read before async_tasks (an inline asm with side effects) reaches every task as a value
+    of the warp_specialize, read once."""
+    k = triton.compile(ASTSource(_ws_rank_before_tasks, {"out_ptr": "*i32"}, {}), target=SM90,
+                       options={"num_warps": 4, **PAIR})
+    assert k.asm["ttgir"].count("%cluster_ctarank") == 1
+    assert k.asm["ptx"].count("%cluster_ctarank") == 1
 
 
 def test_warp_specialized_kernels_publish_their_barriers_in_every_task():

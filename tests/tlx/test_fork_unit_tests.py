@@ -28,6 +28,7 @@ pytestmark = pytest.mark.skipif(CACHE is None, reason=WHY)
 #: (file, target, interpreted, test names): each must count (pass, or compile in compile mode).
 SLICE = [
     ("test_tlx_barriers.py", "sm90", False, ["test_wait_arrive_non_ws", "test_named_wait_arrive"]),
+    ("test_tlx_cluster.py", "sm90", False, ["test_ctas_per_cga", "test_explicit_cluster_sync_ws"]),
     ("test_tlx_amd.py", "gfx950", False, ["test_buffer_atomic_rejects_unsupported_i16_gfx950",
                                           "test_async_load_compiles_gfx950", "test_local_load_compiles_gfx950"]),
     ("test_tlx_misc.py", "sm90", True, ["test_buffer_indexing_in_function_call", "test_size_of"]),
@@ -44,7 +45,7 @@ def test_fork_unit_tests_slice(file, target, interpret, names):
     assert not failed, "\n".join(failed)
 
 
-def test_exclusion_rule_gives_reasons():
+def test_exclusion_rule_gives_reasons(monkeypatch):
     import fork_unit_plugin as plugin
 
     def uses_memory_stats():
@@ -57,7 +58,13 @@ def test_exclusion_rule_gives_reasons():
     def plain():
         return 1
 
+    def launches_a_cluster(kernel):
+        return kernel[(2,)](ctas_per_cga=(2, 1, 1))
+
     api = plugin._fork_api()
     assert "memory statistics" in plugin.exclusion(uses_memory_stats, api)
     assert plugin.exclusion(uses_newer_op, api) == "TLX op newer than the 3.7.4 API: tlx.assume_uniform"
     assert plugin.exclusion(plain, api) is None
+    assert plugin.exclusion(launches_a_cluster, api) is None  # compile mode compiles clusters
+    monkeypatch.setattr(plugin, "INTERPRET", True)
+    assert "the interpreter runs clusters of one CTA" in plugin.exclusion(launches_a_cluster, api)

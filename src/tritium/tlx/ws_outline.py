@@ -87,6 +87,10 @@ def _captures(body: list[str], defs: dict[str, str], known: dict[str, str]) -> t
         if op in _SCF_RESULTS:  # the result of a loop or if before the region: passed in, typed by its header
             operands.append((use, _region_result_types(line)[int(use.partition("#")[2] or 0)]))
             return
+        scalar = line and _SCALAR_ASM.search(line)
+        if scalar:  # a register read before the region (cluster_cta_rank): passed in, not read again
+            operands.append((name, scalar.group(1)))
+            return
         if line is None or not _CLONABLE.fullmatch(op) or _RESULTS.match(line).group(1) != name:
             raise ValueError(f"tlx.async_task: {name} is used inside a task but defined before it by "
                              f"{op or 'something'} that cannot be passed into a warp-specialized task; compute "
@@ -101,6 +105,9 @@ def _captures(body: list[str], defs: dict[str, str], known: dict[str, str]) -> t
     return clones, operands
 
 
+#: An inline asm with a scalar result that is no placeholder or mark of tritium's (``"tlx...``): a register read
+#: such as ``%cluster_ctarank``. A partition receives its value: the asm may have side effects, so it is not rerun.
+_SCALAR_ASM = re.compile(r'= tt\.elementwise_inline_asm "(?!tlx).*-> ([if]\d+)(?: loc\(.*\))?$')
 #: A use of a value, with the result index of a multi-result op (``%x#1``).
 _USE = re.compile(r"%[\w$.-]+(?:#\d+)?")
 #: Region ops whose printed header ends with their result types, ``-> (t0, t1)``.
