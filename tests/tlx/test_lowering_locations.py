@@ -1,7 +1,8 @@
 """Source locations survive the TLX lowering: each op built or written in place of a placeholder keeps the
 placeholder's location, and the arguments of loop bodies keep theirs through the round trips of the text
-lowering and the copy fallback (printed, they carry none), so a TLX op's TTGIR (and the PTX ``.loc`` after it) points at the kernel line that
-called it and no location names the lowering's temporary file."""
+lowering and the copy fallback (printed, they carry none), of the AMD text passes (dot_operands,
+warp_pipeliner) and of tma_llvm on the LLVM dialect, so a TLX op's TTGIR (and the PTX ``.loc`` after it) points
+at the kernel line that called it and no location names the lowering's temporary file."""
 from __future__ import annotations
 
 import inspect
@@ -126,7 +127,7 @@ WS_EXPECTED = {
 @pytest.fixture(scope="module")
 def ws_compiled():
     return pipeline_report(ws_kernel, WS_SIGNATURE, SM90, constexprs=WS_CONSTS, options={"num_warps": 4},
-                           diff_around=("tlx.lower_placeholders", ))
+                           diff_around=("tlx.lower_placeholders", "tlx.finish_tma"))
 
 
 @pytest.mark.parametrize("op", sorted(WS_EXPECTED))
@@ -195,3 +196,43 @@ def test_loop_arguments_keep_their_locations_through_the_copy_fallback():
     before, after = stage.snapshots["before" + key[len("after"):]], stage.snapshots[key]
     assert before != after and _header_names(before) and all(n != "%arg" for h in _header_names(before) for n in h)
     assert _header_names(after) == _header_names(before)
+
+
+def _around(report, stage: str, pass_name: str) -> tuple[str, str]:
+    snapshots = report.stage(stage).snapshots
+    key = next(k for k in snapshots if k.startswith("after ") and pass_name in k)
+    return snapshots["before" + key[len("after"):]], snapshots[key]
+
+
+def test_loop_arguments_keep_their_locations_through_the_amd_text_passes():
+    """dot_operands retypes the operand buffers of this gfx950 GEMM and warp_pipeliner splits its loop into
+    stages, each as text; the warp pipeliner runs last in the stage, with no canonicalizer after it."""
+    from warp_pipeline_kernels import staged_gemm
+
+    k, report = pipeline_report(staged_gemm, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K_ITERS": "i32"},
+                                GPUTarget("hip", "gfx950", 64), constexprs={"BM": 64, "BN": 64, "BK": 32},
+                                options={"num_warps": 8}, aligned=("a_ptr", "b_ptr", "c_ptr"),
+                                diff_around=("tlx.dot_operand_layouts", ))
+    before, after = _around(report, "ttgir", "tlx.dot_operand_layouts")
+    assert before != after and _header_names(before) and all(n != "%arg" for h in _header_names(before) for n in h)
+    assert _header_names(after) == _header_names(before)
+    ttgir = k.asm["ttgir"]
+    assert "rocdl.s.setprio" in ttgir and "tlx.arg_loc" not in ttgir  # pipelined; no marker left
+    assert _header_names(ttgir) == _header_names(before)
+    for asm in ("ttgir", "llir"):
+        assert "tritium-" not in k.asm[asm] and ".mlir\"" not in k.asm[asm], asm
+
+
+def _block_headers(llvm: str) -> list[str]:
+    """The argument lists of the LLVM dialect's blocks, numbered values and name suffixes left out."""
+    return [re.sub(r"%\d+|(%[\w$.-]+?)_\d+\b", lambda m: m.group(1) or "%", m.group(1))
+            for m in re.finditer(r"^\s*\^bb\d+\((.*)\):", llvm, re.M)]
+
+
+def test_loop_arguments_keep_their_locations_through_tma_llvm(ws_compiled):
+    """tma_llvm edits the producer loop's TMA load (its L2 hint) as text on the LLVM dialect, where the
+    printer writes every block argument's location: the loop's blocks come back with theirs."""
+    before, after = _around(ws_compiled[1], "llir", "tlx.finish_tma")
+    assert "tlx.ptx:l2:evict_last" in before and before != after
+    headers = _block_headers(before)
+    assert any('%k: i32 loc("k"' in h for h in headers) and _block_headers(after) == headers

@@ -40,6 +40,7 @@ from tritium import compat
 from tritium.plugins import mlir_pass
 
 from .lowering import PLANNED_LAYOUT
+from . import triton_compat
 from .triton_compat import ir
 from .ttgir_text import SSA, SSA_DEF, split_types, strip_strings
 
@@ -279,8 +280,13 @@ def operand_buffer_layouts(text: str) -> str:
 
 @mlir_pass(name="tlx.dot_operand_layouts")
 def dot_operand_layouts(mod: ir.module, ctx: Any) -> Any:
-    """See the module: planned operand buffers in their dot's layout; carried loads read straight into it."""
+    """See the module: planned operand buffers in their dot's layout; carried loads read straight into it.
+    A module that changes keeps its loop arguments' locations (:func:`.triton_compat.copy_argument_locations`)."""
     text = mod.str()
     carried = carry_operand_layouts(text)
     out = operand_buffer_layouts(carried or text)
-    return None if out == text else compat.parse_module(out, mod.context)
+    if out == text:
+        return None
+    parsed = compat.parse_module(out, mod.context)
+    triton_compat.copy_argument_locations(mod, parsed)
+    return parsed

@@ -48,7 +48,8 @@ __all__ = ["ir", "gluon_ir", "unwrap_if_constexpr", "interpreted", "interpreter_
            "interpreter_masked_load", "interpreter_launch_option", "interpreter_num_warps", "VALUE_SET_NAME", "name_value_handles",
            "TMA_STORE_WAIT_READ_ONLY", "tma_store_wait", "cluster_barrier_ops", "ptx_tma_load",
            "AMD_LAST_LAYOUT_PASS", "SCHED_BARRIER", "run_amd_coalesce_async_copy", "module_ops", "op_builder",
-           "parse_types", "mark_dead", "keep_argument_locations", "restore_argument_locations", "mbarrier_arrive",
+           "parse_types", "mark_dead", "keep_argument_locations", "restore_argument_locations", "copy_argument_locations",
+           "mbarrier_arrive",
            "warpgroup_mma"]
 
 #: A ``tl.constexpr`` (also inside lists and tuples) as its plain value; anything else as is.
@@ -274,6 +275,19 @@ def mark_dead(builder: Any, placeholder: ir.operation) -> None:
 _ARG_LOC = "tlx.arg_loc"
 
 
+def _blocks_with_arguments(ops: Sequence[Any]) -> list[Any]:
+    """The blocks with arguments that hold ``ops`` (:func:`module_ops`), ordered by their region's op among the
+    ops with regions, then by their first op: an order that adding or moving ops without regions keeps."""
+    with_regions = [op for op in ops if op.get_num_regions()]
+    rank = {op.get_region(i).id(): n for n, op in enumerate(with_regions) for i in range(op.get_num_regions())}
+    blocks: dict[int, Any] = {}
+    for op in ops:
+        block = op.get_block()
+        if block is not None and block.get_num_arguments():
+            blocks.setdefault(block.id(), block)
+    return sorted(blocks.values(), key=lambda block: rank[block.get_parent().id()])
+
+
 def keep_argument_locations(mod: Any) -> None:
     """Before a module is printed to be edited as text and parsed back (tlx/pipeline.py, tlx/copy_fallback.py):
     put, at the start of every block with arguments but a function's, a dead constant at each argument's
@@ -282,13 +296,10 @@ def keep_argument_locations(mod: Any) -> None:
     them back from the constants."""
     ops = module_ops(mod)
     functions = {op.get_region(i).id() for op in ops if op.get_name() == "tt.func" for i in range(op.get_num_regions())}
-    blocks: dict[int, Any] = {}
-    for op in ops:
-        block = op.get_block()
-        if block is not None and block.get_num_arguments() and block.get_parent().id() not in functions:
-            blocks.setdefault(block.id(), block)
     b = op_builder(mod.context)
-    for block in blocks.values():
+    for block in _blocks_with_arguments(ops):
+        if block.get_parent().id() in functions:
+            continue
         b.set_insertion_point_to_start(block)
         for i in range(block.get_num_arguments()):
             b.set_loc(block.arg(i).get_loc())
@@ -301,6 +312,20 @@ def restore_argument_locations(mod: Any) -> None:
     for op in module_ops(mod):
         if op.get_name() == "arith.constant" and op.get_str_attr(_ARG_LOC) is not None:
             op.get_block().arg(int(op.get_str_attr(_ARG_LOC))).set_loc(op.get_result(0).get_loc())
+
+
+def copy_argument_locations(old: Any, new: Any) -> None:
+    """After a text pass that adds, moves or retypes ops but makes and drops no block (tlx/dot_operands.py,
+    tlx/warp_pipeliner.py): each block argument of the parsed module ``new`` gets the location of the same
+    argument in ``old``, the module that was printed, blocks paired in walk order. Unlike
+    :func:`keep_argument_locations` this leaves nothing for a canonicalizer to remove (none runs after the warp
+    pipeliner) and prints nothing more. If the blocks do not pair up, ``new`` is left as parsed."""
+    before, after = _blocks_with_arguments(module_ops(old)), _blocks_with_arguments(module_ops(new))
+    if [b.get_num_arguments() for b in before] != [b.get_num_arguments() for b in after]:
+        return
+    for a, b in zip(before, after):
+        for i in range(a.get_num_arguments()):
+            b.arg(i).set_loc(a.arg(i).get_loc())
 
 
 def if_with_more_results(builder: Any, old: ir.operation, yields: Sequence[ir.operation], then_more: Sequence[Any],

@@ -36,6 +36,7 @@ from tritium.plugins import mlir_pass
 
 from .lowering import writes
 from .placeholders import Placeholder
+from . import triton_compat
 from .triton_compat import SCHED_BARRIER, ir
 from .ttgir_text import SSA, SSA_DEF, source_location, strip_strings
 
@@ -387,6 +388,12 @@ def pipeline_warps(text: str) -> Optional[str]:
 
 @mlir_pass(name="tlx.warp_pipeline")
 def warp_pipeline(mod: ir.module, ctx: Any) -> Any:
-    """Split loops at their ``warp_pipeline_stage`` borders and stagger the warp groups (see the module)."""
+    """Split loops at their ``warp_pipeline_stage`` borders and stagger the warp groups (see the module). The
+    loops keep their arguments' locations (:func:`.triton_compat.copy_argument_locations`: no canonicalizer
+    follows this pass to remove markers)."""
     text = pipeline_warps(mod.str())
-    return None if text is None else compat.parse_module(text, mod.context)
+    if text is None:
+        return None
+    parsed = compat.parse_module(text, mod.context)
+    triton_compat.copy_argument_locations(mod, parsed)
+    return parsed
