@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import io
 import json
 import os
 import subprocess
@@ -70,18 +69,17 @@ def find_tests() -> tuple[Optional[Path], str]:
     if not git.exists():
         return None, (f"the fork's unit tests are in no wheel or sdist: they need a git copy of the fork at "
                       f"{COMMIT[:12]} ({fc.MIRROR_ENV}, looked in {git})")
-    try:
-        tmp = CACHE.with_name(CACHE.name + ".partial")
-        archive = subprocess.run(["git", "--git-dir", str(git), "archive", COMMIT, TESTS_DIR, TUTORIALS_DIR],
-                                 capture_output=True, check=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            members = [m for m in tar.getmembers() if not m.name.startswith(TESTS_DIR + "/")
-                       or Path(m.name).name.startswith("test_tlx_") or Path(m.name).name == "conftest.py"]
-            tar.extractall(tmp, members, filter="data")
+    def wanted(name: str) -> bool:
+        return (not name.startswith(TESTS_DIR + "/") or Path(name).name.startswith("test_tlx_")
+                or Path(name).name == "conftest.py")
+
+    def port(tmp: Path) -> None:
         # the fork's language conftest holds helpers the tests import (`from conftest import ...`): ported too
         for f in (tmp / TESTS_DIR).glob("*.py"):
             f.write_text(fc.port_source(f.read_text()))
-        tmp.rename(CACHE)
+
+    try:
+        fc.export_git_paths(git, COMMIT, [TESTS_DIR, TUTORIALS_DIR], CACHE, keep=wanted, edit=port)
     except (OSError, subprocess.CalledProcessError, tarfile.TarError) as e:
         return None, f"could not extract the fork's unit tests at {COMMIT[:12]} from {git}: {e}"
     return CACHE, ""

@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
-import io
 import json
 import os
 import subprocess
@@ -26,6 +25,9 @@ import tempfile
 import types
 from pathlib import Path
 from typing import Any, Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "tlx"))
+import fork_conformance  # noqa: E402 - the export of fork sources from git (stdlib only: no Triton, no TLX)
 
 from .kernels import (ALL, FORK_GIT_COMMIT, FORK_GIT_DEFAULT, FORK_GIT_ENV, FORK_GIT_TUTORIALS, TARGET_NAMES,
                       Spec)
@@ -91,12 +93,7 @@ def git_tutorials(git_dir: Path) -> tuple[Path | None, str]:
     dest = Path(tempfile.gettempdir()) / f"parity-fork-{FORK_GIT_COMMIT[:12]}"
     if not (dest / FORK_GIT_TUTORIALS).is_dir():
         try:
-            archive = subprocess.run(["git", "--git-dir", str(git_dir), "archive", FORK_GIT_COMMIT,
-                                      FORK_GIT_TUTORIALS], capture_output=True, check=True).stdout
-            tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name))
-            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-                tar.extractall(tmp, filter="data")
-            tmp.rename(dest)
+            fork_conformance.export_git_paths(git_dir, FORK_GIT_COMMIT, [FORK_GIT_TUTORIALS], dest)
         except (OSError, subprocess.CalledProcessError, tarfile.TarError) as e:
             return None, f"could not export {FORK_GIT_COMMIT[:12]} from {git_dir}: {e}"
     return dest / FORK_GIT_TUTORIALS, ""

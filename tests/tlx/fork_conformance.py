@@ -39,6 +39,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import tempfile
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,16 +100,28 @@ def find_mirror_tutorials() -> tuple[Optional[Path], str]:
                                 check=True).stdout.strip()
         dest = REPO / ".fork-cache" / f"git-{commit[:12]}"
         if not (dest / MIRROR_TUTORIALS / "hopper_gemm_pipelined.py").is_file():
-            archive = subprocess.run(["git", "-C", str(git_dir), "archive", "HEAD", MIRROR_TUTORIALS],
-                                     capture_output=True, check=True).stdout
-            tmp = dest.with_name(dest.name + ".partial")
-            tmp.mkdir(parents=True, exist_ok=True)
-            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-                tar.extractall(tmp, filter="data")
-            tmp.rename(dest)
+            export_git_paths(git_dir, "HEAD", [MIRROR_TUTORIALS], dest)
     except (OSError, subprocess.CalledProcessError, tarfile.TarError) as e:
         return None, f"could not export the tutorials from {git_dir}: {e}"
     return dest / MIRROR_TUTORIALS, ""
+
+
+def export_git_paths(git_dir: Path, rev: str, paths: list[str], dest: Path,
+                     keep: Optional[Callable[[str], bool]] = None, edit: Optional[Callable[[Path], None]] = None) -> None:
+    """Write ``paths`` at revision ``rev`` of the git repository ``git_dir`` (bare or not) to ``dest``: the members
+    whose names ``keep`` accepts (all without it), then ``edit`` on the copy, in a sibling folder renamed to
+    ``dest`` last, so that a failed export leaves no half-written copy there. Shared by every copy of fork sources
+    that comes from git (here, scripts/fork_unit_tests.py, scripts/codegen_parity/dump.py). Raises OSError,
+    ``subprocess.CalledProcessError`` or ``tarfile.TarError``."""
+    archive = subprocess.run(["git", "-C", str(git_dir), "archive", rev, *paths], capture_output=True,
+                             check=True).stdout
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=dest.name + "."))
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tmp, [m for m in tar.getmembers() if keep is None or keep(m.name)], filter="data")
+    if edit is not None:
+        edit(tmp)
+    tmp.rename(dest)
 
 
 def find_fork_init() -> Optional[Path]:
