@@ -312,8 +312,8 @@ def cooperative_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.c
     the two CTAs of a cluster share their B tiles (:func:`load_cluster_steps`); every task meets the cluster
     last, so that no CTA exits while its peer may still release a stage in it (TLX opens each task with the
     meeting that publishes the barriers)."""
-    tl.static_assert(CLUSTER == 1 or (SPLIT_K == 1 and not B_K_MAJOR and scale_a_ptr is None),
-                     "cooperative_gemm: CLUSTER=2 takes 16-bit operands without K slices")
+    tl.static_assert(CLUSTER == 1 or (CLUSTER == 2 and SPLIT_K == 1 and not B_K_MAJOR and scale_a_ptr is None),
+                     "cooperative_gemm: CLUSTER is 1, or 2 (a pair sharing B) with 16-bit operands without K slices")
     a_bufs, b_bufs, c_bufs, full, empty, num_pid_m, num_pid_n, num_units, k_tiles = ws_prologue(
         a_desc, c_desc, M, N, K, BM, BN, BK, NUM_STAGES, True, BN // EPILOGUE_SUBTILES, 4, PDL, B_K_MAJOR, SPLIT_K,
         CLUSTER)

@@ -128,6 +128,18 @@ def pick_tile(large, small, M: int, N: int, sms: int):
     return large if triton.cdiv(M, large.BM) * triton.cdiv(N, large.BN) >= sms else small
 
 
+def ws_programs(M: int, N: int, BM: int, BN: int, units: int, sms: int, cluster: int = 1) -> int:
+    """The persistent grid of a WS GEMM: a program per SM, or per tile and unit of work where there are fewer, in
+    whole clusters of ``cluster`` CTAs (a pair sharing B takes two vertically adjacent tiles)."""
+    tiles = triton.cdiv(M, BM * cluster) * triton.cdiv(N, BN) * units
+    return min(sms // cluster, tiles) * cluster
+
+
+def cluster_launch(cluster: int) -> dict:
+    """The launch option of clusters of ``cluster`` CTAs (none for one)."""
+    return {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
+
+
 def _tma_ready(x, cols: int):
     """``x`` padded with zero columns to ``cols`` (TMA needs 16-byte aligned row strides), copying only if needed."""
     import torch
@@ -171,10 +183,9 @@ def launch_tma_gemm(kernel, a, b, blocks, sms: int | None, out=None, units: int 
     descs = [TensorDescriptor.from_tensor(t, list(block)) for t, block in zip((a, b, c), blocks)]
     cluster = constexprs.get("CLUSTER", 1)
     if programs is None:
-        tiles = triton.cdiv(M, constexprs["BM"] * cluster) * triton.cdiv(N, constexprs["BN"]) * units
-        programs = min((num_sms(a.device) if sms is None else sms) // cluster, tiles) * cluster
-    options = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
-    kernel[(programs, )](*descs, M, N, K, *extra, num_warps=4, **constexprs, **options)
+        programs = ws_programs(M, N, constexprs["BM"], constexprs["BN"], units,
+                               num_sms(a.device) if sms is None else sms, cluster)
+    kernel[(programs, )](*descs, M, N, K, *extra, num_warps=4, **constexprs, **cluster_launch(cluster))
     return c[:, :N]
 
 

@@ -37,6 +37,7 @@ import triton
 from .. import compat
 from ..kernels import gemm_pipelined_hopper as pipelined
 from ..kernels.launch import DescriptorCache, LaunchCache, clear_launch_caches, interpreting, jit_launch, sm_count
+from ..kernels.tiles import cluster_launch, ws_programs
 from .plans import VARIANTS, Plan
 
 #: Problems up to this much work (M * N * K) launch with programmatic dependent launch: the kernel waits
@@ -142,11 +143,11 @@ class Call:
             self.blocks = tuple(tuple(blk) for blk in variant.descriptor_blocks(plan.config))
             self.templates = [None, None, None]  # the first host TensorDescriptor of each operand
             cluster = getattr(plan.config, "CLUSTER", 1)  # CTAs of a cluster sharing B: the grid counts CTAs
-            tiles = triton.cdiv(M, plan.config.BM * cluster) * triton.cdiv(N, plan.config.BN) * variant.units(plan.config)
             sms = sm_count(a.device)
             self.grid = (variant.programs(M, N, K, plan.config, sms) if variant.programs
-                         else min(sms // cluster, tiles) * cluster, 1, 1)
-            self.cluster = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
+                         else ws_programs(M, N, plan.config.BM, plan.config.BN, variant.units(plan.config), sms,
+                                          cluster), 1, 1)
+            self.cluster = cluster_launch(cluster)
         else:
             self.c_dtype, self.c_shape, self.zero = out_dtype, (M, N), False
             self.in_place = (pointer_in_place(a), pointer_in_place(b))

@@ -11,6 +11,7 @@ from .cluster_launch import cluster_ctas, ptx_link
 from .core import CLUSTER_PUBLISHED, check_target, current_task, executing_warps, memdesc_type, predicate
 from .emit import emit, tlx_builtin
 from .mem import _view
+from .misc import read_register
 from .types import buffered_tensor
 from .triton_compat import compile_options, kernel_state, statement_location, unwrap_if_constexpr
 
@@ -104,6 +105,11 @@ def alloc_barriers(num_barriers: ConstInt, arrive_count: ConstInt = 1, _semantic
     return bars
 
 
+def fence_mbarrier_init(_semantic: Any) -> None:
+    """``fence.mbarrier_init.release.cluster``: this thread's barrier inits, visible to the whole cluster."""
+    read_register(_semantic, "fence.mbarrier_init.release.cluster;\n\tmov.u32 $0, 0;", "=r", tl.int32)
+
+
 def _publish_to_cluster(_semantic: Any, op: str) -> None:
     """In a cluster of several CTAs, make the barriers just initialized visible to the peers before any of them
     can arrive on one or multicast into this CTA (the fork's compiler inserts the same sync): the init fence at
@@ -117,8 +123,7 @@ def _publish_to_cluster(_semantic: Any, op: str) -> None:
         raise NotImplementedError(f"tlx.{op}: with ctas_per_cga=({ctas}, 1, 1), allocate barriers outside "
                                   "async_tasks: their initialization is published to the cluster by a barrier "
                                   "that every thread of the CTA takes")
-    tl.inline_asm_elementwise("fence.mbarrier_init.release.cluster;\n\tmov.u32 $0, 0;", "=r", [], dtype=tl.int32,
-                              is_pure=False, pack=1, _semantic=_semantic)
+    fence_mbarrier_init(_semantic)
     emit(_semantic, "cluster_barrier", in_task=False, where=statement_location(_semantic), publish=op)
     kernel_state(_semantic)[CLUSTER_PUBLISHED] = True
 

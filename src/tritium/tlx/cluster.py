@@ -16,7 +16,7 @@ import triton.language as tl
 
 from . import args, layouts
 from .args import Scalar
-from .barriers import REMOTE_BARRIER, barrier
+from .barriers import REMOTE_BARRIER, barrier, fence_mbarrier_init
 from .cluster_launch import cluster_ctas
 from .core import check_target, current_task
 from .emit import emit, tlx_builtin
@@ -85,7 +85,7 @@ def fence_mbarrier_init_cluster(_semantic: Any = None) -> None:
     """
     _is_nvidia(_semantic, "fence_mbarrier_init_cluster")
     check_target(_semantic, "fence_mbarrier_init_cluster", 90)
-    read_register(_semantic, "fence.mbarrier_init.release.cluster;\n\tmov.u32 $0, 0;", "=r", tl.int32)
+    fence_mbarrier_init(_semantic)
 
 
 @tlx_builtin
