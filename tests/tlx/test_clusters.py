@@ -163,3 +163,23 @@ def test_the_interpreter_refuses_clusters_of_several_ctas():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert "tlx.cluster_cta_rank: the TLX interpreter runs each program as a cluster of one CTA, so " \
            "ctas_per_cga=(2, 1, 1) needs the GPU" in out.stdout + out.stderr, out.stderr[-2000:]
+
+
+@triton.jit
+def _late_barriers(out_ptr):
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(out_ptr, 0)
+        with tlx.async_task(num_warps=4):
+            tl.store(out_ptr + 1, 1)
+    bars = tlx.alloc_barriers(1, arrive_count=1)
+    tlx.barrier_arrive(bars[0], 1, remote_cta_rank=tlx.cluster_cta_rank() ^ 1)
+
+
+def test_barriers_allocated_after_the_tasks_have_started_are_refused():
+    """No task opens after them to publish their initialization to the peers, so the kernel would race."""
+    with pytest.raises(Exception, match=r"tlx.alloc_barriers at .*: in clusters of several CTAs \(ctas_per_cga\) a "
+                                        r"warp-specialized kernel publishes .* as its tasks start; allocate the "
+                                        r"barriers before the async_tasks region"):
+        triton.compile(ASTSource(_late_barriers, {"out_ptr": "*i32"}, {}), target=SM90,
+                       options={"num_warps": 4, **PAIR})

@@ -819,13 +819,15 @@ def _check_barriers(payloads: list[dict]) -> None:
         if a["op"] == "async_task" and not a["default"]:
             regions[a["region"]] = regions.get(a["region"], 0) + a.get("replicate", 1)
     reserved = 2 + max(regions.values()) if regions else 1
-    tasks_meet = any(a["op"] == "cluster_barrier" and a["in_task"] for a in payloads)
-    for a in payloads:
+    # the last payload after which tasks meet on a cluster barrier (program order), -1 if none
+    last_meeting = max((i for i, a in enumerate(payloads) if a["op"] == "cluster_barrier" and a["in_task"]),
+                       default=-1)
+    for i, a in enumerate(payloads):
         if a["op"] == "cluster_barrier" and regions and not a["in_task"] and a.get("publish"):
-            if not tasks_meet:
+            if i > last_meeting:
                 raise ValueError(f"tlx.{a['publish']} at {a['where']}: in clusters of several CTAs (ctas_per_cga) a "
-                                 "warp-specialized kernel publishes its barriers' initialization to the peers in its "
-                                 "tasks: call tlx.cluster_barrier() at the start of every async_task")
+                                 "warp-specialized kernel publishes its barriers' initialization to the peers as its "
+                                 "tasks start; allocate the barriers before the async_tasks region")
             continue  # the tasks' own cluster barriers publish them (:meth:`_Lowering._cluster_barrier` drops it)
         if a["op"] == "cluster_barrier" and regions and not a["in_task"]:
             raise ValueError(f"tlx.cluster_barrier at {a['where']}: outside the async_tasks of a "
