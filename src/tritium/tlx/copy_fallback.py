@@ -176,10 +176,10 @@ def _warn(where: str, reason: str) -> None:
                            AsyncCopyFallbackWarning, filename or where, int(lineno) if lineno.isdigit() else 0)
 
 
-def fall_back(mod: Any, arch: str, marked: bool = False) -> Optional[Any]:
+def fall_back(mod: Any, arch: str) -> Optional[Any]:
     """The module with every async copy the target cannot run made synchronous (``None``: nothing to do).
-    A module that changes is printed again once its loop arguments' locations are kept (``marked``), so
-    that they survive the parse (:func:`.triton_compat.keep_argument_locations`)."""
+    The rewrite makes no block, so the parsed module's loop arguments get their locations from ``mod``'s
+    (:func:`.triton_compat.copy_argument_locations`)."""
     lines = mod.str().splitlines()
     copies = _copies(lines)
     if not copies:
@@ -191,15 +191,12 @@ def fall_back(mod: Any, arch: str, marked: bool = False) -> Optional[Any]:
                    if c.sync_reason or c.line in narrow]
     if not synchronous:
         return None
-    if not marked:
-        triton_compat.keep_argument_locations(mod)
-        return fall_back(mod, arch, marked=True)
     for n, c, reason in synchronous:
         _warn(source_line(c["loc"] or "", aliases), reason)
     for n, c, _ in reversed(synchronous):  # from the bottom, so earlier line indices stay valid
         lines[c.line:c.line + 1] = _sync_copy(c, n)
     out = compat.parse_module("\n".join(lines), mod.context)
-    triton_compat.restore_argument_locations(out)
+    triton_compat.copy_argument_locations(mod, out)
     return out
 
 

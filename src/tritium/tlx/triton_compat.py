@@ -289,9 +289,9 @@ def _blocks_with_arguments(ops: Sequence[Any]) -> list[Any]:
 
 
 def keep_argument_locations(mod: Any) -> None:
-    """Before a module is printed to be edited as text and parsed back (tlx/pipeline.py, tlx/copy_fallback.py):
-    put, at the start of every block with arguments but a function's, a dead constant at each argument's
-    location. The printer writes no location for the arguments of a loop body (``scf.for %k = ...``), so parsed
+    """Before the lowering prints a module to edit it as text and parse it back (tlx/pipeline.py; its text step
+    outlines tasks into new blocks, so :func:`copy_argument_locations` cannot pair them): put, at the start of
+    every block with arguments but a function's, a dead constant at each argument's location. The printer writes no location for the arguments of a loop body (``scf.for %k = ...``), so parsed
     back they would name the temporary file and lose their names; :func:`restore_argument_locations` reads
     them back from the constants."""
     ops = module_ops(mod)
@@ -315,8 +315,8 @@ def restore_argument_locations(mod: Any) -> None:
 
 
 def copy_argument_locations(old: Any, new: Any) -> None:
-    """After a text pass that adds, moves or retypes ops but makes and drops no block (tlx/dot_operands.py,
-    tlx/warp_pipeliner.py): each block argument of the parsed module ``new`` gets the location of the same
+    """After a text pass that adds, moves or retypes ops but makes and drops no block (tlx/copy_fallback.py,
+    tlx/dot_operands.py, tlx/warp_pipeliner.py): each block argument of the parsed module ``new`` gets the location of the same
     argument in ``old``, the module that was printed, blocks paired in walk order. Unlike
     :func:`keep_argument_locations` this leaves nothing for a canonicalizer to remove (none runs after the warp
     pipeliner) and prints nothing more. If the blocks do not pair up, ``new`` is left as parsed."""
